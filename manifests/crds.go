@@ -1,0 +1,111 @@
+// Package manifests knows which openshift/api CRDs the operator works with and where they live
+// in the openshift/api Go module, so the test harness, `make manifests` and `make run` load the
+// very same files.
+package manifests
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// OpenShiftAPIModule is the Go module that ships the CRDs.
+const OpenShiftAPIModule = "github.com/openshift/api"
+
+// Feature sets the openshift/api module generates CRD variants for.
+const (
+	Default              = "Default"
+	TechPreviewNoUpgrade = "TechPreviewNoUpgrade"
+)
+
+// CRD names one CRD manifest in the openshift/api module: its folder and file name stem. Where the
+// module ships one file per feature set, the file is "<Stem>-<FeatureSet>.crd.yaml", else
+// "<Stem>.crd.yaml".
+type CRD struct {
+	Dir  string
+	Stem string
+}
+
+// CRDs are the CRDs of the objects the operator reads or writes.
+var CRDs = []CRD{
+	{"operator/v1/zz_generated.crd-manifests", "0000_80_machine-config_01_machineconfigurations"},
+	{"machine/v1beta1/zz_generated.crd-manifests", "0000_10_machine-api_01_machinesets"},
+	{"machine/v1/zz_generated.crd-manifests", "0000_10_control-plane-machine-set_01_controlplanemachinesets"},
+	{"config/v1/zz_generated.crd-manifests", "0000_10_config-operator_01_featuregates"},
+	{"config/v1/zz_generated.crd-manifests", "0000_10_config-operator_01_infrastructures"},
+	{"config/v1/zz_generated.crd-manifests", "0000_00_cluster-version-operator_01_clusterversions"},
+}
+
+// Path returns the file of crd for featureSet under the module directory moduleDir: the
+// feature-set variant where the module ships several, the single file where it ships one.
+func (crd CRD) Path(moduleDir, featureSet string) (string, error) {
+	variant := filepath.Join(moduleDir, crd.Dir, crd.Stem+"-"+featureSet+".crd.yaml")
+	if _, err := os.Stat(variant); err == nil {
+		return variant, nil
+	}
+	single := filepath.Join(moduleDir, crd.Dir, crd.Stem+".crd.yaml")
+	if _, err := os.Stat(single); err != nil {
+		return "", fmt.Errorf("CRD %s: neither %s nor %s exists", crd.Stem, filepath.Base(variant), filepath.Base(single))
+	}
+	return single, nil
+}
+
+// CRDPaths returns the files of all CRDs for featureSet.
+func CRDPaths(featureSet string) ([]string, error) {
+	dir, err := OpenShiftAPIDir()
+	if err != nil {
+		return nil, err
+	}
+	paths := make([]string, 0, len(CRDs))
+	for _, crd := range CRDs {
+		p, err := crd.Path(dir, featureSet)
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, p)
+	}
+	return paths, nil
+}
+
+var apiDir = sync.OnceValues(func() (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", OpenShiftAPIModule)
+	cmd.Dir = moduleRoot()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("locating %s in the module cache (go list -m): %v: %s", OpenShiftAPIModule, err, strings.TrimSpace(stderr.String()))
+	}
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		return "", fmt.Errorf("%s is not in the module cache: run 'go mod download %s'", OpenShiftAPIModule, OpenShiftAPIModule)
+	}
+	return dir, nil
+})
+
+// OpenShiftAPIDir returns the directory of the openshift/api module version this module requires.
+func OpenShiftAPIDir() (string, error) { return apiDir() }
+
+// moduleRoot returns the directory of this repository's go.mod, found from the working directory,
+// so `go list` resolves the pinned openshift/api version from any package directory.
+func moduleRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if data, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && bytes.Contains(data, []byte("module github.com/bootimage-operator/bootimage-operator\n")) {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return dir
+		}
+	}
+}
+
+// RepoRoot returns the root of this repository, found from the working directory.
+func RepoRoot() string { return moduleRoot() }

@@ -1,0 +1,37 @@
+package api_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bootimage-operator/bootimage-operator/test/testenv"
+)
+
+var (
+	env *testenv.Env
+	k8s client.Client
+)
+
+func TestAPI(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "API suite: the real kube-apiserver and openshift/api CRDs")
+}
+
+var _ = BeforeSuite(func() {
+	var err error
+	env, err = testenv.Start(testenv.Options{})
+	Expect(err).NotTo(HaveOccurred())
+	k8s = env.Client
+})
+
+var _ = AfterSuite(func() {
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+var ctx = context.Background()

@@ -1,0 +1,47 @@
+package api_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
+)
+
+// These specs prove the ground is real: the CEL rules of the shipped CRDs are enforced.
+var _ = Describe("MachineConfiguration CRD validation", func() {
+	AfterEach(func() {
+		Expect(k8s.DeleteAllOf(ctx, &operatorv1.MachineConfiguration{})).To(Succeed())
+	})
+
+	create := func(mode operatorv1.MachineManagerSelectorMode) error {
+		var selector *metav1.LabelSelector
+		if mode == operatorv1.Partial {
+			selector = &metav1.LabelSelector{MatchLabels: map[string]string{"role": "infra"}}
+		}
+		mc := fixtures.MachineConfiguration(&operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{
+			fixtures.MachineManager(operatorv1.ControlPlaneMachineSets, mode, selector),
+		}})
+		return fixtures.Create(ctx, k8s, mc)
+	}
+
+	It("rejects Partial selection for controlplanemachinesets", func() {
+		err := create(operatorv1.Partial)
+		Expect(err).To(MatchError(ContainSubstring("Only All or None selection mode is permitted for ControlPlaneMachineSets")))
+	})
+
+	DescribeTable("accepts the CPMS modes All and None", func(mode operatorv1.MachineManagerSelectorMode) {
+		Expect(create(mode)).To(Succeed())
+	},
+		Entry("All", operatorv1.All),
+		Entry("None", operatorv1.None),
+	)
+
+	It("accepts Partial selection for machinesets", func() {
+		mc := fixtures.MachineConfiguration(&operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{
+			fixtures.MachineManager(operatorv1.MachineSets, operatorv1.Partial, &metav1.LabelSelector{MatchLabels: map[string]string{"role": "infra"}}),
+		}})
+		Expect(fixtures.Create(ctx, k8s, mc)).To(Succeed())
+	})
+})
