@@ -1,0 +1,52 @@
+package testenv
+
+import (
+	"context"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// Manager is a running controller-runtime manager for one test.
+type Manager struct {
+	ctrl.Manager
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// StartManager starts a manager on the control plane, with metrics, probes and leader election
+// off, after setup registered its controllers. Stop it with Stop.
+func (e *Env) StartManager(setup func(ctrl.Manager) error) (*Manager, error) {
+	skip := true
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:                 e.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Each test starts its own manager with the same controller names.
+		Controller: config.Controller{SkipNameValidation: &skip},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := setup(mgr); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Manager{Manager: mgr, cancel: cancel, done: make(chan error, 1)}
+	go func() { m.done <- mgr.Start(ctx) }()
+	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
+	defer syncCancel()
+	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+		m.Stop()
+		return nil, context.DeadlineExceeded
+	}
+	return m, nil
+}
+
+// Stop stops the manager and waits for it to finish.
+func (m *Manager) Stop() error {
+	m.cancel()
+	return <-m.done
+}
