@@ -109,3 +109,33 @@ func moduleRoot() string {
 
 // RepoRoot returns the root of this repository, found from the working directory.
 func RepoRoot() string { return moduleRoot() }
+
+// FeatureSets are the feature sets whose CRDs `make manifests` copies.
+var FeatureSets = []string{Default, TechPreviewNoUpgrade}
+
+// WriteCRDs copies the CRDs of every feature set into outDir/<FeatureSet>/, replacing what was there.
+func WriteCRDs(outDir string) error {
+	for _, fs := range FeatureSets {
+		want, err := CRDPaths(fs)
+		if err != nil {
+			return err
+		}
+		dir := filepath.Join(outDir, fs)
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		for _, src := range want {
+			data, err := os.ReadFile(src)
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(dir, filepath.Base(src)), data, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
