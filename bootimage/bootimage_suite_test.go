@@ -1,0 +1,13 @@
+package bootimage_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+func TestBootimage(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "bootimage")
+}

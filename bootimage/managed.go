@@ -1,0 +1,131 @@
+// Package bootimage decides boot image updates: which machine managers are selected, and what each
+// MachineSet's boot image should be. It is pure: API objects in, decisions out.
+package bootimage
+
+import (
+	"fmt"
+	"slices"
+
+	configv1 "github.com/openshift/api/config/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/bootimage-operator/bootimage-operator/featuregates"
+)
+
+// Gates says which feature gates are on; featuregates.Gates satisfies it.
+type Gates interface {
+	Enabled(configv1.FeatureGateName) bool
+}
+
+// machineSetGates are the gates of older releases that turned MachineSet updates on per platform.
+var machineSetGates = map[configv1.PlatformType]configv1.FeatureGateName{
+	configv1.AWSPlatformType:     featuregates.ManagedBootImagesAWS,
+	configv1.GCPPlatformType:     featuregates.ManagedBootImages,
+	configv1.AzurePlatformType:   featuregates.ManagedBootImagesAzure,
+	configv1.VSpherePlatformType: featuregates.ManagedBootImagesVSphere,
+}
+
+// cpmsPlatforms are the platforms whose ControlPlaneMachineSet boot image can be managed.
+var cpmsPlatforms = []configv1.PlatformType{configv1.AWSPlatformType, configv1.GCPPlatformType, configv1.AzurePlatformType}
+
+// MachineSetsSupported reports whether MachineSet boot images are managed on platform.
+func MachineSetsSupported(platform configv1.PlatformType, gates Gates) bool {
+	gate, ok := machineSetGates[platform]
+	return ok && gates.Enabled(gate)
+}
+
+// CPMSSupported reports whether the ControlPlaneMachineSet boot image is managed on platform.
+func CPMSSupported(platform configv1.PlatformType, gates Gates) bool {
+	return slices.Contains(cpmsPlatforms, platform) && gates.Enabled(featuregates.ManagedBootImagesCPMS)
+}
+
+// SupportedResources lists the machine manager resources managed on platform, in status order.
+func SupportedResources(platform configv1.PlatformType, gates Gates) []operatorv1.MachineManagerMachineSetsResourceType {
+	var out []operatorv1.MachineManagerMachineSetsResourceType
+	if MachineSetsSupported(platform, gates) {
+		out = append(out, operatorv1.MachineSets)
+	}
+	if CPMSSupported(platform, gates) {
+		out = append(out, operatorv1.ControlPlaneMachineSets)
+	}
+	return out
+}
+
+// IsLegacyOptOut reports whether spec is the legacy opt-out: machineManagers present and empty.
+// An absent list (nil) is "no opinion".
+func IsLegacyOptOut(spec operatorv1.ManagedBootImages) bool {
+	return spec.MachineManagers != nil && len(spec.MachineManagers) == 0
+}
+
+// Effective is the boot image configuration in force, and the problems found in the spec.
+type Effective struct {
+	Status operatorv1.ManagedBootImages
+	// Problems are spec settings that were overridden, each saying what to change.
+	Problems []string
+}
+
+// EffectiveConfiguration computes status.managedBootImagesStatus from the spec: per supported
+// resource, the spec's entry when present, else the platform default (MachineSets All, the CPMS
+// None). The legacy empty list means None for every resource. A Partial CPMS entry, which only
+// CRDs that predate the CEL rule let through, is None.
+func EffectiveConfiguration(spec operatorv1.ManagedBootImages, platform configv1.PlatformType, gates Gates) Effective {
+	var eff Effective
+	eff.Status.MachineManagers = []operatorv1.MachineManager{}
+	for _, resource := range SupportedResources(platform, gates) {
+		mm := operatorv1.MachineManager{Resource: resource, APIGroup: operatorv1.MachineAPI, Selection: operatorv1.MachineManagerSelector{Mode: defaultMode(resource)}}
+		if IsLegacyOptOut(spec) {
+			mm.Selection.Mode = operatorv1.None
+		}
+		if entry, ok := findEntry(spec.MachineManagers, resource); ok {
+			mm.Selection = *entry.Selection.DeepCopy()
+		}
+		if resource == operatorv1.ControlPlaneMachineSets && mm.Selection.Mode == operatorv1.Partial {
+			mm.Selection = operatorv1.MachineManagerSelector{Mode: operatorv1.None}
+			eff.Problems = append(eff.Problems, "spec.managedBootImages: selection mode Partial is not permitted for controlplanemachinesets (the ControlPlaneMachineSet is a singleton) and is treated as None; set selection.mode to All or None")
+		}
+		eff.Status.MachineManagers = append(eff.Status.MachineManagers, mm)
+	}
+	return eff
+}
+
+func defaultMode(resource operatorv1.MachineManagerMachineSetsResourceType) operatorv1.MachineManagerSelectorMode {
+	if resource == operatorv1.MachineSets {
+		return operatorv1.All
+	}
+	return operatorv1.None // the CPMS is opt-in
+}
+
+func findEntry(entries []operatorv1.MachineManager, resource operatorv1.MachineManagerMachineSetsResourceType) (operatorv1.MachineManager, bool) {
+	for _, e := range entries {
+		if e.Resource == resource && e.APIGroup == operatorv1.MachineAPI {
+			return e, true
+		}
+	}
+	return operatorv1.MachineManager{}, false
+}
+
+// Selected reports whether an object of resource with objectLabels is selected for boot image
+// updates by the effective status. A resource without an entry is not selected.
+func Selected(status operatorv1.ManagedBootImages, resource operatorv1.MachineManagerMachineSetsResourceType, objectLabels map[string]string) (bool, error) {
+	entry, ok := findEntry(status.MachineManagers, resource)
+	if !ok {
+		return false, nil
+	}
+	switch entry.Selection.Mode {
+	case operatorv1.All:
+		return true, nil
+	case operatorv1.Partial:
+		if resource == operatorv1.ControlPlaneMachineSets || entry.Selection.Partial == nil || entry.Selection.Partial.MachineResourceSelector == nil {
+			return false, nil
+		}
+		selector, err := metav1.LabelSelectorAsSelector(entry.Selection.Partial.MachineResourceSelector)
+		if err != nil {
+			return false, fmt.Errorf("invalid machineResourceSelector for %s: %w", resource, err)
+		}
+		return selector.Matches(labels.Set(objectLabels)), nil
+	default:
+		return false, nil
+	}
+}

@@ -1,0 +1,58 @@
+package bootimage_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+)
+
+var _ = Describe("Boot image skew enforcement", func() {
+	allMS := spec(mm(ms, operatorv1.All))
+	base := bootimage.SkewInputs{Platform: configv1.AWSPlatformType, Topology: configv1.HighlyAvailableTopologyMode, Effective: allMS, Gates: cpmsOff, InstallVersion: "4.12.9"}
+	manual := func(v string) operatorv1.BootImageSkewEnforcementStatus {
+		return operatorv1.BootImageSkewEnforcementStatus{Mode: operatorv1.BootImageSkewEnforcementModeStatusManual, Manual: operatorv1.ClusterBootImageManual{Mode: operatorv1.ClusterBootImageSpecModeOCPVersion, OCPVersion: v}}
+	}
+
+	DescribeTable("status mode",
+		func(mutate func(*bootimage.SkewInputs), want operatorv1.BootImageSkewEnforcementStatus) {
+			in := base
+			mutate(&in)
+			Expect(bootimage.SkewEnforcementStatus(in)).To(Equal(want))
+		},
+		Entry("Automatic while MachineSets are managed with All, recording the install version", func(*bootimage.SkewInputs) {},
+			operatorv1.BootImageSkewEnforcementStatus{Mode: operatorv1.BootImageSkewEnforcementModeStatusAutomatic, Automatic: operatorv1.ClusterBootImageAutomatic{OCPVersion: "4.12.9"}}),
+		Entry("Automatic keeps the version recorded by boot image updates", func(in *bootimage.SkewInputs) {
+			in.Current = operatorv1.BootImageSkewEnforcementStatus{Mode: operatorv1.BootImageSkewEnforcementModeStatusAutomatic, Automatic: operatorv1.ClusterBootImageAutomatic{OCPVersion: "4.20.0"}}
+		}, operatorv1.BootImageSkewEnforcementStatus{Mode: operatorv1.BootImageSkewEnforcementModeStatusAutomatic, Automatic: operatorv1.ClusterBootImageAutomatic{OCPVersion: "4.20.0"}}),
+		Entry("Manual with the install version when MachineSets are Partial", func(in *bootimage.SkewInputs) { in.Effective = spec(mm(ms, operatorv1.Partial)) }, manual("4.12.9")),
+		Entry("Manual on an unmanaged platform", func(in *bootimage.SkewInputs) { in.Platform = configv1.NutanixPlatformType }, manual("4.12.9")),
+		Entry("None on single-node", func(in *bootimage.SkewInputs) { in.Topology = configv1.SingleReplicaTopologyMode },
+			operatorv1.BootImageSkewEnforcementStatus{Mode: operatorv1.BootImageSkewEnforcementModeStatusNone}),
+		Entry("None on bare metal", func(in *bootimage.SkewInputs) { in.Platform = configv1.BareMetalPlatformType },
+			operatorv1.BootImageSkewEnforcementStatus{Mode: operatorv1.BootImageSkewEnforcementModeStatusNone}),
+		Entry("the spec's Manual wins", func(in *bootimage.SkewInputs) {
+			in.Spec = operatorv1.BootImageSkewEnforcementConfig{Mode: operatorv1.BootImageSkewEnforcementConfigModeManual, Manual: operatorv1.ClusterBootImageManual{Mode: operatorv1.ClusterBootImageSpecModeOCPVersion, OCPVersion: "4.16.0"}}
+		}, manual("4.16.0")),
+		Entry("the spec's None wins", func(in *bootimage.SkewInputs) {
+			in.Spec = operatorv1.BootImageSkewEnforcementConfig{Mode: operatorv1.BootImageSkewEnforcementConfigModeNone}
+		}, operatorv1.BootImageSkewEnforcementStatus{Mode: operatorv1.BootImageSkewEnforcementModeStatusNone}),
+	)
+
+	DescribeTable("violation",
+		func(status operatorv1.BootImageSkewEnforcementStatus, want string) {
+			Expect(bootimage.SkewViolation(status)).To(ContainSubstring(want))
+			if want == "" {
+				Expect(bootimage.SkewViolation(status)).To(BeEmpty())
+			}
+		},
+		Entry("OCP 4.12 is too old", manual("4.12.9"), "boot images are from OCP 4.12.9, older than the oldest supported OCP 4.13.0: update the boot images of your MachineSets and record the new version in spec.bootImageSkewEnforcement.manual"),
+		Entry("OCP 4.13.0 is fine", manual("4.13.0"), ""),
+		Entry("RHCOS 9.0 is too old", operatorv1.BootImageSkewEnforcementStatus{Mode: operatorv1.BootImageSkewEnforcementModeStatusAutomatic, Automatic: operatorv1.ClusterBootImageAutomatic{RHCOSVersion: "9.0.20220101-0"}}, "(RHEL 9.0), older than the oldest supported RHEL 9.2"),
+		Entry("legacy RHCOS 412.86 is too old", operatorv1.BootImageSkewEnforcementStatus{Mode: operatorv1.BootImageSkewEnforcementModeStatusAutomatic, Automatic: operatorv1.ClusterBootImageAutomatic{RHCOSVersion: "412.86.202301311551-0"}}, "RHEL 8.6"),
+		Entry("legacy RHCOS 413.92 is fine", operatorv1.BootImageSkewEnforcementStatus{Mode: operatorv1.BootImageSkewEnforcementModeStatusAutomatic, Automatic: operatorv1.ClusterBootImageAutomatic{RHCOSVersion: "413.92.202305021736-0"}}, ""),
+		Entry("None enforces nothing", operatorv1.BootImageSkewEnforcementStatus{Mode: operatorv1.BootImageSkewEnforcementModeStatusNone}, ""),
+	)
+})
