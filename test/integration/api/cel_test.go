@@ -3,6 +3,7 @@ package api_test
 import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -11,8 +12,13 @@ import (
 
 // These specs prove the ground is real: the CEL rules of the shipped CRDs are enforced.
 var _ = Describe("MachineConfiguration CRD validation", func() {
+	// On AWS, so that the admission policies, when another spec installed them, allow all of these.
+	BeforeEach(func() {
+		Expect(fixtures.Create(ctx, k8s, fixtures.Infrastructure(configv1.AWSPlatformType))).To(Succeed())
+	})
 	AfterEach(func() {
 		Expect(k8s.DeleteAllOf(ctx, &operatorv1.MachineConfiguration{})).To(Succeed())
+		Expect(k8s.DeleteAllOf(ctx, &configv1.Infrastructure{})).To(Succeed())
 	})
 
 	create := func(mode operatorv1.MachineManagerSelectorMode) error {

@@ -1,0 +1,115 @@
+package api_test
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/bootimage-operator/bootimage-operator/manifests"
+	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
+)
+
+// loadAdmissionPolicies reads the shipped ValidatingAdmissionPolicies and their bindings.
+func loadAdmissionPolicies() []client.Object {
+	GinkgoHelper()
+	data, err := os.ReadFile(filepath.Join(manifests.RepoRoot(), "manifests", "03-admission.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	var objs []client.Object
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := reader.Read()
+		if err == io.EOF {
+			return objs
+		}
+		Expect(err).NotTo(HaveOccurred())
+		var meta struct{ Kind string }
+		Expect(yaml.Unmarshal(doc, &meta)).To(Succeed())
+		var obj client.Object
+		switch meta.Kind {
+		case "ValidatingAdmissionPolicy":
+			obj = &admissionv1.ValidatingAdmissionPolicy{}
+		case "ValidatingAdmissionPolicyBinding":
+			obj = &admissionv1.ValidatingAdmissionPolicyBinding{}
+		default:
+			Fail("unexpected kind " + meta.Kind)
+		}
+		Expect(yaml.UnmarshalStrict(doc, obj)).To(Succeed())
+		objs = append(objs, obj)
+	}
+}
+
+var _ = Describe("Shipped ValidatingAdmissionPolicies", Ordered, func() {
+	BeforeAll(func() {
+		for _, obj := range loadAdmissionPolicies() {
+			Expect(k8s.Create(ctx, obj)).To(Succeed())
+			DeferCleanup(func() { Expect(k8s.Delete(ctx, obj)).To(Succeed()) })
+		}
+	})
+	AfterEach(func() {
+		Expect(k8s.DeleteAllOf(ctx, &operatorv1.MachineConfiguration{})).To(Succeed())
+		Expect(k8s.DeleteAllOf(ctx, &configv1.Infrastructure{})).To(Succeed())
+	})
+
+	managers := func(entries ...operatorv1.MachineManager) *operatorv1.MachineConfiguration {
+		return fixtures.MachineConfiguration(&operatorv1.ManagedBootImages{MachineManagers: entries})
+	}
+	ms := func(mode operatorv1.MachineManagerSelectorMode) operatorv1.MachineManager {
+		return fixtures.MachineManager(operatorv1.MachineSets, mode, nil)
+	}
+	cpms := func(mode operatorv1.MachineManagerSelectorMode) operatorv1.MachineManager {
+		return fixtures.MachineManager(operatorv1.ControlPlaneMachineSets, mode, nil)
+	}
+	// expectCreate retries while the API server loads the policies: until the create is denied
+	// with denial, or succeeds when denial is empty.
+	expectCreate := func(mc *operatorv1.MachineConfiguration, denial string) {
+		GinkgoHelper()
+		create := func() error {
+			err := fixtures.Create(ctx, k8s, mc.DeepCopy())
+			if err == nil && denial != "" {
+				Expect(k8s.DeleteAllOf(ctx, &operatorv1.MachineConfiguration{})).To(Succeed())
+			}
+			return err
+		}
+		if denial == "" {
+			Eventually(create).Should(Succeed())
+			return
+		}
+		Eventually(create).Should(MatchError(ContainSubstring(denial)))
+	}
+
+	DescribeTable("by platform",
+		func(platform configv1.PlatformType, mc *operatorv1.MachineConfiguration, denial string) {
+			Expect(fixtures.Create(ctx, k8s, fixtures.Infrastructure(platform))).To(Succeed())
+			expectCreate(mc, denial)
+		},
+		Entry("MachineSets All on AWS", configv1.AWSPlatformType, managers(ms(operatorv1.All)), ""),
+		Entry("MachineSets All on vSphere", configv1.VSpherePlatformType, managers(ms(operatorv1.All)), ""),
+		Entry("MachineSets All on bare metal", configv1.BareMetalPlatformType, managers(ms(operatorv1.All)),
+			"boot image updates for machinesets are only supported on AWS, GCP, Azure and VSphere, and this cluster runs on BareMetal"),
+		Entry("MachineSets None on bare metal: opting out is always allowed", configv1.BareMetalPlatformType, managers(ms(operatorv1.None)), ""),
+		Entry("CPMS All on GCP", configv1.GCPPlatformType, managers(cpms(operatorv1.All)), ""),
+		Entry("CPMS All on vSphere", configv1.VSpherePlatformType, managers(cpms(operatorv1.All)),
+			"boot image updates for controlplanemachinesets are only supported on AWS, GCP and Azure, and this cluster runs on VSphere"),
+		Entry("CPMS None on vSphere", configv1.VSpherePlatformType, managers(cpms(operatorv1.None)), ""),
+		Entry("no boot image settings on Nutanix", configv1.NutanixPlatformType, fixtures.MachineConfiguration(nil), ""),
+	)
+
+	It("allows only the name cluster", func() {
+		Expect(fixtures.Create(ctx, k8s, fixtures.Infrastructure(configv1.AWSPlatformType))).To(Succeed())
+		mc := fixtures.MachineConfiguration(nil)
+		mc.Name = "second"
+		expectCreate(mc, "only a MachineConfiguration named cluster is allowed")
+	})
+})
