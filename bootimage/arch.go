@@ -1,0 +1,45 @@
+package bootimage
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ArchAnnotation lists the labels the autoscaler gives a MachineSet's nodes, among them the
+// architecture as kubernetes.io/arch=<arch>.
+const ArchAnnotation = "capacity.cluster-autoscaler.kubernetes.io/labels"
+
+// Architecture names: Kubernetes (GOARCH) to RPM, as the stream uses.
+var rpmArch = map[string]string{"amd64": "x86_64", "arm64": "aarch64", "s390x": "s390x", "ppc64le": "ppc64le"}
+
+// RPMArch returns the RPM (stream) name of a Kubernetes architecture.
+func RPMArch(kubeArch string) (string, bool) {
+	a, ok := rpmArch[kubeArch]
+	return a, ok
+}
+
+// KubeArch returns the Kubernetes name of an RPM (stream) architecture.
+func KubeArch(rpm string) (string, bool) {
+	for k, v := range rpmArch {
+		if v == rpm {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+// archFromAnnotation returns the Kubernetes architecture named in annotations, "" when none is.
+// A value that is not a known architecture is an error.
+func archFromAnnotation(annotations map[string]string) (string, error) {
+	for _, kv := range strings.Split(annotations[ArchAnnotation], ",") {
+		key, value, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || key != "kubernetes.io/arch" {
+			continue
+		}
+		if _, known := rpmArch[value]; !known {
+			return "", fmt.Errorf("annotation %s names architecture %q; known: amd64, arm64, s390x, ppc64le", ArchAnnotation, value)
+		}
+		return value, nil
+	}
+	return "", nil
+}

@@ -1,0 +1,228 @@
+package bootimage_test
+
+import (
+	"context"
+	"encoding/json"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	"github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
+)
+
+func clusterOn(platform configv1.PlatformType) bootimage.Cluster {
+	gates := gateSet{featuregates.ManagedBootImagesCPMS: true}
+	return bootimage.Cluster{
+		Platform: platform, InfrastructureName: "demo-x7k2p", Gates: gates,
+		Effective:        bootimage.EffectiveConfiguration(operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{mm(ms, operatorv1.All), mm(cpms, operatorv1.All)}}, platform, gates).Status,
+		Stable:           true,
+		ControlPlaneArch: "amd64",
+		BootImages:       fixtures.BootImagesConfigMap(fixtures.Stream(), "4.20.3"),
+		Images:           &cloud.Static{AMIs: fixtures.AWSImages()},
+	}
+}
+
+func machineSet(providerSpec string) bootimage.Object {
+	return bootimage.MachineSetObject(fixtures.MachineSet("worker-a", providerSpec))
+}
+
+// applyPatch applies d's providerSpec patch to the original spec and returns both as generic JSON.
+func applyPatch(original string, d bootimage.Decision) (before, after map[string]any) {
+	GinkgoHelper()
+	ops, err := json.Marshal(d.ProviderSpecPatch)
+	Expect(err).NotTo(HaveOccurred())
+	patch, err := jsonpatch.DecodePatch(ops)
+	Expect(err).NotTo(HaveOccurred())
+	patched, err := patch.Apply([]byte(original))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(json.Unmarshal([]byte(original), &before)).To(Succeed())
+	Expect(json.Unmarshal(patched, &after)).To(Succeed())
+	return before, after
+}
+
+var ctx = context.Background()
+
+type mutate func(*bootimage.Cluster, *bootimage.Object)
+
+func decide(platform configv1.PlatformType, providerSpec string, mutations ...mutate) bootimage.Decision {
+	GinkgoHelper()
+	c, o := clusterOn(platform), machineSet(providerSpec)
+	for _, m := range mutations {
+		m(&c, &o)
+	}
+	d, err := bootimage.Decide(ctx, c, o)
+	Expect(err).NotTo(HaveOccurred())
+	return d
+}
+
+var (
+	awsOld   = fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)
+	gcpOld   = fixtures.GCPProviderSpec(fixtures.OldGCPImage)
+	azureOld = fixtures.AzureProviderSpec(fixtures.DefaultAzureImage, "")
+)
+
+var _ = Describe("Decide", func() {
+	DescribeTable("skip and error reasons, each where it is the first check that applies",
+		func(platform configv1.PlatformType, providerSpec string, m mutate, action bootimage.Action, reason, message string) {
+			d := decide(platform, providerSpec, m)
+			Expect(d.Action).To(Equal(action))
+			Expect(d.Reason).To(Equal(reason))
+			Expect(d.Message).To(ContainSubstring(message))
+			Expect(d.ProviderSpecPatch).To(BeNil())
+		},
+		Entry(nil, configv1.BareMetalPlatformType, awsOld, mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Skip, bootimage.ReasonUnsupportedPlatform, `not managed on platform "BareMetal"`),
+		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(c *bootimage.Cluster, _ *bootimage.Object) {
+			c.Gates = gateSet{featuregates.ManagedBootImagesAWS: false}
+		}), bootimage.Skip, bootimage.ReasonFeatureGateDisabled, "feature gate ManagedBootImagesAWS is off"),
+		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(c *bootimage.Cluster, _ *bootimage.Object) {
+			c.Gates = nil
+			c.GatesError = errString("FeatureGate/cluster not found")
+		}), bootimage.Skip, bootimage.ReasonFeatureGateDisabled, "feature gates unknown: FeatureGate/cluster not found"),
+		Entry("NotSelected wins over a broken providerSpec", configv1.AWSPlatformType, `{not json`, mutate(func(c *bootimage.Cluster, _ *bootimage.Object) {
+			c.Effective = spec(mm(ms, operatorv1.Partial))
+		}), bootimage.Skip, bootimage.ReasonNotSelected, "not selected"),
+		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(c *bootimage.Cluster, _ *bootimage.Object) { c.Stable = false }), bootimage.Skip, bootimage.ReasonClusterNotStable, "the cluster is updating"),
+		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
+			o.OwnerReferences = []metav1.OwnerReference{{Kind: "MachinePool", Name: "hive-pool"}}
+		}), bootimage.Skip, bootimage.ReasonOwnedByController, "owned by MachinePool hive-pool"),
+		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
+			o.TemplateLabels = map[string]string{bootimage.WindowsLabel: "Windows"}
+		}), bootimage.Skip, bootimage.ReasonWindowsMachineSet, "Windows"),
+		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
+			o.Labels = map[string]string{bootimage.OSStreamLabel: "rhel-10"}
+		}), bootimage.Skip, bootimage.ReasonNonDefaultOSStream, "rhel-10"),
+		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(c *bootimage.Cluster, _ *bootimage.Object) { c.BootImages = nil }), bootimage.Error, bootimage.ReasonStreamMissing, "coreos-bootimages not found"),
+		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(c *bootimage.Cluster, _ *bootimage.Object) {
+			c.BootImages = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-machine-config-operator", Name: "coreos-bootimages"}, Data: map[string]string{"stream": `{"stream": 5`}}
+		}), bootimage.Error, bootimage.ReasonInvalidStream, "ConfigMap openshift-machine-config-operator/coreos-bootimages key stream: not a CoreOS stream"),
+		Entry(nil, configv1.AWSPlatformType, `["not", "an", "object"]`, mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Error, bootimage.ReasonInvalidProviderSpec, "not a JSON object"),
+		Entry(nil, configv1.AWSPlatformType, `{"ami": {"id": ""}, "placement": {"region": "us-east-1"}}`, mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Error, bootimage.ReasonInvalidProviderSpec, "ami.id is empty"),
+		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
+			o.Annotations = map[string]string{bootimage.ArchAnnotation: "kubernetes.io/arch=sparc64"}
+		}), bootimage.Error, bootimage.ReasonInvalidArchitecture, `names architecture "sparc64"`),
+		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(c *bootimage.Cluster, o *bootimage.Object) {
+			c.MultiArch = true
+			o.Annotations = nil
+		}), bootimage.Skip, bootimage.ReasonArchitectureUnknown, "multi-architecture cluster"),
+		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
+			o.Annotations = map[string]string{bootimage.ArchAnnotation: "kubernetes.io/os=linux,kubernetes.io/arch=ppc64le"}
+		}), bootimage.Skip, bootimage.ReasonArchitectureNotInStream, "no ppc64le boot images"),
+		Entry(nil, configv1.AzurePlatformType, azureOld, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
+			o.Annotations = map[string]string{bootimage.ArchAnnotation: "kubernetes.io/arch=s390x"}
+		}), bootimage.Skip, bootimage.ReasonUnsupportedArchitecture, "Azure has no s390x boot images"),
+		Entry(nil, configv1.AWSPlatformType, `{"ami": {"arn": "arn:aws:ec2:us-east-1::image/ami-1"}, "placement": {"region": "us-east-1"}}`, mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Skip, bootimage.ReasonImageNotByID, "by ARN or filters"),
+		Entry(nil, configv1.AWSPlatformType, fixtures.AWSProviderSpec("us-east-1", fixtures.CustomAMI), mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Skip, bootimage.ReasonCustomImage, "owned by account 123456789012"),
+		Entry(nil, configv1.AWSPlatformType, fixtures.AWSProviderSpec("us-east-1", "ami-0deadbeef0000000"), mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Skip, bootimage.ReasonCustomImage, "not found in us-east-1"),
+		Entry(nil, configv1.GCPPlatformType, fixtures.GCPProviderSpec("projects/redhat-marketplace-public/global/images/redhat-coreos-ocp-48-x86-64-202210040145"), mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Skip, bootimage.ReasonCustomImage, "not an RHCOS image"),
+		Entry(nil, configv1.AzurePlatformType, fixtures.AzureProviderSpec(fixtures.DefaultAzureImage, "ConfidentialVM"), mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Skip, bootimage.ReasonConfidentialVM, "securityType is ConfidentialVM"),
+		Entry(nil, configv1.AzurePlatformType, fixtures.AzureProviderSpec(fixtures.AzureImage{Publisher: "contoso", Offer: "golden", SKU: "v1", Version: "1.0.0"}, ""), mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Skip, bootimage.ReasonCustomImage, "contoso:golden:v1:1.0.0"),
+		Entry(nil, configv1.AWSPlatformType, fixtures.AWSProviderSpec("ap-south-1", fixtures.OldAWSAMI), mutate(func(c *bootimage.Cluster, _ *bootimage.Object) {
+			c.Images = &cloud.Static{AMIs: []bootimage.AWSImage{{ImageID: fixtures.OldAWSAMI, OwnerID: bootimage.RHCOSOwner, Region: "ap-south-1", State: "available"}}}
+		}), bootimage.Skip, bootimage.ReasonRegionNotInStream, "no x86_64 AMI for region ap-south-1"),
+		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(c *bootimage.Cluster, _ *bootimage.Object) {
+			c.Images = &cloud.Static{AMIs: fixtures.AWSImages()[:2]}
+		}), bootimage.Skip, bootimage.ReasonTargetImageUnavailable, "target AMI ami-0f1e2d3c4b5a69788 is not found in us-east-1"),
+		Entry(nil, configv1.VSpherePlatformType, fixtures.VSphereProviderSpec(fixtures.OldVSphereTmpl), mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Skip, bootimage.ReasonUnsupportedPlatform, "importing the stream's OVA"),
+		Entry("user data checked only when an update is due", configv1.AWSPlatformType, awsOld, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
+			o.UserData = &bootimage.UserData{SecretName: "worker-user-data", Found: true, Data: []byte("#!/bin/bash\necho hi")}
+		}), bootimage.Error, bootimage.ReasonInvalidUserData, "user-data Secret openshift-machine-api/worker-user-data: userData is not a JSON object"),
+		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
+			o.UserData = &bootimage.UserData{SecretName: "worker-user-data", Found: true, Data: []byte(`["x"]`)}
+		}), bootimage.Error, bootimage.ReasonInvalidUserData, "not a JSON object"),
+		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
+			o.UserData = &bootimage.UserData{SecretName: "worker-user-data", Found: true, Data: []byte(`{"ignition":{"version":"3.2.0","config":{"merge":[{"source":12}]}}}`)}
+		}), bootimage.Error, bootimage.ReasonInvalidUserData, "invalid Ignition 3.2.0 config"),
+		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
+			o.Attempts = func(target string) int { return map[string]int{fixtures.NewAWSAMIUSEast1: 3}[target] }
+		}), bootimage.Error, bootimage.ReasonHotLoopDetected, "refusing to reconcile machineset worker-a, hot loop detected"),
+	)
+
+	It("is NoChange when the image is the stream's", func() {
+		d := decide(configv1.AWSPlatformType, fixtures.AWSProviderSpec("us-east-1", fixtures.NewAWSAMIUSEast1))
+		Expect(d).To(And(HaveField("Action", bootimage.NoChange), HaveField("Reason", bootimage.ReasonUpToDate), HaveField("Target", fixtures.NewAWSAMIUSEast1)))
+	})
+
+	DescribeTable("updates only the image field",
+		func(platform configv1.PlatformType, providerSpec string, m mutate, current, target string, imageFields func(map[string]any) []string) {
+			d := decide(platform, providerSpec, m)
+			Expect(d.Action).To(Equal(bootimage.Update), d.Message)
+			Expect(d.Reason).To(Equal(bootimage.ReasonImageOutdated))
+			Expect(d.Current).To(Equal(current))
+			Expect(d.Target).To(Equal(target))
+			before, after := applyPatch(providerSpec, d)
+			Expect(after).NotTo(Equal(before))
+			for _, field := range imageFields(after) {
+				delete(before, field)
+				delete(after, field)
+			}
+			Expect(after).To(Equal(before), "only the image fields changed")
+		},
+		Entry("AWS RHCOS", configv1.AWSPlatformType, awsOld, mutate(func(*bootimage.Cluster, *bootimage.Object) {}), fixtures.OldAWSAMI, fixtures.NewAWSAMIUSEast1,
+			func(after map[string]any) []string {
+				Expect(after["ami"]).To(Equal(map[string]any{"id": fixtures.NewAWSAMIUSEast1}))
+				return []string{"ami"}
+			}),
+		Entry("AWS RHCOS in another region", configv1.AWSPlatformType, fixtures.AWSProviderSpec("us-west-2", fixtures.OldAWSAMI), mutate(func(*bootimage.Cluster, *bootimage.Object) {}), fixtures.OldAWSAMI, fixtures.NewAWSAMIUSWest2,
+			func(map[string]any) []string { return []string{"ami"} }),
+		Entry("AWS arm64", configv1.AWSPlatformType, awsOld, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
+			o.Annotations = map[string]string{bootimage.ArchAnnotation: "kubernetes.io/arch=arm64"}
+		}), fixtures.OldAWSAMI, fixtures.NewAWSAMIARM64, func(map[string]any) []string { return []string{"ami"} }),
+		Entry("AWS Marketplace: the newest AMI of the product not newer than the release", configv1.AWSPlatformType, fixtures.AWSProviderSpec("us-east-1", fixtures.OldMarketplaceAMI), mutate(func(*bootimage.Cluster, *bootimage.Object) {}),
+			fixtures.OldMarketplaceAMI, fixtures.NewMarketplaceAMI, func(map[string]any) []string { return []string{"ami"} }),
+		Entry("GCP: the boot disk only", configv1.GCPPlatformType, gcpOld, mutate(func(*bootimage.Cluster, *bootimage.Object) {}), fixtures.OldGCPImage, fixtures.NewGCPImage,
+			func(after map[string]any) []string {
+				disks := after["disks"].([]any)
+				Expect(disks[0].(map[string]any)["image"]).To(Equal(fixtures.NewGCPImage))
+				Expect(disks[1].(map[string]any)["image"]).To(Equal("projects/my-project/global/images/data-disk"))
+				disks[0].(map[string]any)["image"] = fixtures.OldGCPImage
+				return nil
+			}),
+		Entry("Azure no-purchase-plan Gen2", configv1.AzurePlatformType, azureOld, mutate(func(*bootimage.Cluster, *bootimage.Object) {}),
+			"azureopenshift:aro4:aro_416_v2:416.94.20240701", "azureopenshift:aro4:aro_420_v2:420.96.20250523", func(map[string]any) []string { return []string{"image"} }),
+		Entry("Azure no-purchase-plan Gen1 stays Gen1", configv1.AzurePlatformType, fixtures.AzureProviderSpec(fixtures.AzureImage{Publisher: "azureopenshift", Offer: "aro4", SKU: "aro_416", Version: "416.94.20240701", Type: "MarketplaceNoPlan"}, ""), mutate(func(*bootimage.Cluster, *bootimage.Object) {}),
+			"azureopenshift:aro4:aro_416:416.94.20240701", "azureopenshift:aro4:aro_420:420.96.20250523", func(map[string]any) []string { return []string{"image"} }),
+		Entry("Azure paid OCP, with plan", configv1.AzurePlatformType, fixtures.AzureProviderSpec(fixtures.AzureImage{Publisher: "redhat", Offer: "rh-ocp-worker", SKU: "rh-ocp-worker_v2", Version: "4.16.2024", Type: "MarketplaceWithPlan"}, ""), mutate(func(*bootimage.Cluster, *bootimage.Object) {}),
+			"redhat:rh-ocp-worker:rh-ocp-worker_v2:4.16.2024", "redhat:rh-ocp-worker:rh-ocp-worker_v2:420.96.20250523",
+			func(after map[string]any) []string {
+				Expect(after["image"]).To(HaveKeyWithValue("type", "MarketplaceWithPlan"))
+				return []string{"image"}
+			}),
+		Entry("Azure paid OPP EMEA Gen1", configv1.AzurePlatformType, fixtures.AzureProviderSpec(fixtures.AzureImage{Publisher: "redhat-limited", Offer: "rh-opp-worker", SKU: "rh-opp-worker-gen1", Version: "4.16.2024", Type: "MarketplaceWithPlan"}, ""), mutate(func(*bootimage.Cluster, *bootimage.Object) {}),
+			"redhat-limited:rh-opp-worker:rh-opp-worker-gen1:4.16.2024", "redhat-limited:rh-opp-worker:rh-opp-worker:420.96.20250523", func(map[string]any) []string { return []string{"image"} }),
+		Entry("Azure installer upload moves to the marketplace", configv1.AzurePlatformType, fixtures.AzureProviderSpec(fixtures.AzureImage{ResourceID: "/resourceGroups/demo-x7k2p-rg/providers/Microsoft.Compute/galleries/gallery_demo_x7k2p/images/demo-x7k2p-gen2/versions/latest"}, ""), mutate(func(*bootimage.Cluster, *bootimage.Object) {}),
+			"/resourceGroups/demo-x7k2p-rg/providers/Microsoft.Compute/galleries/gallery_demo_x7k2p/images/demo-x7k2p-gen2/versions/latest", "azureopenshift:aro4:aro_420_v2:420.96.20250523",
+			func(after map[string]any) []string {
+				Expect(after["image"]).To(HaveKeyWithValue("resourceID", ""))
+				return []string{"image"}
+			}),
+	)
+
+	It("upgrades a spec 2 user-data stub when an update is due", func() {
+		d := decide(configv1.AWSPlatformType, awsOld, func(_ *bootimage.Cluster, o *bootimage.Object) {
+			o.UserData = &bootimage.UserData{SecretName: "worker-user-data", Found: true, Data: []byte(fixtures.IgnitionStubV2)}
+		})
+		Expect(d.Action).To(Equal(bootimage.Update))
+		Expect(d.UserDataVersion).To(Equal("2.2.0"))
+		Expect(string(d.UserData)).To(MatchJSON(`{"ignition":{"config":{"merge":[{"source":"https://api-int.demo.example.com:22623/config/worker","verification":{}}],"replace":{"verification":{}}},"proxy":{},"security":{"tls":{"certificateAuthorities":[{"source":"data:text/plain;charset=utf-8;base64,LS0tLS1CRUdJTi==","verification":{}}]}},"timeouts":{},"version":"3.2.0"}}`))
+	})
+
+	It("leaves a spec 3 stub alone", func() {
+		d := decide(configv1.AWSPlatformType, awsOld, func(_ *bootimage.Cluster, o *bootimage.Object) {
+			o.UserData = &bootimage.UserData{SecretName: "worker-user-data", Found: true, Data: []byte(fixtures.IgnitionStubV3)}
+		})
+		Expect(d.Action).To(Equal(bootimage.Update))
+		Expect(d.UserData).To(BeNil())
+	})
+})
+
+type errString string
+
+func (e errString) Error() string { return string(e) }

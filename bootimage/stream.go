@@ -1,0 +1,64 @@
+package bootimage
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/coreos/stream-metadata-go/stream"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// DefaultOSStream is the OS stream MachineSets boot unless their label names another one.
+const DefaultOSStream = "rhel-9"
+
+// OSStreamLabel names a MachineSet's OS stream.
+const OSStreamLabel = "machineconfiguration.openshift.io/osstream"
+
+// Streams is the parsed coreos-bootimages ConfigMap.
+type Streams struct {
+	// Default is the stream of DefaultOSStream.
+	Default *stream.Stream
+	// ReleaseVersion is the release that wrote the ConfigMap.
+	ReleaseVersion string
+}
+
+// ParseBootImages parses the coreos-bootimages ConfigMap with stream-metadata-go: the `streams`
+// map when present (its DefaultOSStream entry), else the `stream` key.
+func ParseBootImages(cm *corev1.ConfigMap) (*Streams, error) {
+	out := &Streams{ReleaseVersion: cm.Data["releaseVersion"]}
+	if raw, ok := cm.Data["streams"]; ok {
+		var byName map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(raw), &byName); err != nil {
+			return nil, fmt.Errorf("ConfigMap %s/%s key streams is not a JSON map of OS stream to stream: %v", cm.Namespace, cm.Name, err)
+		}
+		if s, ok := byName[DefaultOSStream]; ok {
+			st, err := parseStream(s)
+			if err != nil {
+				return nil, fmt.Errorf("ConfigMap %s/%s key streams, entry %s: %v", cm.Namespace, cm.Name, DefaultOSStream, err)
+			}
+			out.Default = st
+			return out, nil
+		}
+	}
+	raw, ok := cm.Data["stream"]
+	if !ok {
+		return nil, fmt.Errorf("ConfigMap %s/%s has no stream key", cm.Namespace, cm.Name)
+	}
+	st, err := parseStream([]byte(raw))
+	if err != nil {
+		return nil, fmt.Errorf("ConfigMap %s/%s key stream: %v", cm.Namespace, cm.Name, err)
+	}
+	out.Default = st
+	return out, nil
+}
+
+func parseStream(raw []byte) (*stream.Stream, error) {
+	var st stream.Stream
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, fmt.Errorf("not a CoreOS stream: %v", err)
+	}
+	if len(st.Architectures) == 0 {
+		return nil, fmt.Errorf("CoreOS stream %q lists no architectures", st.Stream)
+	}
+	return &st, nil
+}
