@@ -3,9 +3,14 @@ package controllers
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/migrations"
 )
@@ -14,6 +19,8 @@ import (
 type Config struct {
 	// ReleaseVersion is the running release version; empty means read it from ClusterVersion.
 	ReleaseVersion string
+	// Images looks up cloud images for pre-flight checks and image classification.
+	Images bootimage.Catalog
 	// BeforeMigrationWrite is a test seam: see migrations.Runner.BeforeWrite.
 	BeforeMigrationWrite func(ctx context.Context, migration string) error
 }
@@ -35,11 +42,30 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 			Migrations: migrations.All, BeforeWrite: cfg.BeforeMigrationWrite,
 		},
 	}
-	return mc.SetupWithManager(mgr)
+	if err := mc.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	tracker := NewTracker()
+	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: cfg.Images}
+	machineSets := &MachineSetReconciler{Client: mgr.GetClient(), Inputs: inputs, Recorder: recorder, Tracker: tracker}
+	if err := machineSets.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	status := &BootImageStatusReconciler{Client: mgr.GetClient(), Tracker: tracker}
+	return status.SetupWithManager(mgr)
 }
 
 // eventRecorder returns a core/v1 Event recorder. Unlike events.k8s.io series, which keep the
 // first note of repeated events, it keeps each distinct message, which is what an admin reads.
 func eventRecorder(mgr ctrl.Manager) record.EventRecorder {
 	return mgr.GetEventRecorderFor("bootimage-operator") //nolint:staticcheck // see above
+}
+
+// CacheOptions limits the manager's cache to what the controllers read: Secrets of
+// openshift-machine-api and ConfigMaps of openshift-machine-config-operator, not the cluster's.
+func CacheOptions() cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Secret{}:    {Namespaces: map[string]cache.Config{MachineAPINamespace: {}}},
+		&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{MCONamespace: {}}},
+	}}
 }

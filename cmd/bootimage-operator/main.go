@@ -81,6 +81,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                        controllers.NewScheme(),
+		Cache:                         controllers.CacheOptions(),
 		Metrics:                       metricsserver.Options{BindAddress: opts.metricsAddr},
 		HealthProbeBindAddress:        opts.probeAddr,
 		LeaderElection:                opts.leaderElect,

@@ -2,11 +2,14 @@ package testenv
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 )
 
 // Manager is a running controller-runtime manager for one test.
@@ -14,6 +17,8 @@ type Manager struct {
 	ctrl.Manager
 	cancel context.CancelFunc
 	done   chan error
+	stop   sync.Once
+	err    error
 }
 
 // StartManager starts a manager on the control plane, with metrics, probes and leader election
@@ -22,6 +27,7 @@ func (e *Env) StartManager(setup func(ctrl.Manager) error) (*Manager, error) {
 	skip := true
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
 		Scheme:                 e.Scheme,
+		Cache:                  controllers.CacheOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		// Each test starts its own manager with the same controller names.
@@ -45,8 +51,11 @@ func (e *Env) StartManager(setup func(ctrl.Manager) error) (*Manager, error) {
 	return m, nil
 }
 
-// Stop stops the manager and waits for it to finish.
+// Stop stops the manager and waits for it to finish; later calls return the same result.
 func (m *Manager) Stop() error {
-	m.cancel()
-	return <-m.done
+	m.stop.Do(func() {
+		m.cancel()
+		m.err = <-m.done
+	})
+	return m.err
 }
