@@ -33,7 +33,6 @@ type clusterInputs struct {
 	Images bootimage.Catalog
 }
 
-//
 // ready is false until MachineConfiguration/cluster exists and its status was computed for its
 // current generation: deciding earlier would report MachineSets as not selected only because the
 // status is not there yet. Its status update triggers the decisions.

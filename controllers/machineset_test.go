@@ -166,10 +166,10 @@ var _ = Describe("MachineSet boot images", func() {
 			badArch:     `InvalidArchitecture: Boot image update failed: annotation capacity.cluster-autoscaler.kubernetes.io/labels names architecture "sparc64"`,
 			power:       "ArchitectureNotInStream: Boot image update skipped: the rhel-9 stream has no ppc64le boot images",
 			badUserData: "InvalidUserData: Boot image update failed: user-data Secret openshift-machine-api/broken-user-data: userData is not a JSON object",
-			fixtures.MachineSet("custom", fixtures.AWSProviderSpec("us-east-1", fixtures.CustomAMI)): "CustomImage: Boot image update skipped: AMI ami-0c0570c0570c05700 is owned by account 123456789012",
+			fixtures.MachineSet("custom", fixtures.AWSProviderSpec("us-east-1", fixtures.CustomAMI)):                                 "CustomImage: Boot image update skipped: AMI ami-0c0570c0570c05700 is owned by account 123456789012",
 			fixtures.MachineSet("by-arn", `{"ami":{"arn":"arn:aws:ec2:us-east-1::image/ami-1"},"placement":{"region":"us-east-1"}}`): "ImageNotByID: Boot image update skipped: the AMI is given by ARN or filters",
-			fixtures.MachineSet("far-away", fixtures.AWSProviderSpec("ap-south-1", fixtures.OldAWSAMI)):                            "CustomImage: Boot image update skipped: AMI ami-0aaaaaaaaaaaaaa01 not found in ap-south-1",
-			fixtures.MachineSet("garbage", `{"ami": 42}`): "InvalidProviderSpec: Boot image update failed: providerSpec: field ami",
+			fixtures.MachineSet("far-away", fixtures.AWSProviderSpec("ap-south-1", fixtures.OldAWSAMI)):                              "CustomImage: Boot image update skipped: AMI ami-0aaaaaaaaaaaaaa01 not found in ap-south-1",
+			fixtures.MachineSet("garbage", `{"ami": 42}`):                                                                            "InvalidProviderSpec: Boot image update failed: providerSpec: field ami",
 		}
 		versions := map[string]string{}
 		for ms := range cases {
@@ -300,4 +300,3 @@ var _ = Describe("MachineSet boot images", func() {
 		Eventually(amiOf("worker-a")).Should(Equal(fixtures.NewAWSAMIUSEast1))
 	})
 })
-
