@@ -18,6 +18,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
+	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
@@ -298,5 +299,29 @@ var _ = Describe("MachineSet boot images", func() {
 		ms.Labels["boot-images"] = "managed"
 		Expect(k8s.Update(ctx, ms)).To(Succeed())
 		Eventually(amiOf("worker-a")).Should(Equal(fixtures.NewAWSAMIUSEast1))
+	})
+})
+
+var _ = Describe("MachineSet boot images through EC2", func() {
+	It("classifies and pre-flights AMIs with the real SDK at the Infrastructure's ec2 endpoint", func() {
+		server := fakecloud.NewEC2(fixtures.AWSImages())
+		DeferCleanup(server.Close)
+		bootImageCluster(configv1.AWSPlatformType)
+		infra := &configv1.Infrastructure{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "cluster"}, infra)).To(Succeed())
+		want := infra.DeepCopy()
+		want.Status.PlatformStatus.AWS.ServiceEndpoints = []configv1.AWSServiceEndpoint{{Name: "ec2", URL: server.URL}}
+		Expect(fixtures.SetStatus(ctx, k8s, infra, want)).To(Succeed())
+		Expect(fixtures.Create(ctx, k8s,
+			fixtures.AWSCredentialsSecret(),
+			fixtures.MachineSet("worker-a", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)),
+			fixtures.MachineSet("custom", fixtures.AWSProviderSpec("us-east-1", fixtures.CustomAMI)),
+		)).To(Succeed())
+		mgr := startOperator(controllers.Config{CloudRootCAs: server.RootCAs()})
+		DeferCleanup(mgr.Stop)
+
+		Eventually(amiOf("worker-a")).Should(Equal(fixtures.NewAWSAMIUSEast1))
+		Eventually(machineSetEvents("custom")).Should(ContainElement(ContainSubstring("owned by account 123456789012")))
+		Expect(server.Calls.Load()).To(BeNumerically(">", 0))
 	})
 })

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"crypto/x509"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -21,6 +22,8 @@ type Config struct {
 	ReleaseVersion string
 	// Images looks up cloud images for pre-flight checks and image classification.
 	Images bootimage.Catalog
+	// CloudRootCAs, when set, are trusted for cloud endpoints (tests trust a local CA).
+	CloudRootCAs *x509.CertPool
 	// BeforeMigrationWrite is a test seam: see migrations.Runner.BeforeWrite.
 	BeforeMigrationWrite func(ctx context.Context, migration string) error
 }
@@ -46,7 +49,11 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		return err
 	}
 	tracker := NewTracker()
-	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: cfg.Images}
+	images := cfg.Images
+	if images == nil {
+		images = clusterCatalog(mgr.GetClient(), cfg.CloudRootCAs)
+	}
+	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: images}
 	machineSets := &MachineSetReconciler{Client: mgr.GetClient(), Inputs: inputs, Recorder: recorder, Tracker: tracker}
 	if err := machineSets.SetupWithManager(mgr); err != nil {
 		return err

@@ -1,0 +1,77 @@
+package controllers
+
+import (
+	"context"
+	"crypto/x509"
+	"sync"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+)
+
+// Cloud credentials Secrets in openshift-machine-api, as the cloud credential operator writes them.
+const (
+	AWSCredentialsSecret = "aws-cloud-credentials"
+	GCPCredentialsSecret = "gcp-cloud-credentials"
+)
+
+// describeImagesTTL bounds how stale an EC2 answer may be: AMIs are immutable, but one may be
+// deregistered or made available meanwhile.
+const describeImagesTTL = 10 * time.Minute
+
+// clusterCatalog returns the cloud image catalogues of the cluster, configured from its
+// credentials Secrets and Infrastructure, read through c (the manager's cache).
+func clusterCatalog(c client.Client, rootCAs *x509.CertPool) bootimage.Catalog {
+	var gcpOnce sync.Once
+	return cloud.Catalog{
+		AWS: &cloud.EC2{TTL: describeImagesTTL, RootCAs: rootCAs, Settings: func(ctx context.Context) (cloud.AWSSettings, error) {
+			secret, err := credentialsSecret(ctx, c, AWSCredentialsSecret)
+			if err != nil {
+				return cloud.AWSSettings{}, err
+			}
+			s := cloud.AWSSettings{
+				Version:         secret.ResourceVersion,
+				SharedConfig:    secret.Data["credentials"],
+				AccessKeyID:     string(secret.Data["aws_access_key_id"]),
+				SecretAccessKey: string(secret.Data["aws_secret_access_key"]),
+			}
+			infra := &configv1.Infrastructure{}
+			if err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err == nil && infra.Status.PlatformStatus != nil && infra.Status.PlatformStatus.AWS != nil {
+				for _, ep := range infra.Status.PlatformStatus.AWS.ServiceEndpoints {
+					if ep.Name == "ec2" {
+						s.Endpoint = ep.URL
+					}
+				}
+			}
+			return s, nil
+		}},
+		GCP: &cloud.GCPImages{Settings: func(ctx context.Context) (cloud.GCPSettings, error) {
+			secret, err := credentialsSecret(ctx, c, GCPCredentialsSecret)
+			if err == bootimage.ErrNoCatalog {
+				gcpOnce.Do(func() {
+					logf.FromContext(ctx).Info("No GCP credentials: skipping the target image pre-flight check; the image prefix rule alone decides", "secret", MachineAPINamespace+"/"+GCPCredentialsSecret)
+				})
+			}
+			if err != nil {
+				return cloud.GCPSettings{}, err
+			}
+			return cloud.GCPSettings{Version: secret.ResourceVersion, CredentialsJSON: secret.Data["service_account.json"]}, nil
+		}},
+	}
+}
+
+func credentialsSecret(ctx context.Context, c client.Client, name string) (*corev1.Secret, error) {
+	secret := &corev1.Secret{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: MachineAPINamespace, Name: name}, secret)
+	if apierrors.IsNotFound(err) {
+		return nil, bootimage.ErrNoCatalog
+	}
+	return secret, err
+}
