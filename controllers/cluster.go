@@ -37,19 +37,6 @@ type clusterInputs struct {
 // current generation: deciding earlier would report MachineSets as not selected only because the
 // status is not there yet. Its status update triggers the decisions.
 func (in clusterInputs) load(ctx context.Context) (cluster bootimage.Cluster, generation int64, ready bool, err error) {
-	infra := &configv1.Infrastructure{}
-	if err := in.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); client.IgnoreNotFound(err) != nil {
-		return cluster, 0, false, err
-	}
-	cluster.Platform = platformOf(infra)
-	cluster.InfrastructureName = infra.Status.InfrastructureName
-
-	gates, gatesErr := in.Gates.Current(ctx)
-	if gatesErr == nil {
-		cluster.Gates = gates
-	}
-	cluster.GatesError = gatesErr
-
 	mc := &operatorv1.MachineConfiguration{}
 	if err := in.Client.Get(ctx, client.ObjectKey{Name: MachineConfigurationName}, mc); err != nil {
 		return cluster, 0, false, client.IgnoreNotFound(err)
@@ -57,26 +44,38 @@ func (in clusterInputs) load(ctx context.Context) (cluster bootimage.Cluster, ge
 	if mc.Status.ObservedGeneration != mc.Generation {
 		return cluster, 0, false, nil
 	}
-	cluster.Effective = mc.Status.ManagedBootImagesStatus
-
-	cv := &configv1.ClusterVersion{}
-	if err := in.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv); client.IgnoreNotFound(err) != nil {
+	objs := bootimage.ClusterObjects{Effective: mc.Status.ManagedBootImagesStatus, Images: in.Images}
+	if objs.Infrastructure, err = getOptional(ctx, in.Client, client.ObjectKey{Name: "cluster"}, &configv1.Infrastructure{}); err != nil {
 		return cluster, 0, false, err
 	}
-	cluster.Stable = len(cv.Status.History) > 0 && cv.Status.History[0].State == configv1.CompletedUpdate
-	cluster.MultiArch = cv.Status.Desired.Architecture == configv1.ClusterVersionArchitectureMulti
-
-	cm := &corev1.ConfigMap{}
-	switch err := in.Client.Get(ctx, client.ObjectKey{Namespace: MCONamespace, Name: BootImagesConfigMapName}, cm); {
-	case err == nil:
-		cluster.BootImages = cm
-	case !apierrors.IsNotFound(err):
+	if objs.ClusterVersion, err = getOptional(ctx, in.Client, client.ObjectKey{Name: "version"}, &configv1.ClusterVersion{}); err != nil {
 		return cluster, 0, false, err
 	}
+	if objs.BootImages, err = getOptional(ctx, in.Client, client.ObjectKey{Namespace: MCONamespace, Name: BootImagesConfigMapName}, &corev1.ConfigMap{}); err != nil {
+		return cluster, 0, false, err
+	}
+	gates, gatesErr := in.Gates.Current(ctx)
+	if gatesErr == nil {
+		objs.Gates = gates
+	}
+	objs.GatesError = gatesErr
+	if objs.ControlPlaneArch, err = in.controlPlaneArch(ctx); err != nil {
+		return cluster, 0, false, err
+	}
+	return bootimage.NewCluster(objs), mc.Generation, true, nil
+}
 
-	cluster.ControlPlaneArch, err = in.controlPlaneArch(ctx)
-	cluster.Images = in.Images
-	return cluster, mc.Generation, err == nil, err
+// getOptional gets key into obj, returning nil when it does not exist.
+func getOptional[T client.Object](ctx context.Context, c client.Client, key client.ObjectKey, obj T) (T, error) {
+	var none T
+	err := c.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) {
+		return none, nil
+	}
+	if err != nil {
+		return none, err
+	}
+	return obj, nil
 }
 
 // controlPlaneArch is the kubernetes.io/arch of the control-plane nodes, else this process's.

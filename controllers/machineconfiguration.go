@@ -69,7 +69,7 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 		// The feature gate reporter says why; nothing gated acts meanwhile.
 		return ctrl.Result{}, nil
 	}
-	platform := platformOf(infra)
+	platform := bootimage.PlatformOf(infra)
 
 	if _, err := r.Migrations.Run(ctx, mc, migrations.Cluster{Platform: platform, Gates: gates}); err != nil {
 		return ctrl.Result{}, err
@@ -132,13 +132,6 @@ func installVersion(cv *configv1.ClusterVersion) string {
 		}
 	}
 	return cv.Status.Desired.Version
-}
-
-func platformOf(infra *configv1.Infrastructure) configv1.PlatformType {
-	if infra.Status.PlatformStatus != nil && infra.Status.PlatformStatus.Type != "" {
-		return infra.Status.PlatformStatus.Type
-	}
-	return infra.Status.Platform //nolint:staticcheck // older clusters set only this
 }
 
 // patchStatus writes the status of after when it differs from before, with a merge patch that

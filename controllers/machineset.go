@@ -65,7 +65,7 @@ func (r *MachineSetReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		return ctrl.Result{}, err
 	}
 	obj := bootimage.MachineSetObject(ms)
-	obj.UserData, err = r.userData(ctx, obj.ProviderSpec)
+	obj.UserData, err = userData(ctx, r.Client, obj.ProviderSpec)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -109,13 +109,13 @@ func (r *MachineSetReconciler) update(ctx context.Context, ms *machinev1beta1.Ma
 }
 
 // userData reads the user-data Secret named by providerSpec; nil when the providerSpec names none.
-func (r *MachineSetReconciler) userData(ctx context.Context, providerSpec []byte) (*bootimage.UserData, error) {
+func userData(ctx context.Context, c client.Client, providerSpec []byte) (*bootimage.UserData, error) {
 	name := bootimage.UserDataSecretName(providerSpec)
 	if name == "" {
 		return nil, nil
 	}
 	secret := &corev1.Secret{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: MachineAPINamespace, Name: name}, secret)
+	err := c.Get(ctx, client.ObjectKey{Namespace: MachineAPINamespace, Name: name}, secret)
 	if apierrors.IsNotFound(err) {
 		return &bootimage.UserData{SecretName: name}, nil
 	}
@@ -184,19 +184,24 @@ func (r *MachineSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return reqs
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("machineset").
 		For(&machinev1beta1.MachineSet{}, builder.WithPredicates(
 			inNamespace(MachineAPINamespace),
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&operatorv1.MachineConfiguration{}, allMachineSets, builder.WithPredicates(bootImageConfigChanged())).
-		Watches(&configv1.Infrastructure{}, allMachineSets).
-		Watches(&configv1.FeatureGate{}, allMachineSets).
-		Watches(&configv1.ClusterVersion{}, allMachineSets).
-		Watches(&corev1.ConfigMap{}, allMachineSets, builder.WithPredicates(named(MCONamespace, BootImagesConfigMapName))).
-		Watches(&corev1.Secret{}, allMachineSets, builder.WithPredicates(inNamespace(MachineAPINamespace))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4})
+	return watchClusterInputs(b, allMachineSets).Complete(r)
+}
+
+// watchClusterInputs adds the cluster-wide inputs of a decision to b, each change mapped by h.
+func watchClusterInputs(b *builder.TypedBuilder[reconcile.Request], h handler.EventHandler) *builder.TypedBuilder[reconcile.Request] {
+	return b.
+		Watches(&operatorv1.MachineConfiguration{}, h, builder.WithPredicates(bootImageConfigChanged())).
+		Watches(&configv1.Infrastructure{}, h).
+		Watches(&configv1.FeatureGate{}, h).
+		Watches(&configv1.ClusterVersion{}, h).
+		Watches(&corev1.ConfigMap{}, h, builder.WithPredicates(named(MCONamespace, BootImagesConfigMapName))).
+		Watches(&corev1.Secret{}, h, builder.WithPredicates(inNamespace(MachineAPINamespace)))
 }
 
 func inNamespace(ns string) predicate.Predicate {

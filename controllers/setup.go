@@ -58,6 +58,10 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	if err := machineSets.SetupWithManager(mgr); err != nil {
 		return err
 	}
+	controlPlane := &ControlPlaneMachineSetReconciler{Client: mgr.GetClient(), Inputs: inputs, Recorder: recorder, Tracker: tracker}
+	if err := controlPlane.SetupWithManager(mgr); err != nil {
+		return err
+	}
 	status := &BootImageStatusReconciler{Client: mgr.GetClient(), Tracker: tracker}
 	return status.SetupWithManager(mgr)
 }

@@ -1,0 +1,47 @@
+package bootimage
+
+import (
+	configv1 "github.com/openshift/api/config/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// ClusterObjects are the cluster-wide objects a decision reads; any may be nil when missing.
+type ClusterObjects struct {
+	Infrastructure *configv1.Infrastructure
+	ClusterVersion *configv1.ClusterVersion
+	BootImages     *corev1.ConfigMap
+	// Gates are the gates in force; nil when unknown, with GatesError saying why.
+	Gates      Gates
+	GatesError error
+	// Effective is the boot image configuration in force.
+	Effective        operatorv1.ManagedBootImages
+	ControlPlaneArch string
+	Images           Catalog
+}
+
+// NewCluster assembles the input of Decide from the cluster's objects, the same way for the
+// operator and for `bootimagectl plan`.
+func NewCluster(o ClusterObjects) Cluster {
+	c := Cluster{
+		Gates: o.Gates, GatesError: o.GatesError, Effective: o.Effective,
+		ControlPlaneArch: o.ControlPlaneArch, BootImages: o.BootImages, Images: o.Images,
+	}
+	if infra := o.Infrastructure; infra != nil {
+		c.Platform = PlatformOf(infra)
+		c.InfrastructureName = infra.Status.InfrastructureName
+	}
+	if cv := o.ClusterVersion; cv != nil {
+		c.Stable = len(cv.Status.History) > 0 && cv.Status.History[0].State == configv1.CompletedUpdate
+		c.MultiArch = cv.Status.Desired.Architecture == configv1.ClusterVersionArchitectureMulti
+	}
+	return c
+}
+
+// PlatformOf returns the cluster's platform type.
+func PlatformOf(infra *configv1.Infrastructure) configv1.PlatformType {
+	if infra.Status.PlatformStatus != nil && infra.Status.PlatformStatus.Type != "" {
+		return infra.Status.PlatformStatus.Type
+	}
+	return infra.Status.Platform //nolint:staticcheck // older clusters set only this
+}
