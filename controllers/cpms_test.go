@@ -94,7 +94,9 @@ func cpmsCluster(platform configv1.PlatformType, mode *operatorv1.MachineManager
 	})
 }
 
-func modePtr(m operatorv1.MachineManagerSelectorMode) *operatorv1.MachineManagerSelectorMode { return &m }
+func modePtr(m operatorv1.MachineManagerSelectorMode) *operatorv1.MachineManagerSelectorMode {
+	return &m
+}
 
 var _ = Describe("ControlPlaneMachineSet boot images", func() {
 	start := func() {
