@@ -296,7 +296,7 @@ func set(path string, value any) PatchOp { return PatchOp{Op: "add", Path: path,
 // prefix, with the resourceVersion the decision was made on: the API server refuses the patch
 // with a conflict if the object changed since. Nothing but the image fields is touched.
 func (d Decision) JSONPatch(prefix, resourceVersion string, extra ...PatchOp) ([]byte, error) {
-	ops := []PatchOp{{Op: "replace", Path: "/metadata/resourceVersion", Value: resourceVersion}}
+	ops := []PatchOp{set("/metadata/resourceVersion", resourceVersion)}
 	for _, op := range d.ProviderSpecPatch {
 		op.Path = prefix + op.Path
 		ops = append(ops, op)

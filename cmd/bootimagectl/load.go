@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// loadFiles reads every YAML or JSON document of paths (files, or folders of *.yaml, *.yml and
+// *.json), unpacking List kinds, into typed objects of scheme.
+func loadFiles(scheme *runtime.Scheme, paths []string) ([]client.Object, error) {
+	var objs []client.Object
+	for _, p := range paths {
+		files, err := expand(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			got, err := loadFile(scheme, f)
+			if err != nil {
+				return nil, err
+			}
+			objs = append(objs, got...)
+		}
+	}
+	return objs, nil
+}
+
+func expand(path string) ([]string, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !info.IsDir() {
+		return []string{path}, nil
+	}
+	var files []string
+	err = filepath.WalkDir(path, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		switch strings.ToLower(filepath.Ext(p)) {
+		case ".yaml", ".yml", ".json":
+			if !d.IsDir() {
+				files = append(files, p)
+			}
+		}
+		return nil
+	})
+	return files, err
+}
+
+func loadFile(scheme *runtime.Scheme, path string) ([]client.Object, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	dec := utilyaml.NewYAMLOrJSONDecoder(bufio.NewReader(f), 4096)
+	var objs []client.Object
+	for doc := 1; ; doc++ {
+		u := &unstructured.Unstructured{}
+		err := dec.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s, document %d: %v", path, doc, err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		got, err := typed(scheme, u)
+		if err != nil {
+			return nil, fmt.Errorf("%s, document %d: %v", path, doc, err)
+		}
+		objs = append(objs, got...)
+	}
+}
+
+// typed converts u, or each item of a List, into the scheme's type; kinds the plan does not read
+// are dropped.
+func typed(scheme *runtime.Scheme, u *unstructured.Unstructured) ([]client.Object, error) {
+	if u.IsList() {
+		list, err := u.ToList()
+		if err != nil {
+			return nil, err
+		}
+		var out []client.Object
+		for i := range list.Items {
+			got, err := typed(scheme, &list.Items[i])
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, got...)
+		}
+		return out, nil
+	}
+	gvk := u.GroupVersionKind()
+	if gvk.Kind == "" {
+		return nil, fmt.Errorf("document has no kind")
+	}
+	if !wanted[gvk.Kind] {
+		return nil, nil
+	}
+	obj, err := scheme.New(gvk)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", gvk, err)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+		return nil, fmt.Errorf("%s %s: %v", gvk.Kind, u.GetName(), err)
+	}
+	return []client.Object{obj.(client.Object)}, nil
+}
+
+// wanted are the kinds a plan reads.
+var wanted = map[string]bool{
+	"Infrastructure": true, "FeatureGate": true, "ClusterVersion": true, "MachineConfiguration": true,
+	"ConfigMap": true, "MachineSet": true, "ControlPlaneMachineSet": true, "Secret": true, "Node": true,
+}

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1 "github.com/openshift/api/machine/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/controllers"
+	"github.com/bootimage-operator/bootimage-operator/cpms"
+	"github.com/bootimage-operator/bootimage-operator/featuregates"
+)
+
+// planInputs are the objects a plan reads, from files or from a cluster.
+type planInputs struct {
+	infra       *configv1.Infrastructure
+	featureGate *configv1.FeatureGate
+	version     *configv1.ClusterVersion
+	mc          *operatorv1.MachineConfiguration
+	bootImages  *corev1.ConfigMap
+	machineSets []*machinev1beta1.MachineSet
+	cpms        []*machinev1.ControlPlaneMachineSet
+	secrets     map[string]*corev1.Secret
+	nodes       []*corev1.Node
+	// secretsComplete says a Secret missing from secrets does not exist (a cluster), rather than
+	// was not given (files).
+	secretsComplete bool
+}
+
+func fromObjects(objs []client.Object) planInputs {
+	in := planInputs{secrets: map[string]*corev1.Secret{}}
+	for _, o := range objs {
+		switch t := o.(type) {
+		case *configv1.Infrastructure:
+			in.infra = t
+		case *configv1.FeatureGate:
+			in.featureGate = t
+		case *configv1.ClusterVersion:
+			in.version = t
+		case *operatorv1.MachineConfiguration:
+			in.mc = t
+		case *corev1.ConfigMap:
+			if t.Name == controllers.BootImagesConfigMapName {
+				in.bootImages = t
+			}
+		case *machinev1beta1.MachineSet:
+			in.machineSets = append(in.machineSets, t)
+		case *machinev1.ControlPlaneMachineSet:
+			in.cpms = append(in.cpms, t)
+		case *corev1.Secret:
+			in.secrets[t.Name] = t
+		case *corev1.Node:
+			in.nodes = append(in.nodes, t)
+		}
+	}
+	return in
+}
+
+// fromCluster reads the plan's inputs from a cluster.
+func fromCluster(ctx context.Context, c client.Reader) (planInputs, error) {
+	var objs []client.Object
+	singletons := []struct {
+		key client.ObjectKey
+		obj client.Object
+	}{
+		{client.ObjectKey{Name: "cluster"}, &configv1.Infrastructure{}},
+		{client.ObjectKey{Name: "cluster"}, &configv1.FeatureGate{}},
+		{client.ObjectKey{Name: "version"}, &configv1.ClusterVersion{}},
+		{client.ObjectKey{Name: "cluster"}, &operatorv1.MachineConfiguration{}},
+		{client.ObjectKey{Namespace: controllers.MCONamespace, Name: controllers.BootImagesConfigMapName}, &corev1.ConfigMap{}},
+		{client.ObjectKey{Namespace: controllers.MachineAPINamespace, Name: cpms.Name}, &machinev1.ControlPlaneMachineSet{}},
+	}
+	for _, s := range singletons {
+		err := c.Get(ctx, s.key, s.obj)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return planInputs{}, err
+		}
+		objs = append(objs, s.obj)
+	}
+	sets := &machinev1beta1.MachineSetList{}
+	if err := c.List(ctx, sets, client.InNamespace(controllers.MachineAPINamespace)); err != nil {
+		return planInputs{}, err
+	}
+	secrets := &corev1.SecretList{}
+	if err := c.List(ctx, secrets, client.InNamespace(controllers.MachineAPINamespace)); err != nil {
+		return planInputs{}, err
+	}
+	nodes := &corev1.NodeList{}
+	if err := c.List(ctx, nodes, client.HasLabels{"node-role.kubernetes.io/master"}); err != nil {
+		return planInputs{}, err
+	}
+	for i := range sets.Items {
+		objs = append(objs, &sets.Items[i])
+	}
+	for i := range secrets.Items {
+		objs = append(objs, &secrets.Items[i])
+	}
+	for i := range nodes.Items {
+		objs = append(objs, &nodes.Items[i])
+	}
+	in := fromObjects(objs)
+	in.secretsComplete = true
+	return in, nil
+}
+
+// Plan is the output of `bootimagectl plan`.
+type Plan struct {
+	Items   []bootimage.Decision `json:"items"`
+	Summary bootimage.Summary    `json:"summary"`
+}
+
+// errUnusable is input a plan cannot be computed from (exit 2).
+type errUnusable struct{ error }
+
+// plan decides for every MachineSet and ControlPlaneMachineSet with the operator's code.
+func plan(ctx context.Context, in planInputs, releaseVersion string, images bootimage.Catalog) (Plan, error) {
+	if in.infra == nil {
+		return Plan{}, errUnusable{fmt.Errorf("no Infrastructure cluster among the inputs: the platform is unknown")}
+	}
+	if releaseVersion == "" && in.version != nil {
+		releaseVersion = in.version.Status.Desired.Version
+	}
+	objs := bootimage.ClusterObjects{Infrastructure: in.infra, ClusterVersion: in.version, BootImages: in.bootImages, Images: images, ControlPlaneArch: controlPlaneArch(in.nodes)}
+	var gates featuregates.Gates
+	switch {
+	case in.featureGate == nil:
+		objs.GatesError = fmt.Errorf("no FeatureGate cluster among the inputs")
+	default:
+		g, err := featuregates.FromFeatureGate(in.featureGate, releaseVersion)
+		objs.GatesError = err
+		if err == nil {
+			gates, objs.Gates = g, g
+		}
+	}
+	var spec operatorv1.ManagedBootImages
+	var generation int64
+	if in.mc != nil {
+		spec, generation = in.mc.Spec.ManagedBootImages, in.mc.Generation
+	}
+	if objs.Gates != nil {
+		objs.Effective = bootimage.EffectiveConfiguration(spec, bootimage.PlatformOf(in.infra), gates).Status
+	}
+	cluster := bootimage.NewCluster(objs)
+
+	var out Plan
+	add := func(d bootimage.Decision) {
+		out.Items = append(out.Items, d)
+		out.Summary.Add(d)
+	}
+	for _, ms := range in.machineSets {
+		obj := bootimage.MachineSetObject(ms)
+		obj.UserData = in.userData(obj.ProviderSpec)
+		attempts := bootimage.ParseAttempts(ms.Annotations)
+		obj.Attempts = func(target string) int { return attempts.For(target, generation) }
+		d, err := bootimage.Decide(ctx, cluster, obj)
+		if err != nil {
+			return Plan{}, errUnusable{err}
+		}
+		add(d)
+	}
+	for _, c := range in.cpms {
+		obj := cpms.Object(c)
+		obj.UserData = in.userData(obj.ProviderSpec)
+		attempts := bootimage.ParseAttempts(c.Annotations)
+		obj.Attempts = func(target string) int { return attempts.For(target, generation) }
+		d, err := bootimage.Decide(ctx, cluster, obj)
+		if err != nil {
+			return Plan{}, errUnusable{err}
+		}
+		add(cpms.Decide(c, d, attempts.Next(d.Target, generation)))
+	}
+	sort.SliceStable(out.Items, func(i, j int) bool {
+		a, b := out.Items[i], out.Items[j]
+		return a.Kind+"/"+a.Namespace+"/"+a.Name < b.Kind+"/"+b.Namespace+"/"+b.Name
+	})
+	if out.Items == nil {
+		out.Items = []bootimage.Decision{}
+	}
+	return out, nil
+}
+
+func (in planInputs) userData(providerSpec []byte) *bootimage.UserData {
+	name := bootimage.UserDataSecretName(providerSpec)
+	if name == "" {
+		return nil
+	}
+	if s, ok := in.secrets[name]; ok {
+		return &bootimage.UserData{SecretName: name, Found: true, Data: s.Data["userData"]}
+	}
+	if in.secretsComplete {
+		return &bootimage.UserData{SecretName: name}
+	}
+	return nil // not given: not checked
+}
+
+func controlPlaneArch(nodes []*corev1.Node) string {
+	for _, n := range nodes {
+		_, master := n.Labels["node-role.kubernetes.io/master"]
+		_, cp := n.Labels["node-role.kubernetes.io/control-plane"]
+		if arch := n.Labels[corev1.LabelArchStable]; (master || cp) && arch != "" {
+			return arch
+		}
+	}
+	return runtime.GOARCH
+}
+
+func printPlan(w io.Writer, p Plan, format string) error {
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(p)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tNAME\tPLATFORM\tARCH\tACTION\tREASON\tCURRENT\tTARGET\tMESSAGE")
+	for _, d := range p.Items {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Kind, d.Name, d.Platform, orDash(d.Arch), d.Action, d.Reason, orDash(d.Current), orDash(d.Target), d.Message)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	s := p.Summary
+	_, err := fmt.Fprintf(w, "\n%d to update, %d up to date, %d skipped, %d errors\n", s.Update, s.NoChange, s.Skip, s.Error)
+	return err
+}
+
+func orDash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "-"
+	}
+	return s
+}

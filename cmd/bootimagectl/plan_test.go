@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1 "github.com/openshift/api/machine/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/yaml"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/controllers"
+	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
+)
+
+func TestBootimagectl(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "bootimagectl")
+}
+
+var scheme = controllers.NewScheme()
+
+// writeYAML writes objs into one multi-document YAML file, as `kubectl get -o yaml` would.
+func writeYAML(path string, objs ...client.Object) {
+	GinkgoHelper()
+	var buf bytes.Buffer
+	for _, o := range objs {
+		gvk, err := apiutil.GVKForObject(o, scheme)
+		Expect(err).NotTo(HaveOccurred())
+		o.GetObjectKind().SetGroupVersionKind(gvk)
+		data, err := yaml.Marshal(o)
+		Expect(err).NotTo(HaveOccurred())
+		buf.WriteString("---\n")
+		buf.Write(data)
+	}
+	Expect(os.WriteFile(path, buf.Bytes(), 0o600)).To(Succeed())
+}
+
+// writeList writes objs as a v1 List in JSON.
+func writeList(path string, objs ...client.Object) {
+	GinkgoHelper()
+	list := map[string]any{"apiVersion": "v1", "kind": "List", "items": []any{}}
+	for _, o := range objs {
+		gvk, err := apiutil.GVKForObject(o, scheme)
+		Expect(err).NotTo(HaveOccurred())
+		o.GetObjectKind().SetGroupVersionKind(gvk)
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		Expect(err).NotTo(HaveOccurred())
+		list["items"] = append(list["items"].([]any), u)
+	}
+	data, err := json.Marshal(list)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(os.WriteFile(path, data, 0o600)).To(Succeed())
+}
+
+func runCLI(args ...string) (int, string, string) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+var _ = Describe("bootimagectl plan on files", func() {
+	var dir, images string
+	BeforeEach(func() {
+		dir = GinkgoT().TempDir()
+		owned := fixtures.MachineSet("owned", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI))
+		owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "hive.openshift.io/v1", Kind: "MachinePool", Name: "pool", UID: "1"}}
+		writeYAML(filepath.Join(dir, "cluster.yaml"),
+			fixtures.Infrastructure(configv1.AWSPlatformType),
+			fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, []configv1.FeatureGateName{fg.ManagedBootImagesCPMS}, nil),
+			fixtures.ClusterVersion(fixtures.ReleaseVersion, true),
+			fixtures.MachineConfiguration(&operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{fixtures.MachineManager(operatorv1.ControlPlaneMachineSets, operatorv1.All, nil)}}),
+			fixtures.BootImagesConfigMap(fixtures.Stream(), "4.20.3"),
+			fixtures.UserDataSecret("worker-user-data", fixtures.IgnitionStubV3),
+			fixtures.ControlPlaneMachineSet(fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI), machinev1.ControlPlaneMachineSetStateActive),
+		)
+		Expect(os.Mkdir(filepath.Join(dir, "machinesets"), 0o755)).To(Succeed())
+		writeList(filepath.Join(dir, "machinesets", "list.json"),
+			fixtures.MachineSet("worker-a", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)),
+			fixtures.MachineSet("current", fixtures.AWSProviderSpec("us-east-1", fixtures.NewAWSAMIUSEast1)),
+			fixtures.MachineSet("custom", fixtures.AWSProviderSpec("us-east-1", fixtures.CustomAMI)),
+			owned,
+		)
+		images = filepath.Join(GinkgoT().TempDir(), "amis.json")
+		data, err := json.Marshal(fixtures.AWSImages())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(images, data, 0o600)).To(Succeed())
+	})
+
+	It("prints every decision as JSON, with the operator's reasons", func() {
+		code, out, stderr := runCLI("plan", "-f", filepath.Join(dir, "cluster.yaml"), "-f", filepath.Join(dir, "machinesets"), "--aws-images", images, "-o", "json")
+		Expect(stderr).To(BeEmpty())
+		Expect(code).To(Equal(0), out)
+		Expect(out).To(MatchJSON(`{
+  "items": [
+    {"kind": "ControlPlaneMachineSet", "namespace": "openshift-machine-api", "name": "cluster", "platform": "AWS", "arch": "amd64", "action": "Update", "reason": "ImageOutdated",
+     "message": "AMI ami-0aaaaaaaaaaaaaa01 is outdated: the stream's is ami-0f1e2d3c4b5a69788", "current": "ami-0aaaaaaaaaaaaaa01", "target": "ami-0f1e2d3c4b5a69788"},
+    {"kind": "MachineSet", "namespace": "openshift-machine-api", "name": "current", "platform": "AWS", "arch": "amd64", "action": "NoChange", "reason": "UpToDate",
+     "message": "AMI ami-0f1e2d3c4b5a69788 is the stream's", "current": "ami-0f1e2d3c4b5a69788", "target": "ami-0f1e2d3c4b5a69788"},
+    {"kind": "MachineSet", "namespace": "openshift-machine-api", "name": "custom", "platform": "AWS", "arch": "amd64", "action": "Skip", "reason": "CustomImage",
+     "message": "AMI ami-0c0570c0570c05700 is owned by account 123456789012, not by RHCOS (531415883065) or the AWS Marketplace (679593333241)", "current": "ami-0c0570c0570c05700", "target": ""},
+    {"kind": "MachineSet", "namespace": "openshift-machine-api", "name": "owned", "platform": "AWS", "arch": "", "action": "Skip", "reason": "OwnedByController",
+     "message": "owned by MachinePool pool, which manages its boot image", "current": "", "target": ""},
+    {"kind": "MachineSet", "namespace": "openshift-machine-api", "name": "worker-a", "platform": "AWS", "arch": "amd64", "action": "Update", "reason": "ImageOutdated",
+     "message": "AMI ami-0aaaaaaaaaaaaaa01 is outdated: the stream's is ami-0f1e2d3c4b5a69788", "current": "ami-0aaaaaaaaaaaaaa01", "target": "ami-0f1e2d3c4b5a69788"}
+  ],
+  "summary": {"update": 2, "noChange": 1, "skip": 2, "error": 0}
+}`))
+	})
+
+	It("prints an aligned table by default", func() {
+		code, out, _ := runCLI("plan", "-f", dir, "--aws-images", images)
+		Expect(code).To(Equal(0))
+		Expect(out).To(ContainSubstring("KIND                    NAME      PLATFORM  ARCH   ACTION    REASON"))
+		Expect(out).To(ContainSubstring("2 to update, 1 up to date, 2 skipped, 0 errors"))
+	})
+
+	It("exits 1 when an item is an Error", func() {
+		writeYAML(filepath.Join(dir, "broken.yaml"), fixtures.MachineSet("broken", `{"ami": 42}`))
+		code, out, _ := runCLI("plan", "-f", dir, "--aws-images", images, "-o", "json")
+		Expect(code).To(Equal(1))
+		var p Plan
+		Expect(json.Unmarshal([]byte(out), &p)).To(Succeed())
+		Expect(p.Summary.Error).To(Equal(1))
+	})
+
+	It("reports a malformed stream per item, without crashing", func() {
+		cm := fixtures.BootImagesConfigMap(fixtures.Stream(), "4.20.3")
+		cm.Data["stream"] = "{not json"
+		Expect(os.Remove(filepath.Join(dir, "cluster.yaml"))).To(Succeed())
+		writeYAML(filepath.Join(dir, "cluster.yaml"), fixtures.Infrastructure(configv1.AWSPlatformType),
+			fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, nil, nil), fixtures.ClusterVersion(fixtures.ReleaseVersion, true), cm)
+		code, out, _ := runCLI("plan", "-f", dir, "-o", "json")
+		Expect(code).To(Equal(1))
+		var p Plan
+		Expect(json.Unmarshal([]byte(out), &p)).To(Succeed())
+		Expect(p.Items).To(HaveEach(HaveField("Reason", BeElementOf(bootimage.ReasonInvalidStream, bootimage.ReasonOwnedByController))))
+		Expect(p.Summary.Error).To(Equal(3))
+	})
+
+	DescribeTable("exits 2 on unusable input",
+		func(prepare func() []string, message string) {
+			code, _, stderr := runCLI(prepare()...)
+			Expect(code).To(Equal(2))
+			Expect(stderr).To(ContainSubstring(message))
+		},
+		Entry("no Infrastructure", func() []string { return []string{"plan", "-f", filepath.Join(dir, "machinesets")} }, "no Infrastructure cluster among the inputs"),
+		Entry("a file that is not YAML", func() []string {
+			Expect(os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("kind: [unclosed"), 0o600)).To(Succeed())
+			return []string{"plan", "-f", dir}
+		}, "bad.yaml, document 1"),
+		Entry("a missing file", func() []string { return []string{"plan", "-f", filepath.Join(dir, "nope.yaml")} }, "no such file"),
+		Entry("a bad output format", func() []string { return []string{"plan", "-f", dir, "-o", "xml"} }, "-o must be table or json"),
+	)
+})
