@@ -5,22 +5,30 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"text/tabwriter"
 
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/manifests"
+	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
@@ -46,12 +54,20 @@ func run() error {
 		_ = env.Stop()
 	}()
 
-	if err := seed(ctx, env.Client); err != nil {
-		return fmt.Errorf("seeding the demo cluster: %w", err)
-	}
+	// EC2 for the demo: a local endpoint speaking the EC2 Query API, which the operator reaches
+	// through the real SDK, as on AWS, via the Infrastructure's ec2 service endpoint.
+	ec2 := fakecloud.NewEC2(fixtures.AWSImages())
+	defer ec2.Close()
 	dir := filepath.Join(manifests.RepoRoot(), "bin", "demo")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
+	}
+	caBundle := filepath.Join(dir, "ec2-ca.pem")
+	if err := os.WriteFile(caBundle, ec2.CertificatePEM(), 0o600); err != nil {
+		return err
+	}
+	if err := seed(ctx, env.Client, ec2.URL); err != nil {
+		return fmt.Errorf("seeding the demo cluster: %w", err)
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := env.WriteKubeconfig(kubeconfig); err != nil {
@@ -60,6 +76,7 @@ func run() error {
 	say("Demo cluster ready. In another terminal:\n\n    export KUBECONFIG=%s\n    kubectl get machinesets -n openshift-machine-api\n", kubeconfig)
 
 	go printEvents(ctx, env)
+	go printProgress(ctx, env)
 
 	operator := exec.CommandContext(ctx, filepath.Join(manifests.RepoRoot(), "bin", "bootimage-operator"),
 		"--kubeconfig", kubeconfig,
@@ -68,6 +85,7 @@ func run() error {
 		"--health-probe-bind-address", "127.0.0.1:18081",
 	)
 	operator.Stdout, operator.Stderr = os.Stdout, os.Stderr
+	operator.Env = append(os.Environ(), "AWS_CA_BUNDLE="+caBundle)
 	// Ctrl-C reaches the operator through the terminal; cancel covers other stops.
 	operator.Cancel = func() error { return operator.Process.Signal(os.Interrupt) }
 	say("Starting the operator (Ctrl-C stops everything)")
@@ -79,19 +97,25 @@ func run() error {
 
 // seed creates the demo cluster: AWS, tech preview gates, a stable 4.20 release, an RHCOS stream
 // newer than the MachineSets' images, one custom-image MachineSet, and a CPMS.
-func seed(ctx context.Context, c client.Client) error {
+func seed(ctx context.Context, c client.Client, ec2URL string) error {
+	infra := fixtures.Infrastructure(configv1.AWSPlatformType)
+	infra.Status.PlatformStatus.AWS.ServiceEndpoints = []configv1.AWSServiceEndpoint{{Name: "ec2", URL: ec2URL}}
 	objs := []client.Object{
-		fixtures.Infrastructure(configv1.AWSPlatformType),
+		infra,
+		fixtures.AWSCredentialsSecret(),
 		fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion,
 			[]configv1.FeatureGateName{featuregates.ManagedBootImagesCPMS, featuregates.BootImageSkewEnforcement}, nil),
 		fixtures.ClusterVersion(fixtures.ReleaseVersion, true),
-		fixtures.MachineConfiguration(nil),
+		// Opt the CPMS in: it defaults to None.
+		fixtures.MachineConfiguration(&operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{
+			fixtures.MachineManager(operatorv1.ControlPlaneMachineSets, operatorv1.All, nil),
+		}}),
 		fixtures.BootImagesConfigMap(fixtures.Stream(), fixtures.ReleaseVersion),
 		fixtures.UserDataSecret("worker-user-data", fixtures.IgnitionStubV3),
 		fixtures.MachineSet("demo-x7k2p-worker-us-east-1a", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)),
 		fixtures.MachineSet("demo-x7k2p-worker-us-east-1b", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)),
 		fixtures.MachineSet("demo-x7k2p-worker-us-west-2a", fixtures.AWSProviderSpec("us-west-2", fixtures.OldAWSAMI)),
-		fixtures.MachineSet("demo-x7k2p-custom-us-east-1c", fixtures.AWSProviderSpec("us-east-1", "ami-0c0570c0570c05700")),
+		fixtures.MachineSet("demo-x7k2p-custom-us-east-1c", fixtures.AWSProviderSpec("us-east-1", fixtures.CustomAMI)),
 		fixtures.ControlPlaneMachineSet(fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI), machinev1.ControlPlaneMachineSetStateActive),
 	}
 	return fixtures.Create(ctx, c, objs...)
@@ -113,6 +137,68 @@ func printEvents(ctx context.Context, env *testenv.Env) {
 			say("Event %s %s %s/%s: %s", e.Type, e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message)
 		}
 	}
+}
+
+// printProgress prints the operator's progress as its conditions change, and a summary table
+// each time it finishes a pass.
+func printProgress(ctx context.Context, env *testenv.Env) {
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		return
+	}
+	w, err := wc.Watch(ctx, &operatorv1.MachineConfigurationList{})
+	if err != nil {
+		return
+	}
+	defer w.Stop()
+	last := ""
+	for ev := range w.ResultChan() {
+		mc, ok := ev.Object.(*operatorv1.MachineConfiguration)
+		if !ok {
+			continue
+		}
+		c := meta.FindStatusCondition(mc.Status.Conditions, controllers.ConditionBootImageUpdateProgressing)
+		if c == nil || c.Status+metav1.ConditionStatus(c.Message) == metav1.ConditionStatus(last) {
+			continue
+		}
+		last = string(c.Status) + c.Message
+		say("Progress: %s (Progressing=%s)", c.Message, c.Status)
+		if c.Status == metav1.ConditionFalse {
+			printSummary(ctx, env.Client)
+		}
+	}
+}
+
+// printSummary prints each MachineSet's and the CPMS's boot image.
+func printSummary(ctx context.Context, c client.Client) {
+	sets := &machinev1beta1.MachineSetList{}
+	cps := &machinev1.ControlPlaneMachineSetList{}
+	if c.List(ctx, sets, client.InNamespace(fixtures.MachineAPINamespace)) != nil || c.List(ctx, cps, client.InNamespace(fixtures.MachineAPINamespace)) != nil {
+		return
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "    KIND\tNAME\tBOOT IMAGE")
+	for _, ms := range sets.Items {
+		fmt.Fprintf(tw, "    MachineSet\t%s\t%s\n", ms.Name, amiOf(ms.Spec.Template.Spec.ProviderSpec.Value))
+	}
+	for _, cp := range cps.Items {
+		if t := cp.Spec.Template.OpenShiftMachineV1Beta1Machine; t != nil {
+			fmt.Fprintf(tw, "    ControlPlaneMachineSet\t%s\t%s\n", cp.Name, amiOf(t.Spec.ProviderSpec.Value))
+		}
+	}
+	_ = tw.Flush()
+}
+
+func amiOf(v *runtime.RawExtension) string {
+	var ps struct {
+		AMI struct {
+			ID string `json:"id"`
+		} `json:"ami"`
+	}
+	if v != nil {
+		_ = json.Unmarshal(v.Raw, &ps)
+	}
+	return ps.AMI.ID
 }
 
 func say(format string, args ...any) {
