@@ -1,0 +1,72 @@
+// Package refresh decides whether a change of a worker's config can be applied in place, without
+// a reboot, and which service actions follow: the rules of the MCO's Node Disruption Policies,
+// shared by the MCO and HyperShift so the two cannot drift. It is pure: configs in, decisions out.
+package refresh
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	ignconfig "github.com/coreos/ignition/v2/config"
+	ign "github.com/coreos/ignition/v2/config/v3_6_experimental/types"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// Config is a node's configuration: its Ignition config, translated to the newest spec, and the
+// MachineConfig fields that live outside Ignition.
+type Config struct {
+	Ignition        ign.Config
+	OSImageURL      string
+	KernelArguments []string
+	FIPS            bool
+	KernelType      string
+	Extensions      []string
+}
+
+// Parse reads a MachineConfig (machineconfiguration.openshift.io/v1, YAML or JSON) or a bare
+// Ignition config of any 3.x version.
+func Parse(raw []byte) (Config, error) {
+	var probe struct {
+		Kind     string          `json:"kind"`
+		Ignition json.RawMessage `json:"ignition"`
+	}
+	jsonRaw, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		return Config{}, fmt.Errorf("not YAML or JSON: %v", err)
+	}
+	if err := json.Unmarshal(jsonRaw, &probe); err != nil {
+		return Config{}, fmt.Errorf("not a JSON object: %v", err)
+	}
+	switch {
+	case probe.Kind == "MachineConfig":
+		var mc mcfgv1.MachineConfig
+		if err := json.Unmarshal(jsonRaw, &mc); err != nil {
+			return Config{}, fmt.Errorf("MachineConfig: %v", err)
+		}
+		cfg := Config{
+			OSImageURL: mc.Spec.OSImageURL, KernelArguments: mc.Spec.KernelArguments, FIPS: mc.Spec.FIPS,
+			KernelType: mc.Spec.KernelType, Extensions: mc.Spec.Extensions,
+		}
+		if len(mc.Spec.Config.Raw) > 0 && string(mc.Spec.Config.Raw) != "null" {
+			if cfg.Ignition, err = parseIgnition(mc.Spec.Config.Raw); err != nil {
+				return Config{}, fmt.Errorf("MachineConfig %s spec.config: %v", mc.Name, err)
+			}
+		}
+		return cfg, nil
+	case len(probe.Ignition) > 0:
+		ic, err := parseIgnition(jsonRaw)
+		return Config{Ignition: ic}, err
+	default:
+		return Config{}, fmt.Errorf("neither a MachineConfig nor an Ignition config (no kind: MachineConfig, no ignition section)")
+	}
+}
+
+func parseIgnition(raw []byte) (ign.Config, error) {
+	cfg, rpt, err := ignconfig.Parse(raw)
+	if err != nil {
+		return ign.Config{}, fmt.Errorf("invalid Ignition config: %v %s", err, strings.TrimSpace(rpt.String()))
+	}
+	return cfg, nil
+}

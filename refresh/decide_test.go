@@ -1,0 +1,236 @@
+package refresh_test
+
+import (
+	ign "github.com/coreos/ignition/v2/config/v3_6_experimental/types"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	operatorv1 "github.com/openshift/api/operator/v1"
+
+	"github.com/bootimage-operator/bootimage-operator/refresh"
+)
+
+var (
+	defaults     = refresh.DefaultPolicies()
+	reloadCrio   = refresh.Action{Type: refresh.ActionReload, Unit: "crio.service"}
+	restartCrio  = refresh.Action{Type: refresh.ActionRestart, Unit: "crio.service"}
+	restartKubel = refresh.Action{Type: refresh.ActionRestart, Unit: "kubelet.service"}
+	daemonReload = refresh.Action{Type: refresh.ActionDaemonReload}
+	drain        = refresh.Action{Type: refresh.ActionDrain}
+)
+
+const registriesV1 = `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
+
+[[registry]]
+  prefix = ""
+  location = "quay.io/openshift-release-dev/ocp-release"
+
+  [[registry.mirror]]
+    location = "mirror-a.example.com/ocp-release"
+`
+
+var _ = Describe("Decide with the cluster default policies", func() {
+	DescribeTable("a change of one file",
+		func(path string, outcome refresh.Outcome, actions []refresh.Action) {
+			old := config(withFile(path, b64("v1\n"), 0o644))
+			res := decide(old, config(withFile(path, b64("v2\n"), 0o644)), defaults)
+			Expect(res.Outcome).To(Equal(outcome), "%+v", res.Changes)
+			Expect(res.Actions).To(Equal(actions))
+		},
+		Entry("kubelet pull secret: None", "/var/lib/kubelet/config.json", refresh.InPlace, []refresh.Action{}),
+		Entry("registries.d: Reload crio", "/etc/containers/registries.d/sigstore.yaml", refresh.InPlace, []refresh.Action{reloadCrio}),
+		Entry("policy.json: Reload crio", "/etc/containers/policy.json", refresh.InPlace, []refresh.Action{reloadCrio}),
+		Entry("crio policies: Reload crio", "/etc/crio/policies/openshift.json", refresh.InPlace, []refresh.Action{reloadCrio}),
+		Entry("containers gpg key: Reload crio", "/etc/machine-config-daemon/no-reboot/containers-gpg.pub", refresh.InPlace, []refresh.Action{reloadCrio}),
+		Entry("nmstate: None", "/etc/nmstate/openshift/cluster.yml", refresh.InPlace, []refresh.Action{}),
+		Entry("user CA bundle: restart update-ca-trust then crio", "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt", refresh.InPlace,
+			[]refresh.Action{{Type: refresh.ActionRestart, Unit: "coreos-update-ca-trust.service"}, restartCrio}),
+		Entry("credential providers: Restart kubelet", "/etc/kubernetes/credential-providers/ecr.yaml", refresh.InPlace, []refresh.Action{restartKubel}),
+		Entry("kubelet drop-in: DaemonReload then Restart kubelet", "/etc/systemd/system/kubelet.service.d/40-kubelet-crio-image-credential-provider.conf", refresh.InPlace, []refresh.Action{daemonReload, restartKubel}),
+		Entry("an unmatched file: Reboot", "/etc/motd", refresh.Reboot, []refresh.Action{}),
+		Entry("a sibling with a shared prefix is not below: Reboot", "/etc/crio/policies.bak", refresh.Reboot, []refresh.Action{}),
+	)
+
+	It("treats the same bytes in another encoding as no change", func() {
+		contents := "line one\nline two with spaces & symbols %/?\n"
+		old := config(withFile("/etc/motd", b64(contents), 0o644))
+		for _, next := range []refresh.Config{config(withFile("/etc/motd", pct(contents), 0o644)), config(withGzipFile("/etc/motd", contents))} {
+			res := decide(old, next, defaults)
+			Expect(res.Outcome).To(Equal(refresh.NoChange))
+			Expect(res.Changes).To(BeEmpty())
+		}
+	})
+
+	It("counts a mode-only change, decided by the policy", func() {
+		res := decide(config(withFile("/etc/containers/policy.json", b64("{}"), 0o644)), config(withFile("/etc/containers/policy.json", b64("{}"), 0o600)), defaults)
+		Expect(res.Outcome).To(Equal(refresh.InPlace))
+		Expect(res.Changes).To(ConsistOf(HaveField("Name", "/etc/containers/policy.json")))
+	})
+
+	DescribeTable("deletions",
+		func(path string, outcome refresh.Outcome) {
+			res := decide(config(withFile(path, b64("x"), 0o644)), config(), defaults)
+			Expect(res.Outcome).To(Equal(outcome))
+		},
+		Entry("under a policy", "/etc/containers/registries.d/a.yaml", refresh.InPlace),
+		Entry("unmatched", "/etc/motd", refresh.Reboot),
+	)
+
+	DescribeTable("changes that always reboot, whatever the policies",
+		func(mutate cfgOpt) {
+			res := decide(config(), config(mutate), defaults)
+			Expect(res.Outcome).To(Equal(refresh.Reboot))
+			Expect(res.Actions).To(BeEmpty())
+		},
+		Entry("OS image", cfgOpt(func(c *refresh.Config) { c.OSImageURL = "quay.io/openshift/rhcos@sha256:bbb" })),
+		Entry("kernel arguments", cfgOpt(func(c *refresh.Config) { c.KernelArguments = []string{"nosmt"} })),
+		Entry("FIPS", cfgOpt(func(c *refresh.Config) { c.FIPS = true })),
+		Entry("kernel type", cfgOpt(func(c *refresh.Config) { c.KernelType = "realtime" })),
+		Entry("extensions", cfgOpt(func(c *refresh.Config) { c.Extensions = []string{"usbguard"} })),
+	)
+
+	DescribeTable("changes that cannot be applied",
+		func(old, new cfgOpt) {
+			res := decide(config(old), config(new), defaults)
+			Expect(res.Outcome).To(Equal(refresh.Reject), "%+v", res.Changes)
+		},
+		Entry("a directory", cfgOpt(func(*refresh.Config) {}), cfgOpt(func(c *refresh.Config) {
+			c.Ignition.Storage.Directories = []ign.Directory{{Node: ign.Node{Path: "/etc/foo"}}}
+		})),
+		Entry("an added link", cfgOpt(func(*refresh.Config) {}), cfgOpt(func(c *refresh.Config) {
+			c.Ignition.Storage.Links = []ign.Link{{Node: ign.Node{Path: "/etc/foo"}, LinkEmbedded1: ign.LinkEmbedded1{Target: ptr("/etc/bar")}}}
+		})),
+		Entry("append", cfgOpt(func(*refresh.Config) {}), cfgOpt(func(c *refresh.Config) {
+			c.Ignition.Storage.Files = []ign.File{{Node: ign.Node{Path: "/var/lib/kubelet/config.json"}, FileEmbedded1: ign.FileEmbedded1{Append: []ign.Resource{{Source: ptr(b64("x"))}}}}}
+		})),
+		Entry("Ignition kernelArguments", cfgOpt(func(*refresh.Config) {}), cfgOpt(func(c *refresh.Config) {
+			c.Ignition.KernelArguments.ShouldExist = []ign.KernelArgument{"nosmt"}
+		})),
+		Entry("a user other than core", cfgOpt(func(*refresh.Config) {}), cfgOpt(func(c *refresh.Config) {
+			c.Ignition.Passwd.Users = []ign.PasswdUser{{Name: "admin"}}
+		})),
+		Entry("a group", cfgOpt(func(*refresh.Config) {}), cfgOpt(func(c *refresh.Config) {
+			c.Ignition.Passwd.Groups = []ign.PasswdGroup{{Name: "wheel2"}}
+		})),
+		Entry("a filesystem", cfgOpt(func(*refresh.Config) {}), cfgOpt(func(c *refresh.Config) {
+			c.Ignition.Storage.Filesystems = []ign.Filesystem{{Device: "/dev/sdb", Format: ptr("xfs")}}
+		})),
+		Entry("a disk", cfgOpt(func(*refresh.Config) {}), cfgOpt(func(c *refresh.Config) {
+			c.Ignition.Storage.Disks = []ign.Disk{{Device: "/dev/sdb", WipeTable: ptr(true)}}
+		})),
+		Entry("RAID", cfgOpt(func(*refresh.Config) {}), cfgOpt(func(c *refresh.Config) {
+			c.Ignition.Storage.Raid = []ign.Raid{{Name: "md0", Level: ptr("raid1"), Devices: []ign.Device{"/dev/sdb", "/dev/sdc"}}}
+		})),
+	)
+
+	It("applies core's ssh keys in place, with no action", func() {
+		res := decide(config(withSSHKeys("ssh-ed25519 AAAA old")), config(withSSHKeys("ssh-ed25519 AAAA old", "ssh-ed25519 BBBB new")), defaults)
+		Expect(res.Outcome).To(Equal(refresh.InPlace))
+		Expect(res.Changes).To(ConsistOf(And(HaveField("Kind", refresh.KindSSHKey), HaveField("Rule", "sshkey policy: None"))))
+		Expect(res.Actions).To(BeEmpty())
+	})
+
+	It("reboots for a unit without a policy, including its drop-ins", func() {
+		res := decide(config(withUnit("kubelet.service", "[Unit]")), config(withUnit("kubelet.service", "[Unit]", ign.Dropin{Name: "10-x.conf", Contents: ptr("[Service]")})), defaults)
+		Expect(res.Outcome).To(Equal(refresh.Reboot))
+		Expect(res.Changes).To(ConsistOf(HaveField("Rule", "no unit policy for kubelet.service")))
+	})
+
+	It("lets the worst change decide a mix", func() {
+		res := decide(config(), config(withFile("/etc/containers/policy.json", b64("{}"), 0o644), withFile("/etc/motd", b64("hi"), 0o644)), defaults)
+		Expect(res.Outcome).To(Equal(refresh.Reboot))
+		Expect(res.Changes).To(HaveLen(2))
+	})
+
+	Describe("registries.conf", func() {
+		decideRegistries := func(old, new string) refresh.Result {
+			return decide(config(withFile(refresh.RegistriesConf, pct(old), 0o644)), config(withFile(refresh.RegistriesConf, pct(new), 0o644)), defaults)
+		}
+		It("reloads crio when a mirror is only added", func() {
+			res := decideRegistries(registriesV1, registriesV1+"\n  [[registry.mirror]]\n    location = \"mirror-b.example.com/ocp-release\"\n")
+			Expect(res.Actions).To(Equal([]refresh.Action{reloadCrio}))
+		})
+		It("reloads crio when a registry is only added", func() {
+			res := decideRegistries(registriesV1, registriesV1+"\n[[registry]]\n  location = \"registry.example.com/team\"\n")
+			Expect(res.Actions).To(Equal([]refresh.Action{reloadCrio}))
+		})
+		It("drains first when a mirror is removed", func() {
+			res := decideRegistries(registriesV1, `[[registry]]
+  prefix = ""
+  location = "quay.io/openshift-release-dev/ocp-release"
+`)
+			Expect(res.Outcome).To(Equal(refresh.InPlace))
+			Expect(res.Actions).To(Equal([]refresh.Action{drain, reloadCrio}))
+			Expect(res.Changes[0].Rule).To(ContainSubstring("Drain"))
+		})
+		It("drains first when mirrors are reordered", func() {
+			two := registriesV1 + "\n  [[registry.mirror]]\n    location = \"mirror-b.example.com/ocp-release\"\n"
+			swapped := `[[registry]]
+  prefix = ""
+  location = "quay.io/openshift-release-dev/ocp-release"
+  [[registry.mirror]]
+    location = "mirror-b.example.com/ocp-release"
+  [[registry.mirror]]
+    location = "mirror-a.example.com/ocp-release"
+`
+			Expect(decideRegistries(two, swapped).Actions).To(Equal([]refresh.Action{drain, reloadCrio}))
+		})
+	})
+})
+
+var _ = Describe("User policies", func() {
+	user := operatorv1.NodeDisruptionPolicyConfig{
+		Files: []operatorv1.NodeDisruptionPolicySpecFile{
+			{Path: "/etc/app", Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.ReloadSpecAction, Reload: &operatorv1.ReloadService{ServiceName: "app.service"}}}},
+			{Path: "/etc/app/certs", Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.RestartSpecAction, Restart: &operatorv1.RestartService{ServiceName: "app.service"}}}},
+			{Path: "/etc/containers/policy.json", Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.RebootSpecAction}}},
+		},
+		Units: []operatorv1.NodeDisruptionPolicySpecUnit{{Name: "app.service", Actions: []operatorv1.NodeDisruptionPolicySpecAction{
+			{Type: operatorv1.DaemonReloadSpecAction}, {Type: operatorv1.ReloadSpecAction, Reload: &operatorv1.ReloadService{ServiceName: "crio.service"}},
+		}}},
+		SSHKey: operatorv1.NodeDisruptionPolicySpecSSHKey{Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.DrainSpecAction}}},
+	}
+	var policies refresh.Policies
+	BeforeEach(func() {
+		var err error
+		policies, err = refresh.MergePolicies(user)
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("replaces the default of the same path and adds the rest", func() {
+		Expect(policies.Files).To(HaveLen(len(refresh.DefaultPolicies().Files) + 2))
+		res := decide(config(withFile("/etc/containers/policy.json", b64("{}"), 0o644)), config(withFile("/etc/containers/policy.json", b64(`{"default":[]}`), 0o644)), policies)
+		Expect(res.Outcome).To(Equal(refresh.Reboot))
+	})
+
+	It("matches any depth below a policy path, the longest path winning", func() {
+		res := decide(config(), config(withFile("/etc/app/certs/deep/tls.crt", b64("x"), 0o644)), policies)
+		Expect(res.Actions).To(Equal([]refresh.Action{{Type: refresh.ActionRestart, Unit: "app.service"}}))
+		res = decide(config(), config(withFile("/etc/app/app.conf", b64("x"), 0o644)), policies)
+		Expect(res.Actions).To(Equal([]refresh.Action{{Type: refresh.ActionReload, Unit: "app.service"}}))
+	})
+
+	It("orders actions: Drain, DaemonReload once, then in policy order without duplicates, Restart over Reload", func() {
+		res := decide(config(withUnit("app.service", "v1"), withSSHKeys("a")),
+			config(withFile("/etc/app/app.conf", b64("x"), 0o644), withFile("/etc/app/certs/tls.crt", b64("x"), 0o644), withFile("/etc/containers/registries.d/x.yaml", b64("x"), 0o644),
+				withFile("/etc/systemd/system/kubelet.service.d/40-kubelet-crio-image-credential-provider.conf", b64("x"), 0o644),
+				withUnit("app.service", "v2"), withSSHKeys("b")), policies)
+		Expect(res.Outcome).To(Equal(refresh.InPlace), "%+v", res.Changes)
+		Expect(res.Actions).To(Equal([]refresh.Action{
+			drain, daemonReload,
+			{Type: refresh.ActionRestart, Unit: "app.service"},
+			reloadCrio,
+			restartKubel,
+		}))
+	})
+
+	DescribeTable("validation",
+		func(bad operatorv1.NodeDisruptionPolicyConfig, message string) {
+			_, err := refresh.MergePolicies(bad)
+			Expect(err).To(MatchError(ContainSubstring(message)))
+		},
+		Entry("relative path", operatorv1.NodeDisruptionPolicyConfig{Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: "etc/x", Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.NoneSpecAction}}}}}, "absolute and clean"),
+		Entry("unclean path", operatorv1.NodeDisruptionPolicyConfig{Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: "/etc/../x", Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.NoneSpecAction}}}}}, "absolute and clean"),
+		Entry("bad service", operatorv1.NodeDisruptionPolicyConfig{Units: []operatorv1.NodeDisruptionPolicySpecUnit{{Name: "crio", Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.NoneSpecAction}}}}}, `invalid service name "crio"`),
+		Entry("Reboot with others", operatorv1.NodeDisruptionPolicyConfig{SSHKey: operatorv1.NodeDisruptionPolicySpecSSHKey{Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.RebootSpecAction}, {Type: operatorv1.DrainSpecAction}}}}, "Reboot must be the only action"),
+	)
+})

@@ -1,0 +1,247 @@
+package refresh
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"strings"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Keys of the HyperShift upgrade ConfigMap.
+const (
+	KeyConfig        = "config"
+	KeyHash          = "hash"
+	KeyNoRebootPaths = "no-reboot-paths"
+)
+
+// NoRebootPath is one entry of the no-reboot-paths key: a file (or, with a trailing /, every file
+// below a folder) that may change without a reboot, and what to do after writing it.
+type NoRebootPath struct {
+	Path     string   `json:"path"`
+	Action   string   `json:"action"` // None, Restart or Reload
+	Services []string `json:"services,omitempty"`
+}
+
+// UpgradeNames returns the namespace and name of a pool's upgrade ConfigMap.
+func UpgradeNames(pool string) (namespace, name string) { return pool + "-upgrade", pool + "-upgrade" }
+
+// BuildUpgradeConfigMap returns the ConfigMap that carries payload (the Ignition config, stored
+// gzipped and base64-encoded) and its hash to a pool's nodes, with the no-reboot paths.
+func BuildUpgradeConfigMap(pool string, payload []byte, hash string, paths []NoRebootPath) (*corev1.ConfigMap, error) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(payload); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	ns, name := UpgradeNames(pool)
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Data:       map[string]string{KeyConfig: base64.StdEncoding.EncodeToString(buf.Bytes()), KeyHash: hash},
+	}
+	if paths != nil {
+		raw, err := json.Marshal(paths)
+		if err != nil {
+			return nil, err
+		}
+		cm.Data[KeyNoRebootPaths] = string(raw)
+	}
+	return cm, nil
+}
+
+// ParseUpgradeConfigMap returns the payload, hash and no-reboot paths of an upgrade ConfigMap.
+func ParseUpgradeConfigMap(cm *corev1.ConfigMap) (payload []byte, hash string, paths []NoRebootPath, err error) {
+	raw, err := base64.StdEncoding.DecodeString(cm.Data[KeyConfig])
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("ConfigMap %s/%s key %s is not base64: %v", cm.Namespace, cm.Name, KeyConfig, err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("ConfigMap %s/%s key %s is not gzip: %v", cm.Namespace, cm.Name, KeyConfig, err)
+	}
+	if payload, err = io.ReadAll(zr); err != nil {
+		return nil, "", nil, fmt.Errorf("ConfigMap %s/%s key %s is not gzip: %v", cm.Namespace, cm.Name, KeyConfig, err)
+	}
+	if v, ok := cm.Data[KeyNoRebootPaths]; ok {
+		if paths, err = ParseNoRebootPaths([]byte(v)); err != nil {
+			return nil, "", nil, fmt.Errorf("ConfigMap %s/%s key %s: %v", cm.Namespace, cm.Name, KeyNoRebootPaths, err)
+		}
+	}
+	return payload, cm.Data[KeyHash], paths, nil
+}
+
+// ParseNoRebootPaths reads a no-reboot-paths JSON array.
+func ParseNoRebootPaths(raw []byte) ([]NoRebootPath, error) {
+	var paths []NoRebootPath
+	if err := json.Unmarshal(raw, &paths); err != nil {
+		return nil, fmt.Errorf("not a JSON array of {path, action, services}: %v", err)
+	}
+	return paths, nil
+}
+
+// NoRebootPathsFromPolicies expresses the file policies as no-reboot paths, each policy path as a
+// file and as a folder (policies match any depth below their path). Policies that the format
+// cannot express (Reboot, Drain, DaemonReload, Special, mixed Restart and Reload) are left out:
+// their files fall back to a reboot, which is safe.
+func NoRebootPathsFromPolicies(policies Policies) []NoRebootPath {
+	out := []NoRebootPath{}
+	for _, f := range policies.Files {
+		action, services, ok := expressible(f.Actions)
+		if !ok {
+			continue
+		}
+		out = append(out, NoRebootPath{Path: f.Path, Action: action, Services: services})
+		out = append(out, NoRebootPath{Path: strings.TrimSuffix(f.Path, "/") + "/", Action: action, Services: services})
+	}
+	return out
+}
+
+func expressible(actions []operatorv1.NodeDisruptionPolicyStatusAction) (string, []string, bool) {
+	action := ""
+	var services []string
+	for _, a := range actions {
+		var t, svc string
+		switch {
+		case a.Type == operatorv1.NoneStatusAction:
+			t = "None"
+		case a.Type == operatorv1.RestartStatusAction && a.Restart != nil:
+			t, svc = "Restart", string(a.Restart.ServiceName)
+		case a.Type == operatorv1.ReloadStatusAction && a.Reload != nil:
+			t, svc = "Reload", string(a.Reload.ServiceName)
+		default:
+			return "", nil, false
+		}
+		if action != "" && action != t {
+			return "", nil, false
+		}
+		action = t
+		if svc != "" {
+			services = append(services, svc)
+		}
+	}
+	return action, services, action != ""
+}
+
+// DefaultAllowedServices are the units a no-reboot-paths entry may name, besides those the
+// cluster's policies name.
+var DefaultAllowedServices = []string{"crio.service", "kubelet.service", "coreos-update-ca-trust.service"}
+
+// AllowedServices returns the default allowlist plus every unit the policies act on.
+func AllowedServices(policies Policies) []string {
+	allowed := slices.Clone(DefaultAllowedServices)
+	add := func(actions []operatorv1.NodeDisruptionPolicyStatusAction) {
+		for _, a := range actions {
+			if a.Restart != nil {
+				allowed = append(allowed, string(a.Restart.ServiceName))
+			}
+			if a.Reload != nil {
+				allowed = append(allowed, string(a.Reload.ServiceName))
+			}
+		}
+	}
+	for _, f := range policies.Files {
+		add(f.Actions)
+	}
+	for _, u := range policies.Units {
+		add(u.Actions)
+	}
+	add(policies.SSHKey.Actions)
+	slices.Sort(allowed)
+	return slices.Compact(allowed)
+}
+
+// NormalizeService turns a service as no-reboot-paths may name it into a unit name: a bare name
+// gets .service, and update-ca-trust means coreos-update-ca-trust.service.
+func NormalizeService(s string) string {
+	if s == "update-ca-trust" || s == "update-ca-trust.service" {
+		return "coreos-update-ca-trust.service"
+	}
+	if !strings.Contains(s, ".") {
+		return s + ".service"
+	}
+	return s
+}
+
+// DecideWithNoRebootPaths decides a config change on the receiving node with a no-reboot-paths
+// list in place of the file policies. The list can only relax file decisions: the reboot triggers
+// and the changes that cannot be applied are decided as always, and an entry that is not
+// absolute and clean, has an unknown action, or names a service outside allowed, is ignored, so
+// its paths fall back to a reboot. Units and ssh keys follow the policies.
+func DecideWithNoRebootPaths(changes []Change, policies Policies, paths []NoRebootPath, allowed []string) Result {
+	valid := make([]NoRebootPath, 0, len(paths))
+	for _, p := range paths {
+		if v, ok := validEntry(p, allowed); ok {
+			valid = append(valid, v)
+		}
+	}
+	return decide(changes, policies, func(c Change) verdict {
+		entry, ok := matchPath(valid, c.Name)
+		if !ok {
+			return verdict{outcome: Reboot, rule: "no-reboot-paths has no valid entry for " + c.Name}
+		}
+		rule := "no-reboot-paths " + entry.Path
+		v := verdict{outcome: InPlace, rule: rule + ": " + entry.Action}
+		for _, s := range entry.Services {
+			v.actions = append(v.actions, Action{Type: ActionType(entry.Action), Unit: s})
+		}
+		return v
+	})
+}
+
+func validEntry(p NoRebootPath, allowed []string) (NoRebootPath, bool) {
+	dir := strings.HasSuffix(p.Path, "/")
+	trimmed := strings.TrimSuffix(p.Path, "/")
+	if !path.IsAbs(p.Path) || path.Clean(trimmed) != trimmed || trimmed == "" {
+		return NoRebootPath{}, false
+	}
+	switch p.Action {
+	case "None":
+		if len(p.Services) > 0 {
+			return NoRebootPath{}, false
+		}
+	case "Restart", "Reload":
+		if len(p.Services) == 0 {
+			return NoRebootPath{}, false
+		}
+	default:
+		return NoRebootPath{}, false
+	}
+	out := NoRebootPath{Path: trimmed, Action: p.Action}
+	if dir {
+		out.Path += "/"
+	}
+	for _, s := range p.Services {
+		unit := NormalizeService(s)
+		if ValidateServiceName(unit) != nil || !slices.Contains(allowed, unit) {
+			return NoRebootPath{}, false
+		}
+		out.Services = append(out.Services, unit)
+	}
+	return out, true
+}
+
+// matchPath returns the entry for p: an exact file entry, or the longest folder entry p is below.
+func matchPath(entries []NoRebootPath, p string) (NoRebootPath, bool) {
+	best, found := NoRebootPath{}, false
+	for _, e := range entries {
+		match := e.Path == p
+		if strings.HasSuffix(e.Path, "/") {
+			match = strings.HasPrefix(p, e.Path)
+		}
+		if match && (!found || len(e.Path) > len(best.Path)) {
+			best, found = e, true
+		}
+	}
+	return best, found
+}
