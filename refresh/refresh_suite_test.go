@@ -86,3 +86,5 @@ func ignitionJSON(c refresh.Config) []byte {
 	Expect(err).NotTo(HaveOccurred())
 	return out
 }
+
+func dir(path string) ign.Directory { return ign.Directory{Node: ign.Node{Path: path}} }

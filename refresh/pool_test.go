@@ -1,0 +1,105 @@
+package refresh_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/bootimage-operator/bootimage-operator/refresh"
+)
+
+var _ = Describe("Pool progress", func() {
+	node := func(name, cfg, state string) refresh.NodeState {
+		return refresh.NodeState{Name: name, RefreshConfig: cfg, State: state}
+	}
+	cond := func(p refresh.Progress, t string) metav1.Condition {
+		for _, c := range p.Conditions {
+			if c.Type == t {
+				return c
+			}
+		}
+		return metav1.Condition{}
+	}
+
+	It("refreshes up to maxUnavailable nodes at a time, counting busy ones", func() {
+		p := refresh.Plan(refresh.PoolState{Target: "new", MaxUnavailable: 2, Nodes: []refresh.NodeState{
+			node("n5", "old", "Done"), node("n1", "new", "Done"), node("n2", "old", "Working"), node("n3", "old", "Done"), node("n4", "old", "Done"),
+		}})
+		Expect(p.Refresh).To(Equal([]string{"n3"}))
+		Expect(cond(p, refresh.ConditionProgressing)).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Message", "Refreshing 4/5 nodes")))
+		Expect(cond(p, refresh.ConditionComplete).Status).To(Equal(metav1.ConditionFalse))
+	})
+
+	It("never targets a node with a daemon pod, and leaves upgrading nodes to the upgrade", func() {
+		withPod := node("a", "old", "Done")
+		withPod.DaemonPod = true
+		upgrading := node("b", "old", "Done")
+		upgrading.Upgrading = true
+		p := refresh.Plan(refresh.PoolState{Target: "new", MaxUnavailable: 5, Nodes: []refresh.NodeState{withPod, upgrading, node("c", "old", "Done")}})
+		Expect(p.Refresh).To(Equal([]string{"c"}))
+	})
+
+	It("pauses during a Replace rollout", func() {
+		p := refresh.Plan(refresh.PoolState{Target: "new", ReplaceRollout: true, Nodes: []refresh.NodeState{node("a", "old", "Done")}})
+		Expect(p.Refresh).To(BeEmpty())
+		Expect(cond(p, refresh.ConditionProgressing)).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "PausedForRollout")))
+	})
+
+	It("completes when every node runs the target", func() {
+		p := refresh.Plan(refresh.PoolState{Target: "new", Nodes: []refresh.NodeState{node("a", "new", "Done"), node("b", "new", "Done")}})
+		Expect(p.Refresh).To(BeEmpty())
+		Expect(cond(p, refresh.ConditionComplete)).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Message", "2/2 nodes refreshed")))
+		Expect(cond(p, refresh.ConditionProgressing).Status).To(Equal(metav1.ConditionFalse))
+	})
+
+	It("reports failed nodes and counts them as unavailable", func() {
+		failed := node("a", "old", "Degraded")
+		failed.Reason = "failed to restart crio.service"
+		p := refresh.Plan(refresh.PoolState{Target: "new", MaxUnavailable: 1, Nodes: []refresh.NodeState{failed, node("b", "old", "Done")}})
+		Expect(p.Refresh).To(BeEmpty())
+		Expect(cond(p, refresh.ConditionDegraded)).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Message", "1 node(s) failed to refresh: a: failed to restart crio.service")))
+	})
+})
+
+var _ = Describe("Parse", func() {
+	It("reads a MachineConfig in YAML with an Ignition 3.2 config", func() {
+		cfg, err := refresh.Parse([]byte(`apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 99-worker-ssh
+spec:
+  osImageURL: quay.io/openshift/rhcos@sha256:aaa
+  kernelArguments: [nosmt]
+  fips: true
+  config:
+    ignition:
+      version: 3.2.0
+    storage:
+      files:
+      - path: /etc/motd
+        contents:
+          source: data:,hello
+`))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.OSImageURL).To(Equal("quay.io/openshift/rhcos@sha256:aaa"))
+		Expect(cfg.KernelArguments).To(Equal([]string{"nosmt"}))
+		Expect(cfg.FIPS).To(BeTrue())
+		Expect(cfg.Ignition.Storage.Files).To(HaveLen(1))
+	})
+
+	It("reads bare Ignition of any 3.x version", func() {
+		cfg, err := refresh.Parse([]byte(`{"ignition":{"version":"3.0.0"},"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["ssh-ed25519 AAAA"]}]}}`))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.Ignition.Passwd.Users).To(HaveLen(1))
+	})
+
+	DescribeTable("says what is wrong",
+		func(raw, message string) {
+			_, err := refresh.Parse([]byte(raw))
+			Expect(err).To(MatchError(ContainSubstring(message)))
+		},
+		Entry("spec 2", `{"ignition":{"version":"2.2.0"}}`, "invalid Ignition config"),
+		Entry("not a config", `{"apiVersion":"v1","kind":"ConfigMap"}`, "neither a MachineConfig nor an Ignition config"),
+		Entry("not JSON", `[1, 2`, "not YAML or JSON"),
+	)
+})
