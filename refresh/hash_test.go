@@ -68,7 +68,9 @@ func payloadMutators() []func(*refresh.PayloadInputs) {
 		func(p *refresh.PayloadInputs) { p.SSHKey += "x" },
 		func(p *refresh.PayloadInputs) { p.PullSecret = append(append([]byte(nil), p.PullSecret...), 'x') },
 		func(p *refresh.PayloadInputs) { p.TrustBundle = append(append([]byte(nil), p.TrustBundle...), 'x') },
-		func(p *refresh.PayloadInputs) { p.ImageContentSources = append(append([]string(nil), p.ImageContentSources...), "x") },
+		func(p *refresh.PayloadInputs) {
+			p.ImageContentSources = append(append([]string(nil), p.ImageContentSources...), "x")
+		},
 		func(p *refresh.PayloadInputs) { p.Proxy += "x" },
 		func(p *refresh.PayloadInputs) { p.ImageConfig += "x" },
 	}

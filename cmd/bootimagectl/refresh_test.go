@@ -1,0 +1,88 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+var _ = Describe("bootimagectl refresh plan", func() {
+	var dir string
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		Expect(os.WriteFile(p, []byte(content), 0o600)).To(Succeed())
+		return p
+	}
+	BeforeEach(func() { dir = GinkgoT().TempDir() })
+
+	It("prints the outcome, ordered actions and each change's rule as JSON", func() {
+		old := write("old.json", `{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/containers/policy.json","contents":{"source":"data:,%7B%7D"}}]}}`)
+		updated := write("new.yaml", `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata: {name: rendered-worker-2}
+spec:
+  config:
+    ignition: {version: 3.4.0}
+    storage:
+      files:
+      - path: /etc/containers/policy.json
+        contents: {source: "data:;base64,eyJkZWZhdWx0IjpbXX0="}
+      - path: /etc/kubernetes/credential-providers/ecr.yaml
+        contents: {source: "data:,x"}
+`)
+		code, out, stderr := runCLI("refresh", "plan", "--old", old, "--new", updated, "-o", "json")
+		Expect(stderr).To(BeEmpty())
+		Expect(code).To(Equal(0))
+		Expect(out).To(MatchJSON(`{
+  "outcome": "InPlace",
+  "actions": [{"type": "Reload", "unit": "crio.service"}, {"type": "Restart", "unit": "kubelet.service"}],
+  "changes": [
+    {"kind": "file", "name": "/etc/containers/policy.json", "decision": "InPlace", "rule": "file policy /etc/containers/policy.json: Reload"},
+    {"kind": "file", "name": "/etc/kubernetes/credential-providers/ecr.yaml", "decision": "InPlace", "rule": "file policy /etc/kubernetes/credential-providers: Restart"}
+  ]
+}`))
+	})
+
+	It("takes file decisions from --no-reboot-paths, and user policies from --policies", func() {
+		old := write("old.json", `{"ignition":{"version":"3.2.0"}}`)
+		updated := write("new.json", `{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/app/app.conf","contents":{"source":"data:,x"}}]}}`)
+		policies := write("mc.yaml", `apiVersion: operator.openshift.io/v1
+kind: MachineConfiguration
+metadata: {name: cluster}
+spec:
+  nodeDisruptionPolicy:
+    files:
+    - path: /etc/app
+      actions: [{type: Restart, restart: {serviceName: app.service}}]
+`)
+		code, out, _ := runCLI("refresh", "plan", "--old", old, "--new", updated, "--policies", policies)
+		Expect(code).To(Equal(0))
+		Expect(out).To(ContainSubstring("Outcome: InPlace"))
+		Expect(out).To(ContainSubstring("Action:  Restart app.service"))
+
+		paths := write("paths.json", `[{"path":"/etc/app/","action":"Restart","services":["app"]}]`)
+		code, out, _ = runCLI("refresh", "plan", "--old", old, "--new", updated, "--no-reboot-paths", paths)
+		Expect(code).To(Equal(0))
+		Expect(out).To(ContainSubstring("Outcome: Reboot"), "app.service is not in the allowlist without the policies")
+	})
+
+	DescribeTable("exits 2 on unusable input",
+		func(args func() []string, message string) {
+			code, _, stderr := runCLI(args()...)
+			Expect(code).To(Equal(2))
+			Expect(stderr).To(ContainSubstring(message))
+		},
+		Entry("missing flags", func() []string { return []string{"refresh", "plan"} }, "--old and --new are required"),
+		Entry("spec 2 Ignition", func() []string {
+			p := write("v2.json", `{"ignition":{"version":"2.2.0"}}`)
+			return []string{"refresh", "plan", "--old", p, "--new", p}
+		}, "invalid Ignition config"),
+		Entry("an invalid policy", func() []string {
+			p := write("ok.json", `{"ignition":{"version":"3.2.0"}}`)
+			mc := write("mc.yaml", "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nspec:\n  nodeDisruptionPolicy:\n    units: [{name: crio, actions: [{type: None}]}]\n")
+			return []string{"refresh", "plan", "--old", p, "--new", p, "--policies", mc}
+		}, `invalid service name "crio"`),
+	)
+})
