@@ -43,6 +43,9 @@ func main() {
 func run() error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
+	// When the output is piped (make run | tee) and the reader goes away first, keep going so
+	// the control plane is still stopped below.
+	signal.Ignore(syscall.SIGPIPE)
 
 	say("Starting kube-apiserver and etcd")
 	env, err := testenv.Start(testenv.Options{FeatureSet: manifests.TechPreviewNoUpgrade})
