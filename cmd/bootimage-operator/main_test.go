@@ -96,4 +96,3 @@ func freeAddress() string {
 	defer l.Close()
 	return l.Addr().String()
 }
-
