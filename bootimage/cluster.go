@@ -18,6 +18,7 @@ type ClusterObjects struct {
 	Effective        operatorv1.ManagedBootImages
 	ControlPlaneArch string
 	Images           Catalog
+	Streams          *StreamCache
 }
 
 // NewCluster assembles the input of Decide from the cluster's objects, the same way for the
@@ -25,7 +26,7 @@ type ClusterObjects struct {
 func NewCluster(o ClusterObjects) Cluster {
 	c := Cluster{
 		Gates: o.Gates, GatesError: o.GatesError, Effective: o.Effective,
-		ControlPlaneArch: o.ControlPlaneArch, BootImages: o.BootImages, Images: o.Images,
+		ControlPlaneArch: o.ControlPlaneArch, BootImages: o.BootImages, Images: o.Images, Streams: o.Streams,
 	}
 	if infra := o.Infrastructure; infra != nil {
 		c.Platform = PlatformOf(infra)

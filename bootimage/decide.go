@@ -35,6 +35,8 @@ type Cluster struct {
 	ControlPlaneArch string
 	// BootImages is the coreos-bootimages ConfigMap; nil when missing.
 	BootImages *corev1.ConfigMap
+	// Streams, when set, parses BootImages (a StreamCache shared across decisions).
+	Streams *StreamCache
 	// Images looks cloud images up; nil when no catalogue is available.
 	Images Catalog
 }
@@ -133,7 +135,11 @@ func Decide(ctx context.Context, cluster Cluster, obj Object) (Decision, error) 
 	if cluster.BootImages == nil {
 		return d.with(Error, ReasonStreamMissing, "ConfigMap openshift-machine-config-operator/coreos-bootimages not found: no boot images to compare against"), nil
 	}
-	streams, err := ParseBootImages(cluster.BootImages)
+	parse := ParseBootImages
+	if cluster.Streams != nil {
+		parse = cluster.Streams.Parse
+	}
+	streams, err := parse(cluster.BootImages)
 	if err != nil {
 		return d.with(Error, ReasonInvalidStream, "%v", err), nil
 	}

@@ -3,6 +3,7 @@ package bootimage
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/coreos/stream-metadata-go/stream"
 	corev1 "k8s.io/api/core/v1"
@@ -61,4 +62,29 @@ func parseStream(raw []byte) (*stream.Stream, error) {
 		return nil, fmt.Errorf("CoreOS stream %q lists no architectures", st.Stream)
 	}
 	return &st, nil
+}
+
+// StreamCache remembers the last parsed coreos-bootimages ConfigMap, so deciding for every
+// MachineSet after a change parses the stream once, not once per MachineSet.
+type StreamCache struct {
+	mu      sync.Mutex
+	key     string
+	streams *Streams
+	err     error
+}
+
+// Parse returns ParseBootImages(cm), reusing the last result while cm's UID and resourceVersion
+// are the same.
+func (c *StreamCache) Parse(cm *corev1.ConfigMap) (*Streams, error) {
+	if cm.ResourceVersion == "" {
+		return ParseBootImages(cm)
+	}
+	key := string(cm.UID) + "/" + cm.ResourceVersion
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.key != key {
+		c.streams, c.err = ParseBootImages(cm)
+		c.key = key
+	}
+	return c.streams, c.err
 }

@@ -28,9 +28,10 @@ var controlPlaneRoles = []string{"node-role.kubernetes.io/control-plane", "node-
 // clusterInputs reads, from the cache, everything a decision needs besides the object itself.
 // generation is MachineConfiguration/cluster's, which scopes the hot-loop count.
 type clusterInputs struct {
-	Client client.Client
-	Gates  featuregates.Source
-	Images bootimage.Catalog
+	Client  client.Client
+	Gates   featuregates.Source
+	Images  bootimage.Catalog
+	Streams *bootimage.StreamCache
 }
 
 // ready is false until MachineConfiguration/cluster exists and its status was computed for its
@@ -44,7 +45,7 @@ func (in clusterInputs) load(ctx context.Context) (cluster bootimage.Cluster, ge
 	if mc.Status.ObservedGeneration != mc.Generation {
 		return cluster, 0, false, nil
 	}
-	objs := bootimage.ClusterObjects{Effective: mc.Status.ManagedBootImagesStatus, Images: in.Images}
+	objs := bootimage.ClusterObjects{Effective: mc.Status.ManagedBootImagesStatus, Images: in.Images, Streams: in.Streams}
 	if objs.Infrastructure, err = getOptional(ctx, in.Client, client.ObjectKey{Name: "cluster"}, &configv1.Infrastructure{}); err != nil {
 		return cluster, 0, false, err
 	}

@@ -325,3 +325,54 @@ var _ = Describe("MachineSet boot images through EC2", func() {
 		Expect(server.Calls.Load()).To(BeNumerically(">", 0))
 	})
 })
+
+var _ = Describe("MachineSet boot images left alone elsewhere", func() {
+	noArch := func(ms *machinev1beta1.MachineSet) { delete(ms.Annotations, bootimage.ArchAnnotation) }
+	arch := func(a string) func(*machinev1beta1.MachineSet) {
+		return func(ms *machinev1beta1.MachineSet) {
+			ms.Annotations[bootimage.ArchAnnotation] = "kubernetes.io/arch=" + a
+		}
+	}
+	multiArch := func() {
+		cv := &configv1.ClusterVersion{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "version"}, cv)).To(Succeed())
+		want := cv.DeepCopy()
+		want.Status.Desired.Architecture = configv1.ClusterVersionArchitectureMulti
+		Expect(fixtures.SetStatus(ctx, k8s, cv, want)).To(Succeed())
+	}
+	rhcosInAPSouth := &cloud.Static{AMIs: []bootimage.AWSImage{{ImageID: fixtures.OldAWSAMI, OwnerID: bootimage.RHCOSOwner, Region: "ap-south-1", State: "available"}}}
+	oldOnly := &cloud.Static{AMIs: fixtures.AWSImages()[:2]}
+
+	DescribeTable("with a reason anyone can read",
+		func(platform configv1.PlatformType, providerSpec string, mutate func(*machinev1beta1.MachineSet), setUp func(), images bootimage.Catalog, event string) {
+			bootImageCluster(platform)
+			if setUp != nil {
+				setUp()
+			}
+			ms := fixtures.MachineSet("worker-a", providerSpec)
+			if mutate != nil {
+				mutate(ms)
+			}
+			Expect(fixtures.Create(ctx, k8s, ms)).To(Succeed())
+			rv := ms.ResourceVersion
+			mgr := startOperator(controllers.Config{Images: images})
+			DeferCleanup(mgr.Stop)
+			Eventually(machineSetEvents("worker-a")).Should(ConsistOf(HavePrefix(event)))
+			Expect(resourceVersionOf("worker-a")()).To(Equal(rv))
+		},
+		Entry("an Azure confidential VM", configv1.AzurePlatformType, fixtures.AzureProviderSpec(fixtures.DefaultAzureImage, "ConfidentialVM"), nil, nil, staticImages,
+			"ConfidentialVM: Boot image update skipped: securityProfile.settings.securityType is ConfidentialVM"),
+		Entry("s390x on Azure", configv1.AzurePlatformType, fixtures.AzureProviderSpec(fixtures.DefaultAzureImage, ""), arch("s390x"), nil, staticImages,
+			"UnsupportedArchitecture: Boot image update skipped: Azure has no s390x boot images"),
+		Entry("a GCP marketplace image", configv1.GCPPlatformType, fixtures.GCPProviderSpec("projects/redhat-marketplace-public/global/images/redhat-coreos-ocp-413-x86-64-202305021736"), nil, nil, staticImages,
+			"CustomImage: Boot image update skipped: boot image projects/redhat-marketplace-public/global/images/redhat-coreos-ocp-413-x86-64-202305021736 is not an RHCOS image"),
+		Entry("a vSphere template", configv1.VSpherePlatformType, fixtures.VSphereProviderSpec(fixtures.OldVSphereTmpl), nil, nil, staticImages,
+			"UnsupportedPlatform: Boot image update skipped: vSphere template ci-ln-abc12-rhcos: importing the stream's OVA"),
+		Entry("no architecture on a multi-arch cluster", configv1.AWSPlatformType, fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI), noArch, multiArch, staticImages,
+			"ArchitectureUnknown: Boot image update skipped: multi-architecture cluster and no kubernetes.io/arch"),
+		Entry("a region the stream does not list", configv1.AWSPlatformType, fixtures.AWSProviderSpec("ap-south-1", fixtures.OldAWSAMI), nil, nil, rhcosInAPSouth,
+			"RegionNotInStream: Boot image update skipped: the stream has no x86_64 AMI for region ap-south-1"),
+		Entry("a target AMI EC2 does not have", configv1.AWSPlatformType, fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI), nil, nil, oldOnly,
+			"TargetImageUnavailable: Boot image update skipped: target AMI ami-0f1e2d3c4b5a69788 is not found in us-east-1"),
+	)
+})

@@ -53,7 +53,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	if images == nil {
 		images = clusterCatalog(mgr.GetClient(), cfg.CloudRootCAs)
 	}
-	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: images}
+	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: images, Streams: &bootimage.StreamCache{}}
 	machineSets := &MachineSetReconciler{Client: mgr.GetClient(), Inputs: inputs, Recorder: recorder, Tracker: tracker}
 	if err := machineSets.SetupWithManager(mgr); err != nil {
 		return err
