@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/x509"
 
+	machinev1 "github.com/openshift/api/machine/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,11 +74,15 @@ func eventRecorder(mgr ctrl.Manager) record.EventRecorder {
 	return mgr.GetEventRecorderFor("bootimage-operator") //nolint:staticcheck // see above
 }
 
-// CacheOptions limits the manager's cache to what the controllers read: Secrets of
-// openshift-machine-api and ConfigMaps of openshift-machine-config-operator, not the cluster's.
+// CacheOptions limits the manager's cache to the namespaces the controllers read, which are also
+// all the shipped RBAC allows: MachineSets, the CPMS and Secrets of openshift-machine-api,
+// ConfigMaps of openshift-machine-config-operator.
 func CacheOptions() cache.Options {
+	machineAPI := map[string]cache.Config{MachineAPINamespace: {}}
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Secret{}:    {Namespaces: map[string]cache.Config{MachineAPINamespace: {}}},
-		&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{MCONamespace: {}}},
+		&machinev1beta1.MachineSet{}:        {Namespaces: machineAPI},
+		&machinev1.ControlPlaneMachineSet{}: {Namespaces: machineAPI},
+		&corev1.Secret{}:                    {Namespaces: machineAPI},
+		&corev1.ConfigMap{}:                 {Namespaces: map[string]cache.Config{MCONamespace: {}}},
 	}}
 }

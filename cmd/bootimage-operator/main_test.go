@@ -5,16 +5,29 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	. "github.com/onsi/gomega/gstruct"
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	operatorv1 "github.com/openshift/api/operator/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/manifests"
+	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
 
@@ -36,7 +49,16 @@ var _ = Describe("Startup failures", func() {
 	)
 })
 
-var _ = Describe("The manager on a real API server", Ordered, func() {
+func freeAddress() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// One process can run the manager once (controller names are global), so one spec covers the
+// process end to end.
+var _ = Describe("The operator process on a real API server, with only the shipped RBAC", Ordered, func() {
 	var env *testenv.Env
 	BeforeAll(func() {
 		var err error
@@ -45,14 +67,37 @@ var _ = Describe("The manager on a real API server", Ordered, func() {
 		DeferCleanup(env.Stop)
 	})
 
-	It("serves probes, holds the Lease while running and releases it on shutdown", func() {
-		kubeconfig := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
-		Expect(env.WriteKubeconfig(kubeconfig)).To(Succeed())
+	It("serves probes, holds the Lease, updates a MachineSet as its ServiceAccount, and releases the Lease on shutdown", func() {
+		ctx := context.Background()
+		for _, obj := range manifestObjects("01-rbac.yaml") {
+			Expect(env.Client.Create(ctx, obj)).To(Succeed())
+		}
+		Expect(fixtures.Create(ctx, env.Client,
+			fixtures.Infrastructure(configv1.GCPPlatformType),
+			fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, []configv1.FeatureGateName{featuregates.BootImageSkewEnforcement}, nil),
+			fixtures.ClusterVersion(fixtures.ReleaseVersion, true),
+			fixtures.MachineConfiguration(nil),
+			fixtures.BootImagesConfigMap(fixtures.Stream(), "4.20.3"),
+			fixtures.UserDataSecret("worker-user-data", fixtures.IgnitionStubV2),
+			fixtures.MachineSet("worker-a", fixtures.GCPProviderSpec(fixtures.OldGCPImage)),
+		)).To(Succeed())
+
+		// The kubeconfig of an admin who acts as the operator's ServiceAccount.
+		admin := filepath.Join(GinkgoT().TempDir(), "admin")
+		Expect(env.WriteKubeconfig(admin)).To(Succeed())
+		kc, err := clientcmd.LoadFromFile(admin)
+		Expect(err).NotTo(HaveOccurred())
+		for _, user := range kc.AuthInfos {
+			user.Impersonate = "system:serviceaccount:openshift-machine-config-operator:bootimage-operator"
+		}
+		asOperator := filepath.Join(GinkgoT().TempDir(), "operator")
+		Expect(clientcmd.WriteToFile(*kc, asOperator)).To(Succeed())
+
 		probe := freeAddress()
-		ctx, cancel := context.WithCancel(context.Background())
+		runCtx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() {
-			done <- run(ctx, []string{"--kubeconfig", kubeconfig, "--release-version", "4.20.3",
+			done <- run(runCtx, []string{"--kubeconfig", asOperator, "--release-version", fixtures.ReleaseVersion,
 				"--metrics-bind-address", "0", "--health-probe-bind-address", probe})
 		}()
 		stopped := false
@@ -71,28 +116,59 @@ var _ = Describe("The manager on a real API server", Ordered, func() {
 			defer resp.Body.Close()
 			return resp.StatusCode, nil
 		}).Should(Equal(http.StatusOK))
-
 		lease := &coordinationv1.Lease{}
-		key := client.ObjectKey{Namespace: leaseNS, Name: leaseName}
+		leaseKey := client.ObjectKey{Namespace: leaseNS, Name: leaseName}
 		Eventually(func() string {
-			if err := env.Client.Get(context.Background(), key, lease); err != nil || lease.Spec.HolderIdentity == nil {
+			if err := env.Client.Get(ctx, leaseKey, lease); err != nil || lease.Spec.HolderIdentity == nil {
 				return ""
 			}
 			return *lease.Spec.HolderIdentity
 		}).ShouldNot(BeEmpty())
 		Expect(*lease.Spec.LeaseDurationSeconds).To(BeEquivalentTo(137))
 
+		ms := &machinev1beta1.MachineSet{}
+		Eventually(func() string {
+			select {
+			case err := <-done:
+				Fail(fmt.Sprintf("the operator stopped: %v", err))
+			default:
+			}
+			Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: fixtures.MachineAPINamespace, Name: "worker-a"}, ms)).To(Succeed())
+			return string(ms.Spec.Template.Spec.ProviderSpec.Value.Raw)
+		}).Should(ContainSubstring(fixtures.NewGCPImage))
+		secret := &corev1.Secret{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: fixtures.MachineAPINamespace, Name: "worker-user-data"}, secret)).To(Succeed())
+		Expect(secret.Annotations).To(HaveKeyWithValue("bootimage.openshift.io/user-data-upgraded-from", "2.2.0"))
+		mc := &operatorv1.MachineConfiguration{}
+		Eventually(func() []metav1.Condition {
+			Expect(env.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, mc)).To(Succeed())
+			return mc.Status.Conditions
+		}).Should(ContainElement(And(HaveField("Type", "BootImageUpdateProgressing"), HaveField("Status", metav1.ConditionFalse))))
+		events := &corev1.EventList{}
+		Eventually(func() []corev1.Event {
+			Expect(env.Client.List(ctx, events, client.InNamespace(fixtures.MachineAPINamespace))).To(Succeed())
+			return events.Items
+		}).Should(ContainElement(HaveField("Reason", "BootImageUpdated")))
+
 		cancel()
 		Eventually(done).Should(Receive(BeNil()))
 		stopped = true
-		Expect(env.Client.Get(context.Background(), key, lease)).To(Succeed())
+		Expect(env.Client.Get(ctx, leaseKey, lease)).To(Succeed())
 		Expect(lease.Spec.HolderIdentity).To(Or(BeNil(), PointTo(BeEmpty())), "released on shutdown")
 	})
 })
 
-func freeAddress() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// manifestObjects decodes the shipped manifest file name.
+func manifestObjects(name string) []client.Object {
+	GinkgoHelper()
+	data, err := os.ReadFile(filepath.Join(manifests.RepoRoot(), "manifests", name))
 	Expect(err).NotTo(HaveOccurred())
-	defer l.Close()
-	return l.Addr().String()
+	decoder := serializer.NewCodecFactory(clientgoscheme.Scheme).UniversalDeserializer()
+	var objs []client.Object
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		obj, _, err := decoder.Decode([]byte(doc), nil, nil)
+		Expect(err).NotTo(HaveOccurred())
+		objs = append(objs, obj.(client.Object))
+	}
+	return objs
 }
