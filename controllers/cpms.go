@@ -2,18 +2,14 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 
 	machinev1 "github.com/openshift/api/machine/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -24,10 +20,7 @@ import (
 // ControlPlaneMachineSetReconciler keeps the singleton ControlPlaneMachineSet's boot image in step
 // with the stream, writing only image-only changes that cannot replace the control plane.
 type ControlPlaneMachineSetReconciler struct {
-	Client   client.Client
-	Inputs   clusterInputs
-	Recorder record.EventRecorder
-	Tracker  *Tracker
+	bootImageSteps
 }
 
 const cpmsKind = "ControlPlaneMachineSet"
@@ -43,52 +36,19 @@ func (r *ControlPlaneMachineSetReconciler) Reconcile(ctx context.Context, req re
 		}
 		return ctrl.Result{}, err
 	}
-	cluster, generation, ready, err := r.Inputs.load(ctx)
-	if err != nil || !ready {
-		return ctrl.Result{}, err
-	}
-	obj := cpms.Object(c)
-	if obj.UserData, err = userData(ctx, r.Client, obj.ProviderSpec); err != nil {
-		return ctrl.Result{}, err
-	}
-	persisted := bootimage.ParseAttempts(c.Annotations)
-	obj.Attempts = r.Tracker.Attempts(cpmsKind, req.NamespacedName, persisted, generation)
-	d, err := bootimage.Decide(ctx, cluster, obj)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	d = cpms.Decide(c, d, persisted.Next(d.Target, generation))
-	if d.Action == bootimage.Update {
-		if err := r.update(ctx, c, d, persisted, generation); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	report(ctx, r.Recorder, r.Tracker, c, d)
-	return ctrl.Result{}, nil
-}
-
-func (r *ControlPlaneMachineSetReconciler) update(ctx context.Context, c *machinev1.ControlPlaneMachineSet, d bootimage.Decision, persisted bootimage.Attempts, generation int64) error {
-	if d.UserData != nil {
-		if err := upgradeUserData(ctx, r.Client, r.Recorder, c.Namespace, bootimage.UserDataSecretName(c.Spec.Template.OpenShiftMachineV1Beta1Machine.Spec.ProviderSpec.Value.Raw), d); err != nil {
-			return err
-		}
-	}
-	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
-	patch, err := cpms.Patch(c, d, persisted.Next(d.Target, generation))
-	if err != nil {
-		return err
-	}
-	// Checked by cpms.Decide already; checked again on the very bytes sent.
-	if err := cpms.ProveImageOnly(c, patch); err != nil {
-		return err
-	}
-	if err := r.Client.Patch(ctx, c, client.RawPatch(types.JSONPatchType, patch)); err != nil {
-		return fmt.Errorf("patching boot image of ControlPlaneMachineSet %s: %w", key, err)
-	}
-	r.Tracker.Patched(cpmsKind, key, persisted, d.Target, generation)
-	logf.FromContext(ctx).Info("Updated boot image", "controlPlaneMachineSet", key, "from", d.Current, "to", d.Target)
-	r.Recorder.Eventf(c, corev1.EventTypeNormal, ReasonBootImageUpdated, "Updated boot image from %s to %s", d.Current, d.Target)
-	return nil
+	return r.reconcile(ctx, target{
+		object: c,
+		obj:    cpms.Object(c),
+		refine: func(d bootimage.Decision, next bootimage.Attempts) bootimage.Decision { return cpms.Decide(c, d, next) },
+		patch: func(d bootimage.Decision, next bootimage.Attempts) ([]byte, error) {
+			patch, err := cpms.Patch(c, d, next)
+			if err != nil {
+				return nil, err
+			}
+			// cpms.Decide proved it already; prove it again on the very bytes sent.
+			return patch, cpms.ProveImageOnly(c, patch)
+		},
+	})
 }
 
 // SetupWithManager registers the reconciler: the CPMS itself, and the cluster-wide inputs.

@@ -44,10 +44,7 @@ const machineSetProviderSpecPath = "/spec/template/spec/providerSpec/value"
 
 // MachineSetReconciler keeps one MachineSet's boot image in step with the stream.
 type MachineSetReconciler struct {
-	Client   client.Client
-	Inputs   clusterInputs
-	Recorder record.EventRecorder
-	Tracker  *Tracker
+	bootImageSteps
 }
 
 // Reconcile decides for one MachineSet and applies the decision.
@@ -60,52 +57,13 @@ func (r *MachineSetReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		}
 		return ctrl.Result{}, err
 	}
-	cluster, generation, ready, err := r.Inputs.load(ctx)
-	if err != nil || !ready {
-		return ctrl.Result{}, err
-	}
-	obj := bootimage.MachineSetObject(ms)
-	obj.UserData, err = userData(ctx, r.Client, obj.ProviderSpec)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	persisted := bootimage.ParseAttempts(ms.Annotations)
-	obj.Attempts = r.Tracker.Attempts(obj.Kind, req.NamespacedName, persisted, generation)
-
-	d, err := bootimage.Decide(ctx, cluster, obj)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if d.Action == bootimage.Update {
-		if err := r.update(ctx, ms, d, persisted, generation); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	report(ctx, r.Recorder, r.Tracker, ms, d)
-	return ctrl.Result{}, nil
-}
-
-// update writes the upgraded user-data stub, if any, then the boot image, each with optimistic
-// locking; a conflict is returned so the MachineSet is decided again on fresh data.
-func (r *MachineSetReconciler) update(ctx context.Context, ms *machinev1beta1.MachineSet, d bootimage.Decision, persisted bootimage.Attempts, generation int64) error {
-	if d.UserData != nil {
-		if err := upgradeUserData(ctx, r.Client, r.Recorder, ms.Namespace, bootimage.UserDataSecretName(ms.Spec.Template.Spec.ProviderSpec.Value.Raw), d); err != nil {
-			return err
-		}
-	}
-	key := types.NamespacedName{Namespace: ms.Namespace, Name: ms.Name}
-	next := persisted.Next(d.Target, generation)
-	patch, err := d.JSONPatch(machineSetProviderSpecPath, ms.ResourceVersion, bootimage.AnnotationPatchOp(ms.Annotations, bootimage.AttemptsAnnotation, next.String()))
-	if err != nil {
-		return err
-	}
-	if err := r.Client.Patch(ctx, ms, client.RawPatch(types.JSONPatchType, patch)); err != nil {
-		return fmt.Errorf("patching boot image of MachineSet %s: %w", key, err)
-	}
-	r.Tracker.Patched(d.Kind, key, persisted, d.Target, generation)
-	logf.FromContext(ctx).Info("Updated boot image", "machineSet", key, "from", d.Current, "to", d.Target)
-	r.Recorder.Eventf(ms, corev1.EventTypeNormal, ReasonBootImageUpdated, "Updated boot image from %s to %s", d.Current, d.Target)
-	return nil
+	return r.reconcile(ctx, target{
+		object: ms,
+		obj:    bootimage.MachineSetObject(ms),
+		patch: func(d bootimage.Decision, next bootimage.Attempts) ([]byte, error) {
+			return d.JSONPatch(machineSetProviderSpecPath, ms.ResourceVersion, bootimage.AnnotationPatchOp(ms.Annotations, bootimage.AttemptsAnnotation, next.String()))
+		},
+	})
 }
 
 // userData reads the user-data Secret named by providerSpec; nil when the providerSpec names none.

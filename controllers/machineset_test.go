@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -88,11 +89,11 @@ func condition(condType string) func() metav1.Condition {
 	}
 }
 
-// withoutImage returns ms as generic JSON without what a boot image patch may change: the image
-// fields of the providerSpec, the attempts annotation and the server's bookkeeping.
-func withoutImage(ms *machinev1beta1.MachineSet) map[string]any {
+// withoutImage returns obj as generic JSON without what a boot image patch may change: the image
+// fields of the providerSpec at path, the attempts annotation and the server's bookkeeping.
+func withoutImage(obj client.Object, path ...string) map[string]any {
 	GinkgoHelper()
-	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ms)
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	Expect(err).NotTo(HaveOccurred())
 	md := raw["metadata"].(map[string]any)
 	for _, f := range []string{"resourceVersion", "generation", "managedFields"} {
@@ -100,8 +101,13 @@ func withoutImage(ms *machinev1beta1.MachineSet) map[string]any {
 	}
 	if a, ok := md["annotations"].(map[string]any); ok {
 		delete(a, bootimage.AttemptsAnnotation)
+		if len(a) == 0 {
+			delete(md, "annotations")
+		}
 	}
-	ps := raw["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["providerSpec"].(map[string]any)["value"].(map[string]any)
+	ps, found, err := unstructured.NestedMap(raw, path...)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(found).To(BeTrue(), "providerSpec at %v", path)
 	delete(ps, "ami")
 	delete(ps, "image")
 	if disks, ok := ps["disks"].([]any); ok {
@@ -109,8 +115,11 @@ func withoutImage(ms *machinev1beta1.MachineSet) map[string]any {
 			delete(d.(map[string]any), "image")
 		}
 	}
+	Expect(unstructured.SetNestedMap(raw, ps, path...)).To(Succeed())
 	return raw
 }
+
+var machineSetProviderSpec = []string{"spec", "template", "spec", "providerSpec", "value"}
 
 var _ = Describe("MachineSet boot images", func() {
 	var mgr *testenv.Manager
@@ -128,7 +137,7 @@ var _ = Describe("MachineSet boot images", func() {
 
 			Eventually(func() any { return image(providerSpec("worker-a")) }).Should(Equal(want))
 			after := getMachineSet("worker-a")
-			Expect(withoutImage(after)).To(Equal(withoutImage(before)), "nothing but the boot image changed")
+			Expect(withoutImage(after, machineSetProviderSpec...)).To(Equal(withoutImage(before, machineSetProviderSpec...)), "nothing but the boot image changed")
 			Expect(after.Annotations[bootimage.AttemptsAnnotation]).To(ContainSubstring(`"count":1`))
 			Eventually(machineSetEvents("worker-a")).Should(ContainElement(ContainSubstring("BootImageUpdated: Updated boot image from")))
 			Eventually(condition(controllers.ConditionBootImageUpdateProgressing)).Should(And(

@@ -56,11 +56,12 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		images = clusterCatalog(mgr.GetClient(), cfg.CloudRootCAs)
 	}
 	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: images, Streams: &bootimage.StreamCache{}}
-	machineSets := &MachineSetReconciler{Client: mgr.GetClient(), Inputs: inputs, Recorder: recorder, Tracker: tracker}
+	steps := bootImageSteps{Client: mgr.GetClient(), Inputs: inputs, Recorder: recorder, Tracker: tracker}
+	machineSets := &MachineSetReconciler{steps}
 	if err := machineSets.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	controlPlane := &ControlPlaneMachineSetReconciler{Client: mgr.GetClient(), Inputs: inputs, Recorder: recorder, Tracker: tracker}
+	controlPlane := &ControlPlaneMachineSetReconciler{steps}
 	if err := controlPlane.SetupWithManager(mgr); err != nil {
 		return err
 	}
