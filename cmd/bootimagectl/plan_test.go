@@ -23,6 +23,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
+	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
 
 func TestBootimagectl(t *testing.T) {
@@ -164,4 +165,49 @@ var _ = Describe("bootimagectl plan on files", func() {
 		Entry("a missing file", func() []string { return []string{"plan", "-f", filepath.Join(dir, "nope.yaml")} }, "no such file"),
 		Entry("a bad output format", func() []string { return []string{"plan", "-f", dir, "-o", "xml"} }, "-o must be table or json"),
 	)
+})
+
+var _ = Describe("bootimagectl plan on a cluster", Ordered, func() {
+	var env *testenv.Env
+	BeforeAll(func() {
+		var err error
+		env, err = testenv.Start(testenv.Options{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(env.Stop)
+	})
+
+	It("reads the cluster and decides as it does for the same objects in files", func() {
+		objects := func() []client.Object {
+			owned := fixtures.MachineSet("owned", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI))
+			owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "hive.openshift.io/v1", Kind: "MachinePool", Name: "pool", UID: "1"}}
+			return []client.Object{
+				fixtures.Infrastructure(configv1.AWSPlatformType),
+				fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, []configv1.FeatureGateName{fg.ManagedBootImagesCPMS}, nil),
+				fixtures.ClusterVersion(fixtures.ReleaseVersion, true),
+				fixtures.MachineConfiguration(&operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{fixtures.MachineManager(operatorv1.ControlPlaneMachineSets, operatorv1.All, nil)}}),
+				fixtures.BootImagesConfigMap(fixtures.Stream(), "4.20.3"),
+				fixtures.UserDataSecret("worker-user-data", fixtures.IgnitionStubV3),
+				fixtures.ControlPlaneMachineSet(fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI), machinev1.ControlPlaneMachineSetStateActive),
+				fixtures.MachineSet("worker-a", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)),
+				fixtures.MachineSet("custom", fixtures.AWSProviderSpec("us-east-1", fixtures.CustomAMI)),
+				owned,
+			}
+		}
+		Expect(fixtures.Create(context.Background(), env.Client, objects()...)).To(Succeed())
+		dir := GinkgoT().TempDir()
+		kubeconfig := filepath.Join(dir, "kubeconfig")
+		Expect(env.WriteKubeconfig(kubeconfig)).To(Succeed())
+		writeYAML(filepath.Join(dir, "objects.yaml"), objects()...)
+		images := filepath.Join(dir, "amis.json")
+		data, err := json.Marshal(fixtures.AWSImages())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(images, data, 0o600)).To(Succeed())
+
+		code, fromCluster, stderr := runCLI("plan", "--kubeconfig", kubeconfig, "--aws-images", images, "-o", "json")
+		Expect(stderr).To(BeEmpty())
+		Expect(code).To(Equal(0))
+		_, fromFiles, _ := runCLI("plan", "-f", filepath.Join(dir, "objects.yaml"), "--aws-images", images, "-o", "json")
+		Expect(fromCluster).To(MatchJSON(fromFiles))
+		Expect(fromCluster).To(ContainSubstring(`"update": 2`))
+	})
 })
