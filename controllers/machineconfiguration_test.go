@@ -129,6 +129,9 @@ var _ = Describe("Effective boot image configuration", Ordered, func() {
 		cluster(configv1.AWSPlatformType, true)
 		Expect(fixtures.Create(ctx, k8s, fixtures.MachineConfiguration(nil))).To(Succeed())
 		Eventually(effective).Should(HaveLen(2))
+		// Both writers of the status are done: the configuration and the boot image conditions.
+		Eventually(condition(controllers.ConditionBootImageUpdateProgressing)).Should(HaveField("Status", metav1.ConditionFalse))
+		Eventually(condition(controllers.ConditionConfigurationDegraded)).Should(HaveField("Status", metav1.ConditionFalse))
 		rv := machineConfiguration().ResourceVersion
 		// Touch an input that changes nothing: the reconciler runs but must not write.
 		cv := &configv1.ClusterVersion{}
