@@ -67,8 +67,8 @@ func Diff(old, new Config) ([]Change, error) {
 		return nil, err
 	}
 	out = append(out, files...)
-	out = append(out, diffByName(KindDirectory, old.Ignition.Storage.Directories, new.Ignition.Storage.Directories, func(d ign.Directory) string { return d.Path })...)
-	out = append(out, diffByName(KindLink, old.Ignition.Storage.Links, new.Ignition.Storage.Links, func(l ign.Link) string { return l.Path })...)
+	out = append(out, diffByName(KindDirectory, old.Ignition.Storage.Directories, new.Ignition.Storage.Directories, func(d ign.Directory) string { return d.Path }, anyChange[ign.Directory])...)
+	out = append(out, diffByName(KindLink, old.Ignition.Storage.Links, new.Ignition.Storage.Links, func(l ign.Link) string { return l.Path }, anyChange[ign.Link])...)
 	out = append(out, diffUnits(old.Ignition.Systemd.Units, new.Ignition.Systemd.Units)...)
 	out = append(out, diffPasswd(old.Ignition.Passwd, new.Ignition.Passwd)...)
 	oldKA, newKA := old.Ignition.KernelArguments, new.Ignition.KernelArguments
@@ -187,42 +187,22 @@ func diffFiles(old, new []ign.File) ([]Change, error) {
 }
 
 func diffUnits(old, new []ign.Unit) []Change {
-	o, n := map[string]ign.Unit{}, map[string]ign.Unit{}
-	for _, u := range old {
-		o[u.Name] = u
-	}
-	for _, u := range new {
-		n[u.Name] = u
-	}
-	var out []Change
-	for _, name := range unionKeys(o, n) {
-		ou, inOld := o[name]
-		nu, inNew := n[name]
-		switch {
-		case !inOld:
-			out = append(out, Change{Kind: KindUnit, Name: name, What: "added"})
-		case !inNew:
-			out = append(out, Change{Kind: KindUnit, Name: name, What: "removed"})
-		default:
-			var what []string
-			if ptrString(ou.Contents, "%s") != ptrString(nu.Contents, "%s") {
-				what = append(what, "contents")
-			}
-			if ptrString(ou.Enabled, "%v") != ptrString(nu.Enabled, "%v") {
-				what = append(what, "enabled")
-			}
-			if ptrString(ou.Mask, "%v") != ptrString(nu.Mask, "%v") {
-				what = append(what, "mask")
-			}
-			if !jsonEqual(dropins(ou), dropins(nu)) {
-				what = append(what, "dropins")
-			}
-			if len(what) > 0 {
-				out = append(out, Change{Kind: KindUnit, Name: name, What: strings.Join(what, ",")})
-			}
+	return diffByName(KindUnit, old, new, func(u ign.Unit) string { return u.Name }, func(ou, nu ign.Unit) string {
+		var what []string
+		if ptrString(ou.Contents, "%s") != ptrString(nu.Contents, "%s") {
+			what = append(what, "contents")
 		}
-	}
-	return out
+		if ptrString(ou.Enabled, "%v") != ptrString(nu.Enabled, "%v") {
+			what = append(what, "enabled")
+		}
+		if ptrString(ou.Mask, "%v") != ptrString(nu.Mask, "%v") {
+			what = append(what, "mask")
+		}
+		if !jsonEqual(dropins(ou), dropins(nu)) {
+			what = append(what, "dropins")
+		}
+		return strings.Join(what, ",")
+	})
 }
 
 func dropins(u ign.Unit) map[string]string {
@@ -278,8 +258,9 @@ func keys(ks []ign.SSHAuthorizedKey) []string {
 	return out
 }
 
-// diffByName reports entries added, removed or changed between old and new, keyed by name.
-func diffByName[T any](kind Kind, old, new []T, name func(T) string) []Change {
+// diffByName reports entries added, removed or changed between old and new, keyed by name;
+// changed says how an entry changed, "" when it did not.
+func diffByName[T any](kind Kind, old, new []T, name func(T) string, changed func(old, new T) string) []Change {
 	o, n := map[string]T{}, map[string]T{}
 	for _, v := range old {
 		o[name(v)] = v
@@ -296,8 +277,10 @@ func diffByName[T any](kind Kind, old, new []T, name func(T) string) []Change {
 			out = append(out, Change{Kind: kind, Name: k, What: "added"})
 		case !inNew:
 			out = append(out, Change{Kind: kind, Name: k, What: "removed"})
-		case !jsonEqual(ov, nv):
-			out = append(out, Change{Kind: kind, Name: k, What: "changed"})
+		default:
+			if what := changed(ov, nv); what != "" {
+				out = append(out, Change{Kind: kind, Name: k, What: what})
+			}
 		}
 	}
 	return out
@@ -333,4 +316,12 @@ func ptrString[T any](p *T, format string) string {
 
 func owner(u ign.NodeUser, g ign.NodeGroup) string {
 	return ptrString(u.ID, "%d") + ":" + ptrString(u.Name, "%s") + "/" + ptrString(g.ID, "%d") + ":" + ptrString(g.Name, "%s")
+}
+
+// anyChange says "changed" when old and new differ at all.
+func anyChange[T any](old, new T) string {
+	if jsonEqual(old, new) {
+		return ""
+	}
+	return "changed"
 }
