@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -210,4 +211,69 @@ var _ = Describe("bootimagectl plan on a cluster", Ordered, func() {
 		Expect(fromCluster).To(MatchJSON(fromFiles))
 		Expect(fromCluster).To(ContainSubstring(`"update": 2`))
 	})
+})
+
+var _ = Describe("bootimagectl plan on files, the operator's cases", func() {
+	images := func() string {
+		p := filepath.Join(GinkgoT().TempDir(), "amis.json")
+		data, err := json.Marshal(fixtures.AWSImages())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(p, data, 0o600)).To(Succeed())
+		return p
+	}
+	DescribeTable("one MachineSet",
+		func(platform configv1.PlatformType, ms *machinev1beta1.MachineSet, action bootimage.Action, reason string) {
+			dir := GinkgoT().TempDir()
+			writeYAML(filepath.Join(dir, "cluster.yaml"),
+				fixtures.Infrastructure(platform),
+				fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, nil, nil),
+				fixtures.ClusterVersion(fixtures.ReleaseVersion, true),
+				fixtures.MachineConfiguration(nil),
+				fixtures.BootImagesConfigMap(fixtures.Stream(), "4.20.3"),
+				fixtures.UserDataSecret("broken-user-data", "#!/bin/sh"),
+				ms,
+			)
+			_, out, stderr := runCLI("plan", "-f", dir, "--aws-images", images(), "-o", "json")
+			Expect(stderr).To(BeEmpty())
+			var p Plan
+			Expect(json.Unmarshal([]byte(out), &p)).To(Succeed())
+			Expect(p.Items).To(ConsistOf(And(HaveField("Action", action), HaveField("Reason", reason))))
+		},
+		Entry("AWS outdated", configv1.AWSPlatformType, fixtures.MachineSet("w", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)), bootimage.Update, bootimage.ReasonImageOutdated),
+		Entry("AWS Marketplace", configv1.AWSPlatformType, fixtures.MachineSet("w", fixtures.AWSProviderSpec("us-east-1", fixtures.OldMarketplaceAMI)), bootimage.Update, bootimage.ReasonImageOutdated),
+		Entry("GCP outdated", configv1.GCPPlatformType, fixtures.MachineSet("w", fixtures.GCPProviderSpec(fixtures.OldGCPImage)), bootimage.Update, bootimage.ReasonImageOutdated),
+		Entry("Azure outdated", configv1.AzurePlatformType, fixtures.MachineSet("w", fixtures.AzureProviderSpec(fixtures.DefaultAzureImage, "")), bootimage.Update, bootimage.ReasonImageOutdated),
+		Entry("Azure confidential", configv1.AzurePlatformType, fixtures.MachineSet("w", fixtures.AzureProviderSpec(fixtures.DefaultAzureImage, "TrustedLaunch")), bootimage.Skip, bootimage.ReasonConfidentialVM),
+		Entry("vSphere", configv1.VSpherePlatformType, fixtures.MachineSet("w", fixtures.VSphereProviderSpec(fixtures.OldVSphereTmpl)), bootimage.Skip, bootimage.ReasonUnsupportedPlatform),
+		Entry("bare metal", configv1.BareMetalPlatformType, fixtures.MachineSet("w", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)), bootimage.Skip, bootimage.ReasonUnsupportedPlatform),
+		Entry("Windows", configv1.AWSPlatformType, func() *machinev1beta1.MachineSet {
+			ms := fixtures.MachineSet("w", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI))
+			ms.Spec.Template.Labels[bootimage.WindowsLabel] = "Windows"
+			return ms
+		}(), bootimage.Skip, bootimage.ReasonWindowsMachineSet),
+		Entry("another OS stream", configv1.AWSPlatformType, func() *machinev1beta1.MachineSet {
+			ms := fixtures.MachineSet("w", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI))
+			ms.Labels[bootimage.OSStreamLabel] = "rhel-10"
+			return ms
+		}(), bootimage.Skip, bootimage.ReasonNonDefaultOSStream),
+		Entry("an invalid architecture", configv1.AWSPlatformType, func() *machinev1beta1.MachineSet {
+			ms := fixtures.MachineSet("w", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI))
+			ms.Annotations[bootimage.ArchAnnotation] = "kubernetes.io/arch=mips"
+			return ms
+		}(), bootimage.Error, bootimage.ReasonInvalidArchitecture),
+		Entry("an architecture the stream lacks", configv1.AWSPlatformType, func() *machinev1beta1.MachineSet {
+			ms := fixtures.MachineSet("w", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI))
+			ms.Annotations[bootimage.ArchAnnotation] = "kubernetes.io/arch=s390x"
+			return ms
+		}(), bootimage.Skip, bootimage.ReasonArchitectureNotInStream),
+		Entry("a custom AMI", configv1.AWSPlatformType, fixtures.MachineSet("w", fixtures.AWSProviderSpec("us-east-1", fixtures.CustomAMI)), bootimage.Skip, bootimage.ReasonCustomImage),
+		Entry("an AMI by ARN", configv1.AWSPlatformType, fixtures.MachineSet("w", `{"ami":{"arn":"arn:aws:ec2:us-east-1::image/ami-1"},"placement":{"region":"us-east-1"}}`), bootimage.Skip, bootimage.ReasonImageNotByID),
+		Entry("an unreadable providerSpec", configv1.AWSPlatformType, fixtures.MachineSet("w", `{"ami": "nope"}`), bootimage.Error, bootimage.ReasonInvalidProviderSpec),
+		Entry("invalid user data", configv1.AWSPlatformType, fixtures.MachineSet("w", `{"ami":{"id":"`+fixtures.OldAWSAMI+`"},"placement":{"region":"us-east-1"},"userDataSecret":{"name":"broken-user-data"}}`), bootimage.Error, bootimage.ReasonInvalidUserData),
+		Entry("a hot loop", configv1.AWSPlatformType, func() *machinev1beta1.MachineSet {
+			ms := fixtures.MachineSet("w", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI))
+			ms.Annotations[bootimage.AttemptsAnnotation] = bootimage.Attempts{Target: fixtures.NewAWSAMIUSEast1, Count: 3}.String()
+			return ms
+		}(), bootimage.Error, bootimage.ReasonHotLoopDetected),
+	)
 })
