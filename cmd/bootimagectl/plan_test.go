@@ -67,6 +67,16 @@ func writeList(path string, objs ...client.Object) {
 	Expect(os.WriteFile(path, data, 0o600)).To(Succeed())
 }
 
+// writeAMIs writes the fixtures' AMI catalogue as --aws-images reads it and returns its path.
+func writeAMIs() string {
+	GinkgoHelper()
+	p := filepath.Join(GinkgoT().TempDir(), "amis.json")
+	data, err := json.Marshal(fixtures.AWSImages())
+	Expect(err).NotTo(HaveOccurred())
+	Expect(os.WriteFile(p, data, 0o600)).To(Succeed())
+	return p
+}
+
 func runCLI(args ...string) (int, string, string) {
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), args, &stdout, &stderr)
@@ -95,10 +105,7 @@ var _ = Describe("bootimagectl plan on files", func() {
 			fixtures.MachineSet("custom", fixtures.AWSProviderSpec("us-east-1", fixtures.CustomAMI)),
 			owned,
 		)
-		images = filepath.Join(GinkgoT().TempDir(), "amis.json")
-		data, err := json.Marshal(fixtures.AWSImages())
-		Expect(err).NotTo(HaveOccurred())
-		Expect(os.WriteFile(images, data, 0o600)).To(Succeed())
+		images = writeAMIs()
 	})
 
 	It("prints every decision as JSON, with the operator's reasons", func() {
@@ -199,10 +206,7 @@ var _ = Describe("bootimagectl plan on a cluster", Ordered, func() {
 		kubeconfig := filepath.Join(dir, "kubeconfig")
 		Expect(env.WriteKubeconfig(kubeconfig)).To(Succeed())
 		writeYAML(filepath.Join(dir, "objects.yaml"), objects()...)
-		images := filepath.Join(dir, "amis.json")
-		data, err := json.Marshal(fixtures.AWSImages())
-		Expect(err).NotTo(HaveOccurred())
-		Expect(os.WriteFile(images, data, 0o600)).To(Succeed())
+		images := writeAMIs()
 
 		code, fromCluster, stderr := runCLI("plan", "--kubeconfig", kubeconfig, "--aws-images", images, "-o", "json")
 		Expect(stderr).To(BeEmpty())
@@ -214,13 +218,7 @@ var _ = Describe("bootimagectl plan on a cluster", Ordered, func() {
 })
 
 var _ = Describe("bootimagectl plan on files, the operator's cases", func() {
-	images := func() string {
-		p := filepath.Join(GinkgoT().TempDir(), "amis.json")
-		data, err := json.Marshal(fixtures.AWSImages())
-		Expect(err).NotTo(HaveOccurred())
-		Expect(os.WriteFile(p, data, 0o600)).To(Succeed())
-		return p
-	}
+	images := writeAMIs
 	DescribeTable("one MachineSet",
 		func(platform configv1.PlatformType, ms *machinev1beta1.MachineSet, action bootimage.Action, reason string) {
 			dir := GinkgoT().TempDir()
