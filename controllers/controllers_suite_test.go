@@ -30,16 +30,8 @@ func TestControllers(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(GinkgoWriter), textlogger.Verbosity(1))))
-	var err error
-	env, err = testenv.Start(testenv.Options{})
-	Expect(err).NotTo(HaveOccurred())
+	env = testenv.StartForSpecs(testenv.Options{})
 	k8s = env.Client
-})
-
-var _ = AfterSuite(func() {
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
 })
 
 // eventNotes returns the messages of the Events with reason, one per occurrence (a repeated

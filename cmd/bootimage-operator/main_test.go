@@ -60,12 +60,7 @@ func freeAddress() string {
 // process end to end.
 var _ = Describe("The operator process on a real API server, with only the shipped RBAC", Ordered, func() {
 	var env *testenv.Env
-	BeforeAll(func() {
-		var err error
-		env, err = testenv.Start(testenv.Options{})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(env.Stop)
-	})
+	BeforeAll(func() { env = testenv.StartForSpecs(testenv.Options{}) })
 
 	It("serves probes, holds the Lease, updates a MachineSet as its ServiceAccount, and releases the Lease on shutdown", func() {
 		ctx := context.Background()

@@ -67,6 +67,31 @@ func writeList(path string, objs ...client.Object) {
 	Expect(os.WriteFile(path, data, 0o600)).To(Succeed())
 }
 
+// planCluster is an AWS cluster with the CPMS opted in and an outdated CPMS.
+func planCluster() []client.Object {
+	return []client.Object{
+		fixtures.Infrastructure(configv1.AWSPlatformType),
+		fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, []configv1.FeatureGateName{fg.ManagedBootImagesCPMS}, nil),
+		fixtures.ClusterVersion(fixtures.ReleaseVersion, true),
+		fixtures.MachineConfiguration(&operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{fixtures.MachineManager(operatorv1.ControlPlaneMachineSets, operatorv1.All, nil)}}),
+		fixtures.BootImagesConfigMap(fixtures.Stream(), "4.20.3"),
+		fixtures.UserDataSecret("worker-user-data", fixtures.IgnitionStubV3),
+		fixtures.ControlPlaneMachineSet(fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI), machinev1.ControlPlaneMachineSetStateActive),
+	}
+}
+
+// planMachineSets are one MachineSet to update, one up to date, one custom and one owned.
+func planMachineSets() []client.Object {
+	owned := fixtures.MachineSet("owned", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI))
+	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "hive.openshift.io/v1", Kind: "MachinePool", Name: "pool", UID: "1"}}
+	return []client.Object{
+		fixtures.MachineSet("worker-a", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)),
+		fixtures.MachineSet("current", fixtures.AWSProviderSpec("us-east-1", fixtures.NewAWSAMIUSEast1)),
+		fixtures.MachineSet("custom", fixtures.AWSProviderSpec("us-east-1", fixtures.CustomAMI)),
+		owned,
+	}
+}
+
 // writeAMIs writes the fixtures' AMI catalogue as --aws-images reads it and returns its path.
 func writeAMIs() string {
 	GinkgoHelper()
@@ -87,24 +112,9 @@ var _ = Describe("bootimagectl plan on files", func() {
 	var dir, images string
 	BeforeEach(func() {
 		dir = GinkgoT().TempDir()
-		owned := fixtures.MachineSet("owned", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI))
-		owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "hive.openshift.io/v1", Kind: "MachinePool", Name: "pool", UID: "1"}}
-		writeYAML(filepath.Join(dir, "cluster.yaml"),
-			fixtures.Infrastructure(configv1.AWSPlatformType),
-			fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, []configv1.FeatureGateName{fg.ManagedBootImagesCPMS}, nil),
-			fixtures.ClusterVersion(fixtures.ReleaseVersion, true),
-			fixtures.MachineConfiguration(&operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{fixtures.MachineManager(operatorv1.ControlPlaneMachineSets, operatorv1.All, nil)}}),
-			fixtures.BootImagesConfigMap(fixtures.Stream(), "4.20.3"),
-			fixtures.UserDataSecret("worker-user-data", fixtures.IgnitionStubV3),
-			fixtures.ControlPlaneMachineSet(fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI), machinev1.ControlPlaneMachineSetStateActive),
-		)
+		writeYAML(filepath.Join(dir, "cluster.yaml"), planCluster()...)
 		Expect(os.Mkdir(filepath.Join(dir, "machinesets"), 0o755)).To(Succeed())
-		writeList(filepath.Join(dir, "machinesets", "list.json"),
-			fixtures.MachineSet("worker-a", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)),
-			fixtures.MachineSet("current", fixtures.AWSProviderSpec("us-east-1", fixtures.NewAWSAMIUSEast1)),
-			fixtures.MachineSet("custom", fixtures.AWSProviderSpec("us-east-1", fixtures.CustomAMI)),
-			owned,
-		)
+		writeList(filepath.Join(dir, "machinesets", "list.json"), planMachineSets()...)
 		images = writeAMIs()
 	})
 
@@ -177,30 +187,10 @@ var _ = Describe("bootimagectl plan on files", func() {
 
 var _ = Describe("bootimagectl plan on a cluster", Ordered, func() {
 	var env *testenv.Env
-	BeforeAll(func() {
-		var err error
-		env, err = testenv.Start(testenv.Options{})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(env.Stop)
-	})
+	BeforeAll(func() { env = testenv.StartForSpecs(testenv.Options{}) })
 
 	It("reads the cluster and decides as it does for the same objects in files", func() {
-		objects := func() []client.Object {
-			owned := fixtures.MachineSet("owned", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI))
-			owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "hive.openshift.io/v1", Kind: "MachinePool", Name: "pool", UID: "1"}}
-			return []client.Object{
-				fixtures.Infrastructure(configv1.AWSPlatformType),
-				fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, []configv1.FeatureGateName{fg.ManagedBootImagesCPMS}, nil),
-				fixtures.ClusterVersion(fixtures.ReleaseVersion, true),
-				fixtures.MachineConfiguration(&operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{fixtures.MachineManager(operatorv1.ControlPlaneMachineSets, operatorv1.All, nil)}}),
-				fixtures.BootImagesConfigMap(fixtures.Stream(), "4.20.3"),
-				fixtures.UserDataSecret("worker-user-data", fixtures.IgnitionStubV3),
-				fixtures.ControlPlaneMachineSet(fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI), machinev1.ControlPlaneMachineSetStateActive),
-				fixtures.MachineSet("worker-a", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)),
-				fixtures.MachineSet("custom", fixtures.AWSProviderSpec("us-east-1", fixtures.CustomAMI)),
-				owned,
-			}
-		}
+		objects := func() []client.Object { return append(planCluster(), planMachineSets()...) }
 		Expect(fixtures.Create(context.Background(), env.Client, objects()...)).To(Succeed())
 		dir := GinkgoT().TempDir()
 		kubeconfig := filepath.Join(dir, "kubeconfig")

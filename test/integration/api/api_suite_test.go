@@ -24,16 +24,8 @@ func TestAPI(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	var err error
-	env, err = testenv.Start(testenv.Options{})
-	Expect(err).NotTo(HaveOccurred())
+	env = testenv.StartForSpecs(testenv.Options{})
 	k8s = env.Client
-})
-
-var _ = AfterSuite(func() {
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
 })
 
 var ctx = context.Background()

@@ -39,20 +39,12 @@ func TestLegacyCRD(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	removed := 0
-	var err error
-	env, err = testenv.Start(testenv.Options{MutateCRD: func(crd *apiextensionsv1.CustomResourceDefinition) {
+	env = testenv.StartForSpecs(testenv.Options{MutateCRD: func(crd *apiextensionsv1.CustomResourceDefinition) {
 		for i := range crd.Spec.Versions {
 			removed += dropRule(crd.Spec.Versions[i].Schema.OpenAPIV3Schema, cpmsRule)
 		}
 	}})
-	Expect(err).NotTo(HaveOccurred())
 	Expect(removed).To(BeNumerically(">", 0), "the shipped CRD has the rule this suite removes")
-})
-
-var _ = AfterSuite(func() {
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
 })
 
 // dropRule removes every CEL rule whose message contains msg from the schema and returns how many.
