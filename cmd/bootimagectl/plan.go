@@ -159,31 +159,32 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, images boot
 	cluster := bootimage.NewCluster(objs)
 
 	var out Plan
-	add := func(d bootimage.Decision) {
+	// decide runs the operator's decision for one object; refine applies the CPMS rules.
+	decide := func(obj bootimage.Object, annotations map[string]string, refine func(bootimage.Decision, bootimage.Attempts) bootimage.Decision) error {
+		obj.UserData = in.userData(obj.ProviderSpec)
+		attempts := bootimage.ParseAttempts(annotations)
+		obj.Attempts = func(target string) int { return attempts.For(target, generation) }
+		d, err := bootimage.Decide(ctx, cluster, obj)
+		if err != nil {
+			return errUnusable{err}
+		}
+		if refine != nil {
+			d = refine(d, attempts.Next(d.Target, generation))
+		}
 		out.Items = append(out.Items, d)
 		out.Summary.Add(d)
+		return nil
 	}
 	for _, ms := range in.machineSets {
-		obj := bootimage.MachineSetObject(ms)
-		obj.UserData = in.userData(obj.ProviderSpec)
-		attempts := bootimage.ParseAttempts(ms.Annotations)
-		obj.Attempts = func(target string) int { return attempts.For(target, generation) }
-		d, err := bootimage.Decide(ctx, cluster, obj)
-		if err != nil {
-			return Plan{}, errUnusable{err}
+		if err := decide(bootimage.MachineSetObject(ms), ms.Annotations, nil); err != nil {
+			return Plan{}, err
 		}
-		add(d)
 	}
 	for _, c := range in.cpms {
-		obj := cpms.Object(c)
-		obj.UserData = in.userData(obj.ProviderSpec)
-		attempts := bootimage.ParseAttempts(c.Annotations)
-		obj.Attempts = func(target string) int { return attempts.For(target, generation) }
-		d, err := bootimage.Decide(ctx, cluster, obj)
-		if err != nil {
-			return Plan{}, errUnusable{err}
+		refine := func(d bootimage.Decision, next bootimage.Attempts) bootimage.Decision { return cpms.Decide(c, d, next) }
+		if err := decide(cpms.Object(c), c.Annotations, refine); err != nil {
+			return Plan{}, err
 		}
-		add(cpms.Decide(c, d, attempts.Next(d.Target, generation)))
 	}
 	sort.SliceStable(out.Items, func(i, j int) bool {
 		a, b := out.Items[i], out.Items[j]
