@@ -18,20 +18,15 @@ func RPMArch(kubeArch string) (string, bool) {
 	return a, ok
 }
 
-// KubeArch returns the Kubernetes name of an RPM (stream) architecture.
-func KubeArch(rpm string) (string, bool) {
-	for k, v := range rpmArch {
-		if v == rpm {
-			return k, true
-		}
-	}
-	return "", false
-}
-
-// archFromAnnotation returns the Kubernetes architecture named in annotations, "" when none is.
-// A value that is not a known architecture is an error.
+// archFromAnnotation returns the Kubernetes architecture named in annotations, "" when the
+// annotation is absent. An annotation without kubernetes.io/arch, or with an unknown value, is an
+// error: guessing the architecture could point machines at an image they cannot boot.
 func archFromAnnotation(annotations map[string]string) (string, error) {
-	for _, kv := range strings.Split(annotations[ArchAnnotation], ",") {
+	list, present := annotations[ArchAnnotation]
+	if !present {
+		return "", nil
+	}
+	for _, kv := range strings.Split(list, ",") {
 		key, value, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok || key != "kubernetes.io/arch" {
 			continue
@@ -41,5 +36,5 @@ func archFromAnnotation(annotations map[string]string) (string, error) {
 		}
 		return value, nil
 	}
-	return "", nil
+	return "", fmt.Errorf("annotation %s (%q) has no kubernetes.io/arch=<arch> entry; add one or remove the annotation", ArchAnnotation, list)
 }

@@ -1,20 +1,38 @@
 package bootimage
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
 )
 
 // AttemptsAnnotation on a MachineSet or ControlPlaneMachineSet records how often the operator
 // patched it to one target, so a hot loop is still detected after a restart.
 const AttemptsAnnotation = "bootimage.openshift.io/update-attempts"
 
-// Attempts is the value of AttemptsAnnotation. Generation is MachineConfiguration/cluster's
-// generation when counting began: opting out and back in changes it, which starts a new count.
+// Attempts is the value of AttemptsAnnotation. Selection is the SelectionKey under which counting
+// began: choosing another selection starts a new count, an unrelated MachineConfiguration change
+// does not. (Opting out and back in to the same selection is seen by the operator, which then
+// ignores the count: see controllers.Tracker.)
 type Attempts struct {
-	Target     string `json:"target"`
-	Count      int    `json:"count"`
-	Generation int64  `json:"generation"`
+	Target    string `json:"target"`
+	Count     int    `json:"count"`
+	Selection string `json:"selection"`
+}
+
+// SelectionKey identifies how resource is selected in the effective configuration, "" when it has
+// no entry.
+func SelectionKey(effective operatorv1.ManagedBootImages, resource operatorv1.MachineManagerMachineSetsResourceType) string {
+	entry, ok := findEntry(effective.MachineManagers, resource)
+	if !ok {
+		return ""
+	}
+	raw, _ := json.Marshal(entry.Selection)
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:8])
 }
 
 // ParseAttempts reads the annotation; anything unreadable counts as no attempts.
@@ -26,17 +44,17 @@ func ParseAttempts(annotations map[string]string) Attempts {
 	return a
 }
 
-// For returns how many patches to target were made under generation.
-func (a Attempts) For(target string, generation int64) int {
-	if a.Target != target || a.Generation != generation {
+// For returns how many patches to target were made under selection.
+func (a Attempts) For(target, selection string) int {
+	if a.Target != target || a.Selection != selection {
 		return 0
 	}
 	return a.Count
 }
 
-// Next returns the attempts after one more patch to target under generation.
-func (a Attempts) Next(target string, generation int64) Attempts {
-	return Attempts{Target: target, Count: a.For(target, generation) + 1, Generation: generation}
+// Next returns the attempts after one more patch to target under selection.
+func (a Attempts) Next(target, selection string) Attempts {
+	return Attempts{Target: target, Count: a.For(target, selection) + 1, Selection: selection}
 }
 
 // String encodes a for the annotation.

@@ -32,6 +32,9 @@ func NewCluster(o ClusterObjects) Cluster {
 		c.Platform = PlatformOf(infra)
 		c.InfrastructureName = infra.Status.InfrastructureName
 	}
+	// Without a ClusterVersion nothing says an update is under way (the status writer reports the
+	// missing object); holding every boot image back would only hide the problem.
+	c.Stable = true
 	if cv := o.ClusterVersion; cv != nil {
 		c.Stable = len(cv.Status.History) > 0 && cv.Status.History[0].State == configv1.CompletedUpdate
 		c.MultiArch = cv.Status.Desired.Architecture == configv1.ClusterVersionArchitectureMulti

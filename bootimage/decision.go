@@ -41,7 +41,43 @@ const (
 	ReasonInvalidUserData     = "InvalidUserData"
 	ReasonHotLoopDetected     = "HotLoopDetected"
 	ReasonInvalidTemplate     = "InvalidTemplate"
+	// ReasonCloudLookupFailed: a cloud API call the decision needs kept failing for longer than
+	// the operator waits; the message carries the API's error.
+	ReasonCloudLookupFailed = "CloudLookupFailed"
 )
+
+// CloudLookupFailed returns the Error decision for obj when the cloud lookup its decision needs
+// fails with err.
+func CloudLookupFailed(d Decision, err error) Decision {
+	d.ProviderSpecPatch, d.UserData = nil, nil
+	return d.with(Error, ReasonCloudLookupFailed, "cloud lookup failed: %v", err)
+}
+
+// cloudDependentSkips are skips that a cloud can lift without any change in the cluster: an image
+// not yet available or replicated to the region.
+var cloudDependentSkips = map[string]bool{ReasonTargetImageUnavailable: true, ReasonRegionNotInStream: true}
+
+// CloudDependent reports whether d may change without any change in the cluster, so it is worth
+// re-checking on a timer.
+func (d Decision) CloudDependent() bool {
+	return d.Action == Skip && cloudDependentSkips[d.Reason]
+}
+
+// needsAdminSkips are skips of selected objects that the operator cannot resolve by itself: what
+// the MCO counts as reconcileSkipped. While one exists, skew enforcement cannot claim the cluster's
+// boot images are current.
+var needsAdminSkips = map[string]bool{
+	ReasonOwnedByController: true, ReasonArchitectureUnknown: true, ReasonCustomImage: true, ReasonImageNotByID: true,
+	ReasonRegionNotInStream: true, ReasonTargetImageUnavailable: true, ReasonArchitectureNotInStream: true,
+	ReasonConfidentialVM: true, ReasonUnsupportedArchitecture: true,
+}
+
+// LeftBehind reports whether d leaves a selected object on an image the operator could not update
+// by itself (a custom or unknown image and the like), as opposed to not selected, intentionally
+// excluded (Windows, another OS stream) or up to date.
+func (d Decision) LeftBehind() bool {
+	return d.Action == Skip && needsAdminSkips[d.Reason]
+}
 
 // Decision is what to do with one object, and why.
 type Decision struct {

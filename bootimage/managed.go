@@ -85,9 +85,24 @@ func EffectiveConfiguration(spec operatorv1.ManagedBootImages, platform configv1
 			mm.Selection = operatorv1.MachineManagerSelector{Mode: operatorv1.None}
 			eff.Problems = append(eff.Problems, "spec.managedBootImages: selection mode Partial is not permitted for controlplanemachinesets (the ControlPlaneMachineSet is a singleton) and is treated as None; set selection.mode to All or None")
 		}
+		if problem := selectorProblem(mm); problem != "" {
+			eff.Problems = append(eff.Problems, problem)
+		}
 		eff.Status.MachineManagers = append(eff.Status.MachineManagers, mm)
 	}
 	return eff
+}
+
+// selectorProblem says what is wrong with a Partial entry's selector, "" when it is usable. Such an
+// entry selects nothing: an admin who meant to opt some MachineSets in must be told why none are.
+func selectorProblem(mm operatorv1.MachineManager) string {
+	if mm.Selection.Mode != operatorv1.Partial || mm.Selection.Partial == nil || mm.Selection.Partial.MachineResourceSelector == nil {
+		return ""
+	}
+	if _, err := metav1.LabelSelectorAsSelector(mm.Selection.Partial.MachineResourceSelector); err != nil {
+		return fmt.Sprintf("spec.managedBootImages: the Partial machineResourceSelector of %s is invalid, so it selects nothing: %v", mm.Resource, err)
+	}
+	return ""
 }
 
 func defaultMode(resource operatorv1.MachineManagerMachineSetsResourceType) operatorv1.MachineManagerSelectorMode {

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/coreos/stream-metadata-go/stream"
+	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -87,4 +88,35 @@ func (c *StreamCache) Parse(cm *corev1.ConfigMap) (*Streams, error) {
 		c.key = key
 	}
 	return c.streams, c.err
+}
+
+// StreamProblem says what the stream lacks for the cluster itself, "" when nothing: the control
+// plane's architecture, or boot images of the cluster's platform for it. Such a stream is wrong
+// for every MachineSet, so it is reported on MachineConfiguration, not per MachineSet.
+func StreamProblem(s *Streams, platform configv1.PlatformType, kubeArch string) string {
+	rpm, ok := RPMArch(kubeArch)
+	if !ok {
+		return ""
+	}
+	a, ok := s.Default.Architectures[rpm]
+	if !ok {
+		return fmt.Sprintf("the %s stream in coreos-bootimages has no %s boot images, the control plane's architecture", DefaultOSStream, rpm)
+	}
+	var present bool
+	switch platform {
+	case configv1.AWSPlatformType:
+		present = a.Images.Aws != nil && len(a.Images.Aws.Regions) > 0
+	case configv1.GCPPlatformType:
+		present = a.Images.Gcp != nil && a.Images.Gcp.Name != ""
+	case configv1.AzurePlatformType:
+		present = a.RHELCoreOSExtensions != nil && a.RHELCoreOSExtensions.Marketplace != nil && a.RHELCoreOSExtensions.Marketplace.Azure != nil
+	case configv1.VSpherePlatformType:
+		_, present = a.Artifacts["vmware"]
+	default:
+		return ""
+	}
+	if !present {
+		return fmt.Sprintf("the %s stream in coreos-bootimages has no %s boot images for %s, the cluster's platform", DefaultOSStream, rpm, platform)
+	}
+	return ""
 }

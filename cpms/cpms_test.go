@@ -27,7 +27,7 @@ var _ = Describe("ControlPlaneMachineSet decisions", func() {
 		c.ResourceVersion = "42"
 		return c
 	}
-	attempts := bootimage.Attempts{Target: fixtures.NewAWSAMIUSEast1, Count: 1, Generation: 2}
+	attempts := bootimage.Attempts{Target: fixtures.NewAWSAMIUSEast1, Count: 1, Selection: "all"}
 
 	It("keeps an image-only update", func() {
 		d := cpms.Decide(active(), update(bootimage.PatchOp{Op: "add", Path: "/ami/id", Value: fixtures.NewAWSAMIUSEast1}), attempts)
