@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -14,6 +15,16 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 )
 
+// Cloud timings. A lookup that fails is retried with the controller's backoff; once it has failed
+// for CloudErrorGrace the object is an Error CloudLookupFailed, retried every CloudRetryInterval
+// until it works. Skips that only the cloud can lift (an image not yet available or replicated)
+// are re-checked every CloudRecheckInterval.
+const (
+	DefaultCloudErrorGrace      = 3 * time.Minute
+	DefaultCloudRetryInterval   = time.Minute
+	DefaultCloudRecheckInterval = 30 * time.Minute
+)
+
 // bootImageSteps are the steps every boot image reconciler takes for one object: read the
 // cluster, decide, write an update, report. The MachineSet and CPMS reconcilers differ only in
 // how they reduce their object, refine the decision and build the patch.
@@ -22,12 +33,33 @@ type bootImageSteps struct {
 	Inputs   clusterInputs
 	Recorder record.EventRecorder
 	Tracker  *Tracker
+	Timings  CloudTimings
+}
+
+// CloudTimings are the cloud retry timings; zero fields take the defaults.
+type CloudTimings struct {
+	ErrorGrace, RetryInterval, RecheckInterval time.Duration
+}
+
+func (c CloudTimings) withDefaults() CloudTimings {
+	if c.ErrorGrace == 0 {
+		c.ErrorGrace = DefaultCloudErrorGrace
+	}
+	if c.RetryInterval == 0 {
+		c.RetryInterval = DefaultCloudRetryInterval
+	}
+	if c.RecheckInterval == 0 {
+		c.RecheckInterval = DefaultCloudRecheckInterval
+	}
+	return c
 }
 
 // target is one object to reconcile.
 type target struct {
-	object client.Object
-	obj    bootimage.Object
+	// live is the object as read from the API, which the patch is sent for.
+	live client.Object
+	// reduced is live reduced to what decisions read.
+	reduced bootimage.Object
 	// refine, when set, applies the object's own rules to the shared decision.
 	refine func(bootimage.Decision, bootimage.Attempts) bootimage.Decision
 	// patch builds the JSON Patch of an update, with the attempts to record.
@@ -35,38 +67,50 @@ type target struct {
 }
 
 func (s bootImageSteps) reconcile(ctx context.Context, t target) (ctrl.Result, error) {
-	cluster, generation, ready, err := s.Inputs.load(ctx)
+	in, ready, err := s.Inputs.load(ctx)
 	if err != nil || !ready {
 		return ctrl.Result{}, err
 	}
-	key := types.NamespacedName{Namespace: t.object.GetNamespace(), Name: t.object.GetName()}
-	if t.obj.UserData, err = userData(ctx, s.Client, t.obj.ProviderSpec); err != nil {
+	key := types.NamespacedName{Namespace: t.live.GetNamespace(), Name: t.live.GetName()}
+	if t.reduced.UserData, err = userData(ctx, s.Client, t.reduced.ProviderSpec); err != nil {
 		return ctrl.Result{}, err
 	}
-	persisted := bootimage.ParseAttempts(t.object.GetAnnotations())
-	t.obj.Attempts = s.Tracker.Attempts(t.obj.Kind, key, persisted, generation)
-	d, err := bootimage.Decide(ctx, cluster, t.obj)
+	kind := t.reduced.Kind
+	selection := bootimage.SelectionKey(in.cluster.Effective, t.reduced.Resource)
+	persisted := bootimage.ParseAttempts(t.live.GetAnnotations())
+	t.reduced.Attempts = s.Tracker.Attempts(kind, key, persisted, selection)
+	d, err := bootimage.Decide(ctx, in.cluster, t.reduced)
 	if err != nil {
-		return ctrl.Result{}, err
+		failing := s.Tracker.CloudFailing(kind, key, time.Now())
+		if failing < s.Timings.ErrorGrace {
+			return ctrl.Result{}, err // the controller's backoff retries it
+		}
+		logf.FromContext(ctx).Info("Cloud lookup keeps failing", "kind", kind, "name", key, "failingFor", failing.Round(time.Second).String(), "error", err.Error())
+		report(ctx, s.Recorder, s.Tracker, t.live, bootimage.CloudLookupFailed(d, err), in.version)
+		return ctrl.Result{RequeueAfter: s.Timings.RetryInterval}, nil
 	}
-	next := persisted.Next(d.Target, generation)
+	s.Tracker.CloudWorks(kind, key)
+	next := s.Tracker.NextAttempts(kind, key, persisted, d.Target, selection)
 	if t.refine != nil {
 		d = t.refine(d, next)
 	}
 	if d.Action == bootimage.Update {
-		if err := s.update(ctx, t, key, d, persisted, next, generation); err != nil {
+		if err := s.update(ctx, t, key, d, next); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	report(ctx, s.Recorder, s.Tracker, t.object, d)
+	report(ctx, s.Recorder, s.Tracker, t.live, d, in.version)
+	if d.CloudDependent() {
+		return ctrl.Result{RequeueAfter: s.Timings.RecheckInterval}, nil
+	}
 	return ctrl.Result{}, nil
 }
 
 // update writes the upgraded user-data stub, if any, then the boot image, each with optimistic
 // locking; a conflict is returned so the object is decided again on fresh data.
-func (s bootImageSteps) update(ctx context.Context, t target, key types.NamespacedName, d bootimage.Decision, persisted, next bootimage.Attempts, generation int64) error {
+func (s bootImageSteps) update(ctx context.Context, t target, key types.NamespacedName, d bootimage.Decision, next bootimage.Attempts) error {
 	if d.UserData != nil {
-		if err := upgradeUserData(ctx, s.Client, s.Recorder, key.Namespace, bootimage.UserDataSecretName(t.obj.ProviderSpec), d); err != nil {
+		if err := upgradeUserData(ctx, s.Client, s.Recorder, key.Namespace, bootimage.UserDataSecretName(t.reduced.ProviderSpec), d); err != nil {
 			return err
 		}
 	}
@@ -74,11 +118,11 @@ func (s bootImageSteps) update(ctx context.Context, t target, key types.Namespac
 	if err != nil {
 		return err
 	}
-	if err := s.Client.Patch(ctx, t.object, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+	if err := s.Client.Patch(ctx, t.live, client.RawPatch(types.JSONPatchType, patch)); err != nil {
 		return fmt.Errorf("patching boot image of %s %s: %w", d.Kind, key, err)
 	}
-	s.Tracker.Patched(d.Kind, key, persisted, d.Target, generation)
+	s.Tracker.Patched(d.Kind, key, next)
 	logf.FromContext(ctx).Info("Updated boot image", "kind", d.Kind, "name", key, "from", d.Current, "to", d.Target)
-	s.Recorder.Eventf(t.object, corev1.EventTypeNormal, ReasonBootImageUpdated, "Updated boot image from %s to %s", d.Current, d.Target)
+	s.Recorder.Eventf(t.live, corev1.EventTypeNormal, ReasonBootImageUpdated, "Updated boot image from %s to %s", d.Current, d.Target)
 	return nil
 }

@@ -26,7 +26,6 @@ const (
 var controlPlaneRoles = []string{"node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master"}
 
 // clusterInputs reads, from the cache, everything a decision needs besides the object itself.
-// generation is MachineConfiguration/cluster's, which scopes the hot-loop count.
 type clusterInputs struct {
 	Client  client.Client
 	Gates   featuregates.Source
@@ -37,33 +36,50 @@ type clusterInputs struct {
 // ready is false until MachineConfiguration/cluster exists and its status was computed for its
 // current generation: deciding earlier would report MachineSets as not selected only because the
 // status is not there yet. Its status update triggers the decisions.
-func (in clusterInputs) load(ctx context.Context) (cluster bootimage.Cluster, generation int64, ready bool, err error) {
+func (in clusterInputs) load(ctx context.Context) (loaded loadedInputs, ready bool, err error) {
 	mc := &operatorv1.MachineConfiguration{}
 	if err := in.Client.Get(ctx, client.ObjectKey{Name: MachineConfigurationName}, mc); err != nil {
-		return cluster, 0, false, client.IgnoreNotFound(err)
+		return loaded, false, client.IgnoreNotFound(err)
 	}
 	if mc.Status.ObservedGeneration != mc.Generation {
-		return cluster, 0, false, nil
+		return loaded, false, nil
 	}
 	objs := bootimage.ClusterObjects{Effective: mc.Status.ManagedBootImagesStatus, Images: in.Images, Streams: in.Streams}
 	if objs.Infrastructure, err = getOptional(ctx, in.Client, client.ObjectKey{Name: "cluster"}, &configv1.Infrastructure{}); err != nil {
-		return cluster, 0, false, err
+		return loaded, false, err
 	}
 	if objs.ClusterVersion, err = getOptional(ctx, in.Client, client.ObjectKey{Name: "version"}, &configv1.ClusterVersion{}); err != nil {
-		return cluster, 0, false, err
+		return loaded, false, err
 	}
 	if objs.BootImages, err = getOptional(ctx, in.Client, client.ObjectKey{Namespace: MCONamespace, Name: BootImagesConfigMapName}, &corev1.ConfigMap{}); err != nil {
-		return cluster, 0, false, err
+		return loaded, false, err
 	}
 	gates, gatesErr := in.Gates.Current(ctx)
 	if gatesErr == nil {
 		objs.Gates = gates
 	}
 	objs.GatesError = gatesErr
-	if objs.ControlPlaneArch, err = in.controlPlaneArch(ctx); err != nil {
-		return cluster, 0, false, err
+	if objs.ControlPlaneArch, err = controlPlaneArch(ctx, in.Client); err != nil {
+		return loaded, false, err
 	}
-	return bootimage.NewCluster(objs), mc.Generation, true, nil
+	return loadedInputs{cluster: bootimage.NewCluster(objs), version: inputsVersion(mc, objs.BootImages)}, true, nil
+}
+
+// loadedInputs are the inputs of the decisions and their version.
+type loadedInputs struct {
+	cluster bootimage.Cluster
+	version string
+}
+
+// inputsVersion identifies the stream and the selection decisions are taken on: a decision taken
+// on another version is not current, and its object counts as pending in the progress conditions.
+func inputsVersion(mc *operatorv1.MachineConfiguration, bootImages *corev1.ConfigMap) string {
+	stream := "none"
+	if bootImages != nil {
+		stream = bootImages.ResourceVersion
+	}
+	return stream + "/" + bootimage.SelectionKey(mc.Status.ManagedBootImagesStatus, operatorv1.MachineSets) + "/" +
+		bootimage.SelectionKey(mc.Status.ManagedBootImagesStatus, operatorv1.ControlPlaneMachineSets)
 }
 
 // getOptional gets key into obj, returning nil when it does not exist.
@@ -80,11 +96,11 @@ func getOptional[T client.Object](ctx context.Context, c client.Client, key clie
 }
 
 // controlPlaneArch is the kubernetes.io/arch of the control-plane nodes, else this process's.
-func (in clusterInputs) controlPlaneArch(ctx context.Context) (string, error) {
+func controlPlaneArch(ctx context.Context, c client.Reader) (string, error) {
 	for _, role := range controlPlaneRoles {
 		nodes := &metav1.PartialObjectMetadataList{}
 		nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
-		if err := in.Client.List(ctx, nodes, client.HasLabels{role}); err != nil {
+		if err := c.List(ctx, nodes, client.HasLabels{role}); err != nil {
 			return "", err
 		}
 		for _, n := range nodes.Items {

@@ -9,7 +9,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -37,8 +36,8 @@ func (r *ControlPlaneMachineSetReconciler) Reconcile(ctx context.Context, req re
 		return ctrl.Result{}, err
 	}
 	return r.reconcile(ctx, target{
-		object: c,
-		obj:    cpms.Object(c),
+		live:    c,
+		reduced: cpms.Object(c),
 		refine: func(d bootimage.Decision, next bootimage.Attempts) bootimage.Decision { return cpms.Decide(c, d, next) },
 		patch: func(d bootimage.Decision, next bootimage.Attempts) ([]byte, error) {
 			patch, err := cpms.Patch(c, d, next)
@@ -53,13 +52,14 @@ func (r *ControlPlaneMachineSetReconciler) Reconcile(ctx context.Context, req re
 
 // SetupWithManager registers the reconciler: the CPMS itself, and the cluster-wide inputs.
 func (r *ControlPlaneMachineSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	theCPMS := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+	// One object: any input change, a user-data Secret's included, just decides it again.
+	theCPMS := func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: MachineAPINamespace, Name: cpms.Name}}}
-	})
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("controlplanemachineset").
 		For(&machinev1.ControlPlaneMachineSet{}, builder.WithPredicates(
 			inNamespace(MachineAPINamespace),
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
-	return watchClusterInputs(b, theCPMS).Complete(r)
+	return watchClusterInputs(b, theCPMS, theCPMS).Complete(r)
 }

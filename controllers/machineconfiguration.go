@@ -2,10 +2,12 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"strings"
+	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
+	machinev1 "github.com/openshift/api/machine/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -14,42 +16,44 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/migrations"
 )
 
-// Conditions this operator writes on MachineConfiguration/cluster.
-const (
-	// ConditionConfigurationDegraded is True while part of spec.managedBootImages is overridden
-	// because it is not valid; its message says what to change.
-	ConditionConfigurationDegraded = "BootImageConfigurationDegraded"
-	// ConditionUpgradeable is False while the boot image skew blocks upgrades.
-	ConditionUpgradeable = "Upgradeable"
-
-	ReasonAsExpected                = "AsExpected"
-	ReasonInvalidSelection          = "InvalidSelection"
-	ReasonClusterBootImageSkewError = "ClusterBootImageSkewError"
-)
-
 // MachineConfigurationName is the name of the singleton MachineConfiguration.
 const MachineConfigurationName = "cluster"
 
-// MachineConfigurationReconciler migrates the legacy spec and keeps
-// status.managedBootImagesStatus, status.bootImageSkewEnforcementStatus and their conditions.
+// MachineConfigurationReconciler is the one writer of this operator's part of
+// MachineConfiguration/cluster status: it migrates the legacy spec, then computes the effective
+// boot image configuration, the skew enforcement status and every condition this operator owns
+// from the spec and the tracked decisions, and writes them together, only when they change, with
+// server-side apply (see status.go).
 type MachineConfigurationReconciler struct {
 	Client     client.Client
 	Gates      featuregates.Source
 	Recorder   record.EventRecorder
 	Migrations migrations.Runner
+	Tracker    *Tracker
+	Streams    *bootimage.StreamCache
+	// ClusterOperator, when set, names the ClusterOperator whose Upgradeable condition carries
+	// the skew enforcement guard.
+	ClusterOperator string
+
+	// countsWritten is when the progress counts were last written during a wave.
+	countsWritten time.Time
+	// lastWarnings and lastGuard are what was last announced by Event, so each is announced once.
+	lastWarnings, lastGuard string
 }
 
-// Reconcile runs the migrations, then writes the effective status when it changed.
+// Reconcile runs the migrations, then writes the status when it changed.
 func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
 	mc := &operatorv1.MachineConfiguration{}
@@ -70,50 +74,131 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 		return ctrl.Result{}, nil
 	}
 	platform := bootimage.PlatformOf(infra)
-
 	if _, err := r.Migrations.Run(ctx, mc, migrations.Cluster{Platform: platform, Gates: gates}); err != nil {
 		return ctrl.Result{}, err
 	}
+	cv, err := getOptional(ctx, r.Client, client.ObjectKey{Name: "version"}, &configv1.ClusterVersion{})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	bootImages, err := getOptional(ctx, r.Client, client.ObjectKey{Namespace: MCONamespace, Name: BootImagesConfigMapName}, &corev1.ConfigMap{})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 
-	before := mc.DeepCopy()
+	want := mc.DeepCopy()
 	eff := bootimage.EffectiveConfiguration(mc.Spec.ManagedBootImages, platform, gates)
-	mc.Status.ManagedBootImagesStatus = eff.Status
-	mc.Status.ObservedGeneration = mc.Generation
-	setConfigurationCondition(mc, eff.Problems)
-	if gates.Enabled(featuregates.BootImageSkewEnforcement) {
-		if err := r.setSkewStatus(ctx, mc, infra, platform, gates, eff.Status); err != nil {
-			return ctrl.Result{}, err
+	want.Status.ManagedBootImagesStatus = eff.Status
+	if len(eff.Status.MachineManagers) == 0 {
+		// Apply cannot send an empty list; absent is what the API stores for it.
+		want.Status.ManagedBootImagesStatus.MachineManagers = nil
+	}
+	want.Status.ObservedGeneration = mc.Generation
+	setConfigurationCondition(want, eff.Problems)
+
+	p, err := r.progress(ctx, inputsVersion(want, bootImages))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var warnings []string
+	if problem := r.streamProblem(ctx, bootImages, platform); problem != "" {
+		warnings = append(warnings, problem)
+	}
+	if cv == nil {
+		warnings = append(warnings, "ClusterVersion/version not found: the operator cannot tell whether the cluster is updating, nor which release it was installed with")
+	}
+	setProgressConditions(want, p, warnings)
+	requeue := r.holdCounts(mc, want, time.Now())
+
+	skewOn := gates.Enabled(featuregates.BootImageSkewEnforcement)
+	if skewOn {
+		want.Status.BootImageSkewEnforcementStatus = bootimage.SkewEnforcementStatus(bootimage.SkewInputs{
+			Spec:           mc.Spec.BootImageSkewEnforcement,
+			Current:        mc.Status.BootImageSkewEnforcementStatus,
+			Platform:       platform,
+			Topology:       infra.Status.ControlPlaneTopology,
+			Effective:      eff.Status,
+			Gates:          gates,
+			InstallVersion: installVersion(cv),
+			Pass:           p.pass(bootImages),
+		})
+	}
+	r.announce(ctx, mc, append(eff.Problems, warnings...))
+	if err := applyStatus(ctx, r.Client, mc, want, skewOn); err != nil {
+		// Keep deciding and writing what can be written: the boot image reconcilers wait only for
+		// observedGeneration, which the fallback write carries.
+		r.Recorder.Event(mc, corev1.EventTypeWarning, ReasonStatusRejected, err.Error())
+		log.Error(err, "Writing MachineConfiguration status")
+		if fallbackErr := applyStatusRejected(ctx, r.Client, mc, want, err); fallbackErr != nil {
+			return ctrl.Result{}, fallbackErr
 		}
 	}
-	if len(eff.Problems) > 0 && !equality.Semantic.DeepEqual(before.Status.Conditions, mc.Status.Conditions) {
-		msg := strings.Join(eff.Problems, "; ")
-		log.Info("Overriding invalid boot image configuration", "reason", msg)
-		r.Recorder.Event(mc, corev1.EventTypeWarning, ReasonInvalidSelection, msg)
+	guard := bootimage.SkewGuard{}
+	if skewOn {
+		guard = bootimage.EvaluateSkewGuard(want.Status)
 	}
-	return ctrl.Result{}, patchStatus(ctx, r.Client, before, mc)
+	if err := r.reportGuard(ctx, mc, guard, p.leftBehind); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
-func (r *MachineConfigurationReconciler) setSkewStatus(ctx context.Context, mc *operatorv1.MachineConfiguration, infra *configv1.Infrastructure, platform configv1.PlatformType, gates featuregates.Gates, effective operatorv1.ManagedBootImages) error {
-	cv := &configv1.ClusterVersion{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv); client.IgnoreNotFound(err) != nil {
-		return err
+// announce records a Warning Event when the set of configuration problems and warnings changes.
+func (r *MachineConfigurationReconciler) announce(ctx context.Context, mc *operatorv1.MachineConfiguration, warnings []string) {
+	joined := strings.Join(warnings, "; ")
+	if joined == r.lastWarnings {
+		return
 	}
-	status := bootimage.SkewEnforcementStatus(bootimage.SkewInputs{
-		Spec:           mc.Spec.BootImageSkewEnforcement,
-		Current:        mc.Status.BootImageSkewEnforcementStatus,
-		Platform:       platform,
-		Topology:       infra.Status.ControlPlaneTopology,
-		Effective:      effective,
-		Gates:          gates,
-		InstallVersion: installVersion(cv),
-	})
-	mc.Status.BootImageSkewEnforcementStatus = status
-	if msg := bootimage.SkewViolation(status); msg != "" {
-		meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{Type: ConditionUpgradeable, Status: metav1.ConditionFalse, Reason: ReasonClusterBootImageSkewError, Message: msg, ObservedGeneration: mc.Generation})
-	} else if c := meta.FindStatusCondition(mc.Status.Conditions, ConditionUpgradeable); c != nil && c.Reason == ReasonClusterBootImageSkewError {
-		meta.RemoveStatusCondition(&mc.Status.Conditions, ConditionUpgradeable)
+	r.lastWarnings = joined
+	if joined != "" {
+		logf.FromContext(ctx).Info("Boot image configuration needs attention", "reason", joined)
+		r.Recorder.Event(mc, corev1.EventTypeWarning, ReasonInvalidSelection, joined)
 	}
-	return nil
+}
+
+// streamProblem says what the stream lacks for the cluster itself; a missing or unreadable stream
+// is reported by every decision instead.
+func (r *MachineConfigurationReconciler) streamProblem(ctx context.Context, bootImages *corev1.ConfigMap, platform configv1.PlatformType) string {
+	if bootImages == nil {
+		return ""
+	}
+	streams, err := r.Streams.Parse(bootImages)
+	if err != nil {
+		return ""
+	}
+	arch, err := controlPlaneArch(ctx, r.Client)
+	if err != nil {
+		return ""
+	}
+	return bootimage.StreamProblem(streams, platform, arch)
+}
+
+// progress tallies the current decisions per resource.
+func (r *MachineConfigurationReconciler) progress(ctx context.Context, inputs string) (progress, error) {
+	sets := &machinev1beta1.MachineSetList{}
+	if err := r.Client.List(ctx, sets, client.InNamespace(MachineAPINamespace)); err != nil {
+		return progress{}, err
+	}
+	cpmsList := &machinev1.ControlPlaneMachineSetList{}
+	if err := r.Client.List(ctx, cpmsList, client.InNamespace(MachineAPINamespace)); err != nil && !meta.IsNoMatchError(err) {
+		return progress{}, err
+	}
+	var p progress
+	msDecisions := r.Tracker.Decisions("MachineSet", inputs)
+	p.machineSets.total = len(sets.Items)
+	for _, ms := range sets.Items {
+		if d, ok := msDecisions[client.ObjectKeyFromObject(&ms)]; ok {
+			p.add(&p.machineSets, d)
+		}
+	}
+	cpmsDecisions := r.Tracker.Decisions(cpmsKind, inputs)
+	p.cpms.total = len(cpmsList.Items)
+	for _, c := range cpmsList.Items {
+		if d, ok := cpmsDecisions[client.ObjectKeyFromObject(&c)]; ok {
+			p.add(&p.cpms, d)
+		}
+	}
+	return p, nil
 }
 
 func setConfigurationCondition(mc *operatorv1.MachineConfiguration, problems []string) {
@@ -124,39 +209,36 @@ func setConfigurationCondition(mc *operatorv1.MachineConfiguration, problems []s
 	meta.SetStatusCondition(&mc.Status.Conditions, cond)
 }
 
-// installVersion returns the release of the oldest Completed update: the one installed.
+// installVersion returns the release of the oldest Completed update: the one installed; "" when
+// unknown.
 func installVersion(cv *configv1.ClusterVersion) string {
+	if cv == nil {
+		return ""
+	}
 	for i := len(cv.Status.History) - 1; i >= 0; i-- {
 		if cv.Status.History[i].State == configv1.CompletedUpdate {
 			return cv.Status.History[i].Version
 		}
 	}
-	return cv.Status.Desired.Version
+	return ""
 }
 
-// patchStatus writes the status of after when it differs from before, with a merge patch that
-// carries the resourceVersion read, so a concurrent writer's change is never lost.
-func patchStatus(ctx context.Context, c client.Client, before, after *operatorv1.MachineConfiguration) error {
-	if equality.Semantic.DeepEqual(before.Status, after.Status) {
-		return nil
-	}
-	if err := c.Status().Patch(ctx, after, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("patching status of MachineConfiguration/%s: %w", after.Name, err)
-	}
-	logf.FromContext(ctx).Info("Updated MachineConfiguration status", "machineConfiguration", after.Name)
-	return nil
-}
-
-// SetupWithManager registers the reconciler; any change of its inputs re-runs it.
+// SetupWithManager registers the reconciler; any change of its inputs, and any change of a
+// tracked decision, re-runs it.
 func (r *MachineConfigurationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	toSingleton := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: MachineConfigurationName}}}
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("machineconfiguration").
-		Watches(&operatorv1.MachineConfiguration{}, toSingleton).
-		Watches(&configv1.Infrastructure{}, toSingleton).
-		Watches(&configv1.FeatureGate{}, toSingleton).
-		Watches(&configv1.ClusterVersion{}, toSingleton).
-		Complete(r)
+		Watches(&operatorv1.MachineConfiguration{}, toSingleton, builder.WithPredicates(named("", MachineConfigurationName))).
+		Watches(&configv1.Infrastructure{}, toSingleton, builder.WithPredicates(changed(func(o, n *configv1.Infrastructure) bool { return equality.Semantic.DeepEqual(o.Status, n.Status) }))).
+		Watches(&configv1.FeatureGate{}, toSingleton, builder.WithPredicates(changed(func(o, n *configv1.FeatureGate) bool { return equality.Semantic.DeepEqual(o.Status, n.Status) }))).
+		Watches(&configv1.ClusterVersion{}, toSingleton, builder.WithPredicates(clusterVersionChanged())).
+		Watches(&corev1.ConfigMap{}, toSingleton, builder.WithPredicates(named(MCONamespace, BootImagesConfigMapName))).
+		WatchesRawSource(source.Channel(r.Tracker.Changed, toSingleton))
+	if r.ClusterOperator != "" {
+		b = b.Watches(&configv1.ClusterOperator{}, toSingleton, builder.WithPredicates(named("", r.ClusterOperator)))
+	}
+	return b.Complete(r)
 }

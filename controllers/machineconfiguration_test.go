@@ -106,7 +106,7 @@ var _ = Describe("Effective boot image configuration", Ordered, func() {
 		Entry("AWS, CPMS entry with the gate off is not in force", configv1.AWSPlatformType, false,
 			&operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{entry(ms, operatorv1.None), entry(cpms, operatorv1.All)}},
 			[]operatorv1.MachineManager{entry(ms, operatorv1.None)}),
-		Entry("BareMetal: nothing managed", configv1.BareMetalPlatformType, true, nil, []operatorv1.MachineManager{}),
+		Entry("BareMetal: nothing managed", configv1.BareMetalPlatformType, true, nil, []operatorv1.MachineManager(nil)),
 	)
 
 	It("adds and removes the CPMS entry as the gate flips, without a restart", func() {
@@ -139,35 +139,6 @@ var _ = Describe("Effective boot image configuration", Ordered, func() {
 		cv.Spec.Channel = "fast-4.20"
 		Expect(k8s.Update(ctx, cv)).To(Succeed())
 		Consistently(func() string { return machineConfiguration().ResourceVersion }, "2s").Should(Equal(rv))
-	})
-
-	It("holds upgrades while the boot images are older than 4.13, and releases them once recorded newer", func() {
-		cluster(configv1.AWSPlatformType, true)
-		cv := &configv1.ClusterVersion{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: "version"}, cv)).To(Succeed())
-		old := cv.DeepCopy()
-		old.Status.History = append(old.Status.History, configv1.UpdateHistory{State: configv1.CompletedUpdate, Version: "4.12.9", Image: "quay.io/openshift-release-dev/ocp-release@sha256:0412", StartedTime: metav1.Now(), CompletionTime: &metav1.Time{}})
-		Expect(fixtures.SetStatus(ctx, k8s, cv, old)).To(Succeed())
-		Expect(fixtures.Create(ctx, k8s, fixtures.MachineConfiguration(&operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{entry(ms, operatorv1.Partial)}}))).To(Succeed())
-
-		upgradeable := func() *metav1.Condition {
-			for _, c := range machineConfiguration().Status.Conditions {
-				if c.Type == controllers.ConditionUpgradeable {
-					return &c
-				}
-			}
-			return nil
-		}
-		Eventually(upgradeable).Should(And(
-			HaveField("Status", metav1.ConditionFalse),
-			HaveField("Reason", "ClusterBootImageSkewError"),
-			HaveField("Message", ContainSubstring("boot images are from OCP 4.12.9, older than the oldest supported OCP 4.13.0"))))
-		Expect(machineConfiguration().Status.BootImageSkewEnforcementStatus.Mode).To(Equal(operatorv1.BootImageSkewEnforcementModeStatusManual))
-
-		patch := []byte(`{"spec":{"bootImageSkewEnforcement":{"mode":"Manual","manual":{"mode":"OCPVersion","ocpVersion":"4.16.0"}}}}`)
-		Expect(k8s.Patch(ctx, machineConfiguration(), client.RawPatch("application/merge-patch+json", patch))).To(Succeed())
-		Eventually(upgradeable).Should(BeNil())
-		Expect(machineConfiguration().Status.BootImageSkewEnforcementStatus.Manual.OCPVersion).To(Equal("4.16.0"))
 	})
 })
 

@@ -28,6 +28,11 @@ type Config struct {
 	CloudRootCAs *x509.CertPool
 	// BeforeMigrationWrite is a test seam: see migrations.Runner.BeforeWrite.
 	BeforeMigrationWrite func(ctx context.Context, migration string) error
+	// ClusterOperator, when set, names the ClusterOperator whose Upgradeable condition carries the
+	// boot image skew guard (for an operator running outside the MCO).
+	ClusterOperator string
+	// Cloud are the cloud retry timings; zero fields take the defaults.
+	Cloud CloudTimings
 }
 
 // Setup registers every controller of the operator with mgr.
@@ -38,6 +43,8 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	if err := reporter.SetupWithManager(mgr); err != nil {
 		return err
 	}
+	tracker := NewTracker()
+	streams := &bootimage.StreamCache{}
 	mc := &MachineConfigurationReconciler{
 		Client:   mgr.GetClient(),
 		Gates:    gates,
@@ -46,27 +53,25 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: recorder,
 			Migrations: migrations.All, BeforeWrite: cfg.BeforeMigrationWrite,
 		},
+		Tracker:         tracker,
+		Streams:         streams,
+		ClusterOperator: cfg.ClusterOperator,
 	}
 	if err := mc.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	tracker := NewTracker()
 	images := cfg.Images
 	if images == nil {
 		images = clusterCatalog(mgr.GetClient(), cfg.CloudRootCAs)
 	}
-	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: images, Streams: &bootimage.StreamCache{}}
-	steps := bootImageSteps{Client: mgr.GetClient(), Inputs: inputs, Recorder: recorder, Tracker: tracker}
+	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: images, Streams: streams}
+	steps := bootImageSteps{Client: mgr.GetClient(), Inputs: inputs, Recorder: recorder, Tracker: tracker, Timings: cfg.Cloud.withDefaults()}
 	machineSets := &MachineSetReconciler{steps}
 	if err := machineSets.SetupWithManager(mgr); err != nil {
 		return err
 	}
 	controlPlane := &ControlPlaneMachineSetReconciler{steps}
-	if err := controlPlane.SetupWithManager(mgr); err != nil {
-		return err
-	}
-	status := &BootImageStatusReconciler{Client: mgr.GetClient(), Tracker: tracker}
-	return status.SetupWithManager(mgr)
+	return controlPlane.SetupWithManager(mgr)
 }
 
 // eventRecorder returns a core/v1 Event recorder. Unlike events.k8s.io series, which keep the

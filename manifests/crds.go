@@ -38,6 +38,7 @@ var CRDs = []CRD{
 	{"config/v1/zz_generated.crd-manifests", "0000_10_config-operator_01_featuregates"},
 	{"config/v1/zz_generated.crd-manifests", "0000_10_config-operator_01_infrastructures"},
 	{"config/v1/zz_generated.crd-manifests", "0000_00_cluster-version-operator_01_clusterversions"},
+	{"config/v1/zz_generated.crd-manifests", "0000_00_cluster-version-operator_01_clusteroperators"},
 }
 
 // Path returns the file of crd for featureSet under the module directory moduleDir: the

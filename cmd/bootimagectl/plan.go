@@ -149,9 +149,8 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, images boot
 		}
 	}
 	var spec operatorv1.ManagedBootImages
-	var generation int64
 	if in.mc != nil {
-		spec, generation = in.mc.Spec.ManagedBootImages, in.mc.Generation
+		spec = in.mc.Spec.ManagedBootImages
 	}
 	if objs.Gates != nil {
 		objs.Effective = bootimage.EffectiveConfiguration(spec, bootimage.PlatformOf(in.infra), gates).Status
@@ -163,13 +162,14 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, images boot
 	decide := func(obj bootimage.Object, annotations map[string]string, refine func(bootimage.Decision, bootimage.Attempts) bootimage.Decision) error {
 		obj.UserData = in.userData(obj.ProviderSpec)
 		attempts := bootimage.ParseAttempts(annotations)
-		obj.Attempts = func(target string) int { return attempts.For(target, generation) }
+		selection := bootimage.SelectionKey(cluster.Effective, obj.Resource)
+		obj.Attempts = func(target string) int { return attempts.For(target, selection) }
 		d, err := bootimage.Decide(ctx, cluster, obj)
 		if err != nil {
 			return errUnusable{err}
 		}
 		if refine != nil {
-			d = refine(d, attempts.Next(d.Target, generation))
+			d = refine(d, attempts.Next(d.Target, selection))
 		}
 		out.Items = append(out.Items, d)
 		out.Summary.Add(d)

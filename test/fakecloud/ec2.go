@@ -21,7 +21,9 @@ type EC2 struct {
 	*httptest.Server
 	// Calls counts DescribeImages requests.
 	Calls atomic.Int64
-	amis  []bootimage.AWSImage
+	// Failing, while true, answers every request with a 500 InternalError, as EC2 does in an outage.
+	Failing atomic.Bool
+	amis    []bootimage.AWSImage
 }
 
 // NewEC2 starts an HTTPS EC2 endpoint serving amis (OpenShift accepts only https endpoints);
@@ -65,6 +67,10 @@ func (e *EC2) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e.Calls.Add(1)
+	if e.Failing.Load() {
+		writeXML(w, http.StatusInternalServerError, ec2ErrorResponse{Code: "InternalError", Message: "An internal error has occurred", RequestID: "fake"})
+		return
+	}
 	region := regionOf(r)
 	ids, owners := formList(r, "ImageId"), formList(r, "Owner")
 	var nameFilters []string

@@ -1,0 +1,36 @@
+package controllers
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+)
+
+// Event reasons besides the decision reasons.
+const (
+	ReasonBootImageUpdated = "BootImageUpdated"
+	ReasonUserDataUpgraded = "UserDataUpgraded"
+)
+
+// report records d, taken on inputs, and, when it changed, says so in an Event and the log: every
+// skip and error once, not again while nothing changes.
+func report(ctx context.Context, recorder record.EventRecorder, tracker *Tracker, obj client.Object, d bootimage.Decision, inputs string) {
+	if !tracker.Record(d, inputs) {
+		return
+	}
+	log := logf.FromContext(ctx).WithValues("kind", d.Kind, "name", d.Namespace+"/"+d.Name, "reason", d.Reason)
+	switch d.Action {
+	case bootimage.Skip:
+		log.V(1).Info("Skipping boot image update", "message", d.Message)
+		recorder.Event(obj, corev1.EventTypeNormal, d.Reason, "Boot image update skipped: "+d.Message)
+	case bootimage.Error:
+		log.Info("Cannot update boot image", "message", d.Message)
+		recorder.Event(obj, corev1.EventTypeWarning, d.Reason, "Boot image update failed: "+d.Message)
+	}
+}
+
