@@ -33,12 +33,23 @@ const (
 	leaseNS       = "openshift-machine-config-operator"
 )
 
+// Client-side limits of the operator's API client. A wave of boot image updates is one patch per
+// MachineSet, read from the cache; these let a thousand go at the API server's own pace, whose
+// priority and fairness protects it beyond that. Events go through their own client and limits.
+const (
+	defaultKubeAPIQPS   = 200
+	defaultKubeAPIBurst = 400
+)
+
 type options struct {
-	kubeconfig     string
-	releaseVersion string
-	leaderElect    bool
-	metricsAddr    string
-	probeAddr      string
+	kubeconfig      string
+	releaseVersion  string
+	leaderElect     bool
+	metricsAddr     string
+	probeAddr       string
+	kubeAPIQPS      float64
+	kubeAPIBurst    int
+	clusterOperator string
 }
 
 func main() {
@@ -61,6 +72,9 @@ func run(ctx context.Context, args []string) error {
 	fs.BoolVar(&opts.leaderElect, "leader-elect", true, "Hold a Lease in "+leaseNS+" so only one replica acts.")
 	fs.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; \"0\" turns it off.")
 	fs.StringVar(&opts.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz; \"0\" turns them off.")
+	fs.Float64Var(&opts.kubeAPIQPS, "kube-api-qps", defaultKubeAPIQPS, "Requests per second the operator's API client may send.")
+	fs.IntVar(&opts.kubeAPIBurst, "kube-api-burst", defaultKubeAPIBurst, "Requests the operator's API client may send in a burst.")
+	fs.StringVar(&opts.clusterOperator, "cluster-operator-name", "", "ClusterOperator whose Upgradeable condition carries the boot image skew guard; empty (inside the MCO, whose status sync reads the guard) sets none.")
 	logConfig := textlogger.NewConfig()
 	logConfig.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -79,6 +93,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	restConfig.QPS, restConfig.Burst = float32(opts.kubeAPIQPS), opts.kubeAPIBurst
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                        controllers.NewScheme(),
 		Cache:                         controllers.CacheOptions(),
@@ -102,7 +117,7 @@ func run(ctx context.Context, args []string) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	if err := controllers.Setup(mgr, controllers.Config{ReleaseVersion: opts.releaseVersion}); err != nil {
+	if err := controllers.Setup(mgr, controllers.Config{ReleaseVersion: opts.releaseVersion, ClusterOperator: opts.clusterOperator}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}
 	go func() {

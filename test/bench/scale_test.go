@@ -1,0 +1,324 @@
+// Package bench measures the operator at scale on a real kube-apiserver and etcd: a wave of boot
+// image updates over N MachineSets, against the floor of the same number of round trips sent one
+// after another by an unthrottled client. Run with `make bench` (N from BENCH_MACHINESETS,
+// default 1000; the idle window from BENCH_IDLE, default 60s).
+package bench_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coreos/stream-metadata-go/stream"
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bootimage-operator/bootimage-operator/controllers"
+	"github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/manifests"
+	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
+	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
+	"github.com/bootimage-operator/bootimage-operator/test/testenv"
+)
+
+// ScaleResult is what one scale run reports.
+type ScaleResult struct {
+	Platform           string  `json:"platform"`
+	MachineSets        int     `json:"machineSets"`
+	ConvergenceSeconds float64 `json:"convergenceSeconds"`
+	FloorSeconds       float64 `json:"floorSeconds"`
+	Ratio              float64 `json:"ratio"`
+	MachineSetWrites   int     `json:"machineSetWrites"`
+	StatusWrites       int     `json:"statusWrites"`
+	IdleSeconds        float64 `json:"idleSeconds"`
+	IdleWrites         int     `json:"idleWrites"`
+	PeakRSSMiB         float64 `json:"peakRSSMiB"`
+	CPUSeconds         float64 `json:"cpuSeconds"`
+	DescribeImages     int64   `json:"describeImages,omitempty"`
+}
+
+func BenchmarkScaleGCP(b *testing.B) { benchmarkScale(b, configv1.GCPPlatformType) }
+func BenchmarkScaleAWS(b *testing.B) { benchmarkScale(b, configv1.AWSPlatformType) }
+
+// wave is how a platform's MachineSets start (up to date with the first stream) and what the
+// second stream, which starts the wave, points them at.
+type wave struct {
+	providerSpec  string
+	before, after *stream.Stream
+	image         func(ps map[string]any) any
+	want          any
+}
+
+func waveOf(platform configv1.PlatformType) wave {
+	before, after := fixtures.Stream(), fixtures.Stream()
+	switch platform {
+	case configv1.AWSPlatformType:
+		before.Architectures["x86_64"].Images.Aws.Regions["us-east-1"] = stream.SingleImage{Release: fixtures.StreamRelease, Image: fixtures.OldAWSAMI}
+		return wave{
+			providerSpec: fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI), before: before, after: after,
+			image: func(ps map[string]any) any { return ps["ami"].(map[string]any)["id"] }, want: fixtures.NewAWSAMIUSEast1,
+		}
+	default:
+		before.Architectures["x86_64"].Images.Gcp.Name = filepath.Base(fixtures.OldGCPImage)
+		return wave{
+			providerSpec: fixtures.GCPProviderSpec(fixtures.OldGCPImage), before: before, after: after,
+			image: func(ps map[string]any) any { return ps["disks"].([]any)[0].(map[string]any)["image"] }, want: fixtures.NewGCPImage,
+		}
+	}
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func benchmarkScale(b *testing.B, platform configv1.PlatformType) {
+	n := envInt("BENCH_MACHINESETS", 1000)
+	idle := time.Duration(envInt("BENCH_IDLE", 60)) * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	for b.Loop() {
+		res, err := runScale(ctx, b, platform, n, idle)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(res.ConvergenceSeconds, "convergence-s")
+		b.ReportMetric(res.FloorSeconds, "floor-s")
+		b.ReportMetric(res.Ratio, "ratio")
+		b.ReportMetric(float64(res.MachineSetWrites), "machineset-writes")
+		b.ReportMetric(float64(res.StatusWrites), "status-writes")
+		b.ReportMetric(float64(res.IdleWrites), "idle-writes")
+		b.ReportMetric(res.PeakRSSMiB, "peak-rss-MiB")
+		b.ReportMetric(res.CPUSeconds, "cpu-s")
+		b.ReportMetric(float64(res.DescribeImages), "describe-images")
+		out, _ := json.Marshal(res)
+		b.Logf("scale: %s", out)
+		_ = os.WriteFile(filepath.Join(manifests.RepoRoot(), "bin", fmt.Sprintf("scale-%s-%d.json", platform, n)), out, 0o644)
+	}
+}
+
+func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType, n int, idle time.Duration) (ScaleResult, error) {
+	res := ScaleResult{Platform: string(platform), MachineSets: n, IdleSeconds: idle.Seconds()}
+	env, err := testenv.Start(testenv.Options{})
+	if err != nil {
+		return res, err
+	}
+	defer func() { _ = env.Stop() }()
+	unthrottled := rest.CopyConfig(env.Config)
+	unthrottled.QPS, unthrottled.Burst = -1, 0
+	c, err := client.NewWithWatch(unthrottled, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		return res, err
+	}
+
+	w := waveOf(platform)
+	dir := b.TempDir()
+	operatorEnv := os.Environ()
+	infra := fixtures.Infrastructure(platform)
+	var ec2 *fakecloud.EC2
+	if platform == configv1.AWSPlatformType {
+		ec2 = fakecloud.NewEC2(fixtures.AWSImages())
+		defer ec2.Close()
+		caBundle := filepath.Join(dir, "ec2-ca.pem")
+		if err := os.WriteFile(caBundle, ec2.CertificatePEM(), 0o600); err != nil {
+			return res, err
+		}
+		operatorEnv = append(operatorEnv, "AWS_CA_BUNDLE="+caBundle)
+		infra.Status.PlatformStatus.AWS.ServiceEndpoints = []configv1.AWSServiceEndpoint{{Name: "ec2", URL: ec2.URL}}
+		if err := fixtures.Create(ctx, c, fixtures.AWSCredentialsSecret()); err != nil {
+			return res, err
+		}
+	}
+	if err := fixtures.Create(ctx, c,
+		infra,
+		fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, []configv1.FeatureGateName{featuregates.BootImageSkewEnforcement}, nil),
+		fixtures.ClusterVersion(fixtures.ReleaseVersion, true),
+		fixtures.MachineConfiguration(nil),
+		fixtures.BootImagesConfigMap(w.before, fixtures.ReleaseVersion),
+		fixtures.UserDataSecret("worker-user-data", fixtures.IgnitionStubV3),
+	); err != nil {
+		return res, err
+	}
+	for i := range n {
+		if err := c.Create(ctx, fixtures.MachineSet(fmt.Sprintf("worker-%05d", i), w.providerSpec)); err != nil {
+			return res, err
+		}
+	}
+
+	// The floor: the same number of get + JSON patch round trips, one after another, unthrottled.
+	start := time.Now()
+	for i := range n {
+		ms := &machinev1beta1.MachineSet{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: controllers.MachineAPINamespace, Name: fmt.Sprintf("worker-%05d", i)}, ms); err != nil {
+			return res, err
+		}
+		patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/resourceVersion","value":%q},{"op":"add","path":"/metadata/labels/bench-floor","value":"done"}]`, ms.ResourceVersion)
+		if err := c.Patch(ctx, ms, client.RawPatch(types.JSONPatchType, []byte(patch))); err != nil {
+			return res, err
+		}
+	}
+	res.FloorSeconds = time.Since(start).Seconds()
+
+	operator, err := startOperator(ctx, env, dir, operatorEnv)
+	if err != nil {
+		return res, err
+	}
+	defer func() { _ = operator.Process.Kill() }()
+	if err := waitFor(ctx, c, progressingFalse(n)); err != nil {
+		return res, fmt.Errorf("waiting for the first pass: %w", err)
+	}
+
+	sets, err := c.Watch(ctx, &machinev1beta1.MachineSetList{}, client.InNamespace(controllers.MachineAPINamespace))
+	if err != nil {
+		return res, err
+	}
+	defer sets.Stop()
+	mcs, err := c.Watch(ctx, &operatorv1.MachineConfigurationList{})
+	if err != nil {
+		return res, err
+	}
+	defer mcs.Stop()
+	describeBefore := describeImages(ec2)
+
+	// The wave: a new stream, as an upgrade writes it.
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: controllers.MCONamespace, Name: controllers.BootImagesConfigMapName}, cm); err != nil {
+		return res, err
+	}
+	cm.Data = fixtures.BootImagesConfigMap(w.after, fixtures.ReleaseVersion).Data
+	start = time.Now()
+	if err := c.Update(ctx, cm); err != nil {
+		return res, err
+	}
+	updated := map[string]bool{}
+	done := false
+	for !done {
+		select {
+		case ev := <-sets.ResultChan():
+			if ms, ok := ev.Object.(*machinev1beta1.MachineSet); ok && ev.Type == watch.Modified {
+				res.MachineSetWrites++
+				if imageOf(ms, w.image) == w.want {
+					updated[ms.Name] = true
+				}
+			}
+		case ev := <-mcs.ResultChan():
+			if mc, ok := ev.Object.(*operatorv1.MachineConfiguration); ok && ev.Type == watch.Modified {
+				res.StatusWrites++
+				done = len(updated) == n && progressingFalse(n)(mc)
+			}
+		case <-ctx.Done():
+			return res, fmt.Errorf("wave: %d of %d MachineSets updated: %w", len(updated), n, ctx.Err())
+		}
+	}
+	res.ConvergenceSeconds = time.Since(start).Seconds()
+	res.Ratio = res.ConvergenceSeconds / res.FloorSeconds
+	res.DescribeImages = describeImages(ec2) - describeBefore
+
+	// Idle: nothing changes, so nothing may be written.
+	quiet := time.After(idle)
+	for waiting := true; waiting; {
+		select {
+		case ev := <-sets.ResultChan():
+			if ev.Type == watch.Modified {
+				res.IdleWrites++
+			}
+		case ev := <-mcs.ResultChan():
+			if ev.Type == watch.Modified {
+				res.IdleWrites++
+			}
+		case <-quiet:
+			waiting = false
+		}
+	}
+
+	if err := operator.Process.Signal(syscall.SIGTERM); err != nil {
+		return res, err
+	}
+	_ = operator.Wait()
+	if usage, ok := operator.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		res.PeakRSSMiB = float64(usage.Maxrss) / 1024
+		res.CPUSeconds = time.Duration(usage.Utime.Nano() + usage.Stime.Nano()).Seconds()
+	}
+	return res, nil
+}
+
+func describeImages(ec2 *fakecloud.EC2) int64 {
+	if ec2 == nil {
+		return 0
+	}
+	return ec2.Calls.Load()
+}
+
+func imageOf(ms *machinev1beta1.MachineSet, image func(map[string]any) any) any {
+	var ps map[string]any
+	if ms.Spec.Template.Spec.ProviderSpec.Value == nil || json.Unmarshal(ms.Spec.Template.Spec.ProviderSpec.Value.Raw, &ps) != nil {
+		return nil
+	}
+	return image(ps)
+}
+
+// progressingFalse reports whether mc says a finished pass over n MachineSets.
+func progressingFalse(n int) func(*operatorv1.MachineConfiguration) bool {
+	return func(mc *operatorv1.MachineConfiguration) bool {
+		c := meta.FindStatusCondition(mc.Status.Conditions, controllers.ConditionBootImageUpdateProgressing)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Message == fmt.Sprintf("Reconciled %d of %d MAPI MachineSets (0 skipped) | Reconciled 0 of 0 ControlPlaneMachineSets (0 skipped)", n, n)
+	}
+}
+
+// waitFor polls MachineConfiguration/cluster until ok; the first pass is outside the measurement.
+func waitFor(ctx context.Context, c client.Client, ok func(*operatorv1.MachineConfiguration) bool) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		mc := &operatorv1.MachineConfiguration{}
+		if err := c.Get(ctx, client.ObjectKey{Name: controllers.MachineConfigurationName}, mc); err == nil && ok(mc) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// startOperator builds the operator and runs it against env as its own process, so its memory
+// and CPU are its own.
+func startOperator(ctx context.Context, env *testenv.Env, dir string, environ []string) (*exec.Cmd, error) {
+	bin := filepath.Join(dir, "bootimage-operator")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/bootimage-operator")
+	build.Dir = manifests.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building the operator: %v: %s", err, out)
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--release-version", fixtures.ReleaseVersion,
+		"--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+	cmd.Env = environ
+	logs, err := os.Create(filepath.Join(manifests.RepoRoot(), "bin", "scale-operator.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	return cmd, cmd.Start()
+}
