@@ -38,7 +38,7 @@ func (r *ControlPlaneMachineSetReconciler) Reconcile(ctx context.Context, req re
 	return r.reconcile(ctx, target{
 		live:    c,
 		reduced: cpms.Object(c),
-		refine: func(d bootimage.Decision, next bootimage.Attempts) bootimage.Decision { return cpms.Decide(c, d, next) },
+		refine:  func(d bootimage.Decision, next bootimage.Attempts) bootimage.Decision { return cpms.Decide(c, d, next) },
 		patch: func(d bootimage.Decision, next bootimage.Attempts) ([]byte, error) {
 			patch, err := cpms.Patch(c, d, next)
 			if err != nil {

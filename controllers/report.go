@@ -33,4 +33,3 @@ func report(ctx context.Context, recorder record.EventRecorder, tracker *Tracker
 		recorder.Event(obj, corev1.EventTypeWarning, d.Reason, "Boot image update failed: "+d.Message)
 	}
 }
-

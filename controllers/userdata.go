@@ -66,4 +66,3 @@ func upgradeUserData(ctx context.Context, c client.Client, recorder record.Event
 	recorder.Eventf(secret, corev1.EventTypeNormal, ReasonUserDataUpgraded, "Upgraded the user-data stub from Ignition %s to %s for the new boot image", d.UserDataVersion, bootimage.UserDataStubVersion)
 	return nil
 }
-
