@@ -1,9 +1,6 @@
 package render_test
 
 import (
-	"bytes"
-	"compress/gzip"
-	"encoding/base64"
 	"testing"
 
 	ignconfig "github.com/coreos/ignition/v2/config"
@@ -54,13 +51,15 @@ func file(path, source, extra string) string {
 	return `{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"` + path + `","mode":420,"user":{"name":"root"},"contents":{"source":"` + source + `"` + extra + `}}]}}`
 }
 
-func gzipped(s string) string {
-	var buf bytes.Buffer
-	w := gzip.NewWriter(&buf)
-	_, _ = w.Write([]byte(s))
-	_ = w.Close()
-	return "data:;base64," + base64.StdEncoding.EncodeToString(buf.Bytes())
-}
+// Gzipped file contents; gzFoo is the MCO's own, from TestIgnitionMergeCompressed.
+const (
+	gzFoo        = "data:;base64,H4sIAAAAAAAAA0vLz+cCAKhlMn4EAAAA"
+	gzOld        = "data:;base64,H4sIAAAAAAACA8vPSQEA5dRdPwMAAAA="
+	gzHelloWorld = "data:;base64,H4sIAAAAAAACA8tIzcnJVyjPL8pJAQCFEUoNCwAAAA=="
+)
+
+// gzFile is an Ignition config with one gzipped file.
+func gzFile(path, source string) string { return file(path, source, `,"compression":"gzip"`) }
 
 // parsed is an Ignition config in the newest spec, as Render returns it. Table entries are built
 // before any spec runs, so a broken literal panics.
@@ -112,7 +111,7 @@ var _ = DescribeTable("Render merges a pool's MachineConfigs as the MCO does",
 			machineConfig("ccc", "infra", ignition(file("/etc/test2", "data:,new", ""))),
 			machineConfig("aaa", "worker", ignition(file("/etc/test1", "data:,old", ""))),
 			machineConfig("bbb", "worker", ignition(file("/etc/test1", "data:,new", ""))),
-			machineConfig("ddd", "worker", ignition(file("/etc/test2", gzipped("old"), `,"compression":"gzip"`))),
+			machineConfig("ddd", "worker", ignition(gzFile("/etc/test2", gzOld))),
 		},
 		defaults(func(c *refresh.Config) {
 			c.Ignition = parsed(`{"ignition":{"version":"3.2.0"},"storage":{"files":[
@@ -130,7 +129,7 @@ var _ = DescribeTable("Render merges a pool's MachineConfigs as the MCO does",
 		})),
 	Entry("TestIgnitionMergeCompressed: plain contents replacing gzipped ones drop the compression",
 		[]*mcfgv1.MachineConfig{
-			machineConfig("00-a", "worker", ignition(file("/etc/testfileconfig", gzipped("foo"), `,"compression":"gzip"`))),
+			machineConfig("00-a", "worker", ignition(gzFile("/etc/testfileconfig", gzFoo))),
 			machineConfig("01-b", "worker", ignition(file("/etc/testfileconfig", "data:,hello%20world", ""))),
 		},
 		defaults(func(c *refresh.Config) {
@@ -237,12 +236,12 @@ var _ = DescribeTable("A pool's change, rendered and decided with the default po
 		},
 		refresh.InPlace, "sshkey policy"),
 	Entry("TestMergeMachineConfigs: a custom pool's file replacing the worker's reboots without a file policy",
-		[]*mcfgv1.MachineConfig{machineConfig("ddd", "worker", ignition(file("/etc/test2", gzipped("old"), `,"compression":"gzip"`)))},
-		[]*mcfgv1.MachineConfig{machineConfig("ddd", "worker", ignition(file("/etc/test2", gzipped("old"), `,"compression":"gzip"`))), machineConfig("ccc", "infra", ignition(file("/etc/test2", "data:,new", "")))},
+		[]*mcfgv1.MachineConfig{machineConfig("ddd", "worker", ignition(gzFile("/etc/test2", gzOld)))},
+		[]*mcfgv1.MachineConfig{machineConfig("ddd", "worker", ignition(gzFile("/etc/test2", gzOld))), machineConfig("ccc", "infra", ignition(file("/etc/test2", "data:,new", "")))},
 		refresh.Reboot, "no file policy matches /etc/test2"),
 	Entry("TestIgnitionMergeCompressed: the same bytes, re-encoded without gzip, change nothing",
-		[]*mcfgv1.MachineConfig{machineConfig("00-a", "worker", ignition(file("/etc/testfileconfig", gzipped("hello world"), `,"compression":"gzip"`)))},
-		[]*mcfgv1.MachineConfig{machineConfig("00-a", "worker", ignition(file("/etc/testfileconfig", gzipped("hello world"), `,"compression":"gzip"`))), machineConfig("01-b", "worker", ignition(file("/etc/testfileconfig", "data:,hello%20world", "")))},
+		[]*mcfgv1.MachineConfig{machineConfig("00-a", "worker", ignition(gzFile("/etc/testfileconfig", gzHelloWorld)))},
+		[]*mcfgv1.MachineConfig{machineConfig("00-a", "worker", ignition(gzFile("/etc/testfileconfig", gzHelloWorld))), machineConfig("01-b", "worker", ignition(file("/etc/testfileconfig", "data:,hello%20world", "")))},
 		refresh.NoChange, ""),
 	Entry("TestSetDefaultFileOverwrite: writing down overwrite: true changes nothing",
 		[]*mcfgv1.MachineConfig{machineConfig("overwrite", "worker", ignition(`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:,x"}}]}}`))},
