@@ -39,6 +39,9 @@ var CRDs = []CRD{
 	{"config/v1/zz_generated.crd-manifests", "0000_10_config-operator_01_infrastructures"},
 	{"config/v1/zz_generated.crd-manifests", "0000_00_cluster-version-operator_01_clusterversions"},
 	{"config/v1/zz_generated.crd-manifests", "0000_00_cluster-version-operator_01_clusteroperators"},
+	// Read by `bootimagectl refresh plan --kubeconfig`.
+	{"machineconfiguration/v1/zz_generated.crd-manifests", "0000_80_machine-config_01_machineconfigs"},
+	{"machineconfiguration/v1/zz_generated.crd-manifests", "0000_80_machine-config_01_machineconfigpools-SelfManagedHA"},
 }
 
 // Path returns the file of crd for featureSet under the module directory moduleDir: the

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -17,6 +18,9 @@ import (
 
 // runRefreshPlan is `bootimagectl refresh plan`.
 func runRefreshPlan(args []string, stdout, stderr io.Writer) int {
+	if wantsLiveRefreshPlan(args) {
+		return runRefreshPlanLive(context.Background(), args, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("bootimagectl refresh plan", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	oldPath := fs.String("old", "", "The node's current config: a MachineConfig (YAML or JSON) or Ignition JSON.")

@@ -1,0 +1,411 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	intstrutil "k8s.io/apimachinery/pkg/util/intstr"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bootimage-operator/bootimage-operator/controllers"
+	"github.com/bootimage-operator/bootimage-operator/refresh"
+	"github.com/bootimage-operator/bootimage-operator/refresh/render"
+)
+
+// LivePlan is what applying or deleting one MachineConfig would do to the pools that render it.
+type LivePlan struct {
+	MachineConfig string `json:"machineConfig"`
+	// Operation is apply or delete.
+	Operation string     `json:"operation"`
+	Pools     []PoolPlan `json:"pools"`
+	// Message says why no pool is affected.
+	Message string `json:"message,omitempty"`
+}
+
+// PoolPlan is the decision for one MachineConfigPool: the file mode's outcome, actions and
+// changes, with the pool's rollout.
+type PoolPlan struct {
+	Pool string `json:"pool"`
+	// RenderedConfig is the pool's current rendered config, the one the decision starts from.
+	RenderedConfig string `json:"renderedConfig"`
+	Paused         bool   `json:"paused"`
+	// MachineCount nodes are updated, MaxUnavailable at a time.
+	MachineCount   int32 `json:"machineCount"`
+	MaxUnavailable int   `json:"maxUnavailable"`
+	refresh.Result
+	Notes []string `json:"notes,omitempty"`
+}
+
+// poolChange is a MachineConfig to apply (Apply set) or the name of one to delete.
+type poolChange struct {
+	name  string
+	apply *mcfgv1.MachineConfig
+}
+
+// controllerConfig is the MCO's ControllerConfig, read only for its base OS image.
+var controllerConfig = schema.GroupVersionKind{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "ControllerConfig"}
+
+// wantsLiveRefreshPlan reports whether `refresh plan` args ask for a cluster (--kubeconfig).
+func wantsLiveRefreshPlan(args []string) bool {
+	return slices.ContainsFunc(args, func(a string) bool {
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		return strings.HasPrefix(a, "-") && name == "kubeconfig"
+	})
+}
+
+// runRefreshPlanLive is `bootimagectl refresh plan --kubeconfig`: it previews a MachineConfig on
+// the pools of a cluster, reading only.
+func runRefreshPlanLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bootimagectl refresh plan --kubeconfig", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	kubeconfig := fs.String("kubeconfig", "", "Read this cluster's MachineConfigPools, MachineConfigs and node disruption policies.")
+	file := fs.String("f", "", "A MachineConfig (YAML or JSON) to preview applying.")
+	deleted := fs.String("delete", "", "The name of a MachineConfig to preview deleting.")
+	pool := fs.String("pool", "", "Only this MachineConfigPool.")
+	output := fs.String("o", "table", "Output format: table or json.")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUnusable
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "bootimagectl refresh plan: "+format+"\n", a...)
+		return exitUnusable
+	}
+	if (*file == "") == (*deleted == "") {
+		return fail("give one of -f FILE and --delete NAME")
+	}
+	if *output != "table" && *output != "json" {
+		return fail("-o must be table or json, not %q", *output)
+	}
+	scheme := liveScheme()
+	change := poolChange{name: *deleted}
+	if *file != "" {
+		mc, err := readMachineConfig(scheme, *file)
+		if err != nil {
+			return fail("%v", err)
+		}
+		change = poolChange{name: mc.Name, apply: mc}
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return fail("%v", err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fail("%v", err)
+	}
+	p, err := planLive(ctx, c, change, *pool)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if err := printLivePlan(stdout, p, *output); err != nil {
+		return fail("%v", err)
+	}
+	return exitOK
+}
+
+func liveScheme() *runtime.Scheme {
+	s := controllers.NewScheme()
+	utilruntime.Must(mcfgv1.Install(s))
+	return s
+}
+
+// readMachineConfig decodes path strictly, so a misspelt or mistyped field is named, and checks it
+// as the MCO does before rendering.
+func readMachineConfig(scheme *runtime.Scheme, path string) (*mcfgv1.MachineConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	decoder := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme, scheme, kjson.SerializerOptions{Yaml: true, Strict: true})
+	obj, gvk, err := decoder.Decode(data, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	mc, ok := obj.(*mcfgv1.MachineConfig)
+	if !ok {
+		return nil, fmt.Errorf("%s: a %s, not a machineconfiguration.openshift.io/v1 MachineConfig", path, gvk.Kind)
+	}
+	if mc.Name == "" {
+		return nil, fmt.Errorf("%s: metadata.name is empty", path)
+	}
+	if err := render.Validate(mc); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return mc, nil
+}
+
+// planLive reads the cluster and decides change for every pool it affects (only onlyPool when set).
+func planLive(ctx context.Context, c client.Reader, change poolChange, onlyPool string) (LivePlan, error) {
+	plan := LivePlan{MachineConfig: change.name, Operation: "apply", Pools: []PoolPlan{}}
+	var mcs mcfgv1.MachineConfigList
+	if err := c.List(ctx, &mcs); err != nil {
+		return plan, fmt.Errorf("listing MachineConfigs: %v", err)
+	}
+	var existing *mcfgv1.MachineConfig
+	for i := range mcs.Items {
+		if mcs.Items[i].Name == change.name {
+			existing = &mcs.Items[i]
+		}
+	}
+	if change.apply == nil {
+		plan.Operation = "delete"
+		if existing == nil {
+			return plan, fmt.Errorf("MachineConfig %s not found", change.name)
+		}
+	}
+	var pools mcfgv1.MachineConfigPoolList
+	if err := c.List(ctx, &pools); err != nil {
+		return plan, fmt.Errorf("listing MachineConfigPools: %v", err)
+	}
+	if onlyPool != "" && !slices.ContainsFunc(pools.Items, func(p mcfgv1.MachineConfigPool) bool { return p.Name == onlyPool }) {
+		return plan, fmt.Errorf("MachineConfigPool %s not found", onlyPool)
+	}
+	sort.Slice(pools.Items, func(i, j int) bool { return pools.Items[i].Name < pools.Items[j].Name })
+	policies, policyNote, err := livePolicies(ctx, c)
+	if err != nil {
+		return plan, err
+	}
+	for i := range pools.Items {
+		pool := &pools.Items[i]
+		if onlyPool != "" && pool.Name != onlyPool {
+			continue
+		}
+		current, updated, affected, err := poolConfigs(pool, mcs.Items, existing, change.apply)
+		if err != nil {
+			return plan, err
+		}
+		if !affected {
+			continue
+		}
+		pp, err := planPool(ctx, c, pool, current, updated, policies)
+		if err != nil {
+			return plan, err
+		}
+		if policyNote != "" {
+			pp.Notes = append(pp.Notes, policyNote)
+		}
+		plan.Pools = append(plan.Pools, pp)
+	}
+	if len(plan.Pools) == 0 {
+		mc := existing
+		if change.apply != nil {
+			mc = change.apply
+		}
+		plan.Message = fmt.Sprintf("No MachineConfigPool selects MachineConfig %s (labels %v): nothing changes", change.name, mc.Labels)
+		if onlyPool != "" {
+			plan.Message = fmt.Sprintf("MachineConfigPool %s does not select MachineConfig %s (labels %v): nothing changes there", onlyPool, change.name, mc.Labels)
+		}
+	}
+	return plan, nil
+}
+
+// poolConfigs returns the MachineConfigs pool renders now and after the change; affected is false
+// when the pool selects neither the MachineConfig as it is nor as it would be.
+func poolConfigs(pool *mcfgv1.MachineConfigPool, all []mcfgv1.MachineConfig, existing, apply *mcfgv1.MachineConfig) (current, updated []*mcfgv1.MachineConfig, affected bool, err error) {
+	selects := func(mc *mcfgv1.MachineConfig) (bool, error) {
+		if mc == nil {
+			return false, nil
+		}
+		return render.Selects(pool, mc)
+	}
+	for i := range all {
+		ok, err := selects(&all[i])
+		if err != nil {
+			return nil, nil, false, err
+		}
+		if ok {
+			current = append(current, &all[i])
+		}
+	}
+	hadIt, err := selects(existing)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	getsIt, err := selects(apply)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	for _, mc := range current {
+		if existing == nil || mc.Name != existing.Name {
+			updated = append(updated, mc)
+		}
+	}
+	if getsIt {
+		updated = append(updated, apply)
+	}
+	return current, updated, hadIt || getsIt, nil
+}
+
+// planPool decides the change from the pool's current rendered config to the render of updated.
+func planPool(ctx context.Context, c client.Reader, pool *mcfgv1.MachineConfigPool, current, updated []*mcfgv1.MachineConfig, policies refresh.Policies) (PoolPlan, error) {
+	pp := PoolPlan{Pool: pool.Name, RenderedConfig: pool.Status.Configuration.Name, Paused: pool.Spec.Paused, MachineCount: pool.Status.MachineCount}
+	maxUnavailable := intstrutil.FromInt32(1)
+	if pool.Spec.MaxUnavailable != nil {
+		maxUnavailable = *pool.Spec.MaxUnavailable
+	}
+	n, err := intstrutil.GetScaledValueFromIntOrPercent(&maxUnavailable, int(pool.Status.MachineCount), false)
+	if err != nil {
+		return pp, fmt.Errorf("MachineConfigPool %s spec.maxUnavailable: %v", pool.Name, err)
+	}
+	pp.MaxUnavailable = max(n, 1) // as the MCO's node controller: at least one at a time
+	if pp.RenderedConfig == "" {
+		return pp, fmt.Errorf("MachineConfigPool %s has no rendered config yet (status.configuration.name)", pool.Name)
+	}
+	var rendered mcfgv1.MachineConfig
+	if err := c.Get(ctx, client.ObjectKey{Name: pp.RenderedConfig}, &rendered); err != nil {
+		return pp, fmt.Errorf("MachineConfigPool %s: reading its rendered config: %v", pool.Name, err)
+	}
+	old, err := parseRendered(&rendered)
+	if err != nil {
+		return pp, err
+	}
+	base, baseNote := baseOSImage(ctx, c, &rendered)
+	if baseNote != "" {
+		pp.Notes = append(pp.Notes, baseNote)
+	}
+	if len(updated) == 0 {
+		return pp, fmt.Errorf("MachineConfigPool %s would render no MachineConfigs at all: the MCO refuses that", pool.Name)
+	}
+	next, err := render.Render(updated, base)
+	if err != nil {
+		return pp, fmt.Errorf("MachineConfigPool %s: %v", pool.Name, err)
+	}
+	changes, err := refresh.Diff(old, next)
+	if err != nil {
+		return pp, fmt.Errorf("MachineConfigPool %s: %v", pool.Name, err)
+	}
+	pp.Result = refresh.Decide(changes, policies)
+	if note := pendingNote(old, current, base, pp.RenderedConfig); note != "" {
+		pp.Notes = append(pp.Notes, note)
+	}
+	if pool.Spec.Paused {
+		pp.Notes = append(pp.Notes, "The pool is paused: its nodes keep their config until it is unpaused")
+	}
+	return pp, nil
+}
+
+// pendingNote says when the pool's MachineConfigs as they are already render differently from its
+// current rendered config (a change not rolled out yet): the plan then includes that change too.
+func pendingNote(old refresh.Config, current []*mcfgv1.MachineConfig, base, renderedName string) string {
+	now, err := render.Render(current, base)
+	if err != nil {
+		return ""
+	}
+	changes, err := refresh.Diff(old, now)
+	if err != nil || len(changes) == 0 {
+		return ""
+	}
+	names := make([]string, len(changes))
+	for i, ch := range changes {
+		names[i] = string(ch.Kind) + " " + ch.Name
+	}
+	return fmt.Sprintf("The pool's MachineConfigs already differ from %s before this change (%s): the plan includes that", renderedName, strings.Join(names, "; "))
+}
+
+// parseRendered reads a stored rendered config with the same parser as the file mode.
+func parseRendered(mc *mcfgv1.MachineConfig) (refresh.Config, error) {
+	mc = mc.DeepCopy()
+	mc.SetGroupVersionKind(mcfgv1.GroupVersion.WithKind("MachineConfig"))
+	data, err := json.Marshal(mc)
+	if err != nil {
+		return refresh.Config{}, err
+	}
+	cfg, err := refresh.Parse(data)
+	if err != nil {
+		return refresh.Config{}, fmt.Errorf("rendered config %s: %v", mc.Name, err)
+	}
+	return cfg, nil
+}
+
+// baseOSImage is the release's OS image that the MachineConfigs may override: the rendered
+// config's own, unless a MachineConfig overrode it there; then the ControllerConfig's.
+func baseOSImage(ctx context.Context, c client.Reader, rendered *mcfgv1.MachineConfig) (string, string) {
+	if rendered.Annotations[render.OSImageOverriddenAnnotation] != "true" {
+		return rendered.Spec.OSImageURL, ""
+	}
+	cc := &unstructured.Unstructured{}
+	cc.SetGroupVersionKind(controllerConfig)
+	err := c.Get(ctx, client.ObjectKey{Name: "machine-config-controller"}, cc)
+	if err == nil {
+		if image, _, _ := unstructured.NestedString(cc.Object, "spec", "baseOSContainerImage"); image != "" {
+			return image, ""
+		}
+	}
+	return rendered.Spec.OSImageURL, fmt.Sprintf("The release's OS image is unknown (ControllerConfig machine-config-controller: %v): removing the OS image override is not shown", errOr(err, "no spec.baseOSContainerImage"))
+}
+
+func errOr(err error, otherwise string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return otherwise
+}
+
+// livePolicies are the cluster's node disruption policies: MachineConfiguration/cluster
+// status.nodeDisruptionPolicyStatus, which the MCO computes; its spec merged with the defaults
+// while the MCO has not written the status yet. The note says when that fallback was taken.
+func livePolicies(ctx context.Context, c client.Reader) (refresh.Policies, string, error) {
+	var mc operatorv1.MachineConfiguration
+	err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, &mc)
+	if apierrors.IsNotFound(err) {
+		return refresh.DefaultPolicies(), "No MachineConfiguration cluster: the MCO's default policies apply", nil
+	}
+	if err != nil {
+		return refresh.Policies{}, "", fmt.Errorf("reading MachineConfiguration cluster: %v", err)
+	}
+	status := mc.Status.NodeDisruptionPolicyStatus.ClusterPolicies
+	if len(status.Files) > 0 || len(status.Units) > 0 || len(status.SSHKey.Actions) > 0 {
+		return status, "", nil
+	}
+	policies, err := refresh.MergePolicies(mc.Spec.NodeDisruptionPolicy)
+	if err != nil {
+		return refresh.Policies{}, "", fmt.Errorf("MachineConfiguration cluster spec.nodeDisruptionPolicy: %v", err)
+	}
+	return policies, "MachineConfiguration cluster has no status.nodeDisruptionPolicyStatus yet: its spec is merged with the defaults", nil
+}
+
+func printLivePlan(w io.Writer, p LivePlan, format string) error {
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(p)
+	}
+	fmt.Fprintf(w, "MachineConfig %s (%s)\n", p.MachineConfig, p.Operation)
+	if p.Message != "" {
+		fmt.Fprintln(w, p.Message)
+	}
+	for _, pp := range p.Pools {
+		paused := ""
+		if pp.Paused {
+			paused = ", paused"
+		}
+		fmt.Fprintf(w, "\nPool %s: %d machines, %d at a time%s, from %s\n", pp.Pool, pp.MachineCount, pp.MaxUnavailable, paused, pp.RenderedConfig)
+		if err := printRefresh(w, pp.Result, "table"); err != nil {
+			return err
+		}
+		for _, n := range pp.Notes {
+			fmt.Fprintf(w, "Note: %s\n", n)
+		}
+	}
+	return nil
+}
