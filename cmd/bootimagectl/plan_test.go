@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -16,6 +17,8 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2/textlogger"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/yaml"
@@ -24,13 +27,19 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
-	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
 
 func TestBootimagectl(t *testing.T) {
 	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
 	RunSpecs(t, "bootimagectl")
 }
+
+// The operator's log, for the specs that run it.
+var _ = BeforeSuite(func() {
+	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(GinkgoWriter))))
+})
 
 var scheme = controllers.NewScheme()
 
@@ -183,28 +192,6 @@ var _ = Describe("bootimagectl plan on files", func() {
 		Entry("a missing file", func() []string { return []string{"plan", "-f", filepath.Join(dir, "nope.yaml")} }, "no such file"),
 		Entry("a bad output format", func() []string { return []string{"plan", "-f", dir, "-o", "xml"} }, "-o must be table or json"),
 	)
-})
-
-var _ = Describe("bootimagectl plan on a cluster", Ordered, func() {
-	var env *testenv.Env
-	BeforeAll(func() { env = testenv.StartForSpecs(testenv.Options{}) })
-
-	It("reads the cluster and decides as it does for the same objects in files", func() {
-		objects := func() []client.Object { return append(planCluster(), planMachineSets()...) }
-		Expect(fixtures.Create(context.Background(), env.Client, objects()...)).To(Succeed())
-		dir := GinkgoT().TempDir()
-		kubeconfig := filepath.Join(dir, "kubeconfig")
-		Expect(env.WriteKubeconfig(kubeconfig)).To(Succeed())
-		writeYAML(filepath.Join(dir, "objects.yaml"), objects()...)
-		images := writeAMIs()
-
-		code, fromCluster, stderr := runCLI("plan", "--kubeconfig", kubeconfig, "--aws-images", images, "-o", "json")
-		Expect(stderr).To(BeEmpty())
-		Expect(code).To(Equal(0))
-		_, fromFiles, _ := runCLI("plan", "-f", filepath.Join(dir, "objects.yaml"), "--aws-images", images, "-o", "json")
-		Expect(fromCluster).To(MatchJSON(fromFiles))
-		Expect(fromCluster).To(ContainSubstring(`"update": 2`))
-	})
 })
 
 var _ = Describe("bootimagectl plan on files, the operator's cases", func() {
