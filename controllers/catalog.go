@@ -26,9 +26,10 @@ const (
 // deregistered or made available meanwhile.
 const describeImagesTTL = 10 * time.Minute
 
-// clusterCatalog returns the cloud image catalogues of the cluster, configured from its
-// credentials Secrets and Infrastructure, read through c (the manager's cache).
-func clusterCatalog(c client.Client, rootCAs *x509.CertPool) bootimage.Catalog {
+// ClusterCatalog returns the cloud image catalogues of the cluster, configured from its
+// credentials Secrets and Infrastructure, read through c: the manager's cache in the operator, a
+// direct client in `bootimagectl plan`. rootCAs, when set, are trusted for the cloud endpoints.
+func ClusterCatalog(c client.Reader, rootCAs *x509.CertPool) bootimage.Catalog {
 	var gcpOnce sync.Once
 	return cloud.Catalog{
 		AWS: &cloud.EC2{TTL: describeImagesTTL, RootCAs: rootCAs, Settings: func(ctx context.Context) (cloud.AWSSettings, error) {
@@ -67,7 +68,7 @@ func clusterCatalog(c client.Client, rootCAs *x509.CertPool) bootimage.Catalog {
 	}
 }
 
-func credentialsSecret(ctx context.Context, c client.Client, name string) (*corev1.Secret, error) {
+func credentialsSecret(ctx context.Context, c client.Reader, name string) (*corev1.Secret, error) {
 	secret := &corev1.Secret{}
 	err := c.Get(ctx, client.ObjectKey{Namespace: MachineAPINamespace, Name: name}, secret)
 	if apierrors.IsNotFound(err) {

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"runtime"
 
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -21,9 +20,6 @@ const (
 	MCONamespace            = "openshift-machine-config-operator"
 	BootImagesConfigMapName = "coreos-bootimages"
 )
-
-// controlPlaneRoles label the nodes whose architecture is the control plane's.
-var controlPlaneRoles = []string{"node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master"}
 
 // clusterInputs reads, from the cache, everything a decision needs besides the object itself.
 type clusterInputs struct {
@@ -59,7 +55,7 @@ func (in clusterInputs) load(ctx context.Context) (loaded loadedInputs, ready bo
 		objs.Gates = gates
 	}
 	objs.GatesError = gatesErr
-	if objs.ControlPlaneArch, err = controlPlaneArch(ctx, in.Client); err != nil {
+	if objs.ControlPlaneArch, err = ControlPlaneArch(ctx, in.Client); err != nil {
 		return loaded, false, err
 	}
 	return loadedInputs{cluster: bootimage.NewCluster(objs), version: inputsVersion(mc, objs.BootImages)}, true, nil
@@ -95,19 +91,19 @@ func getOptional[T client.Object](ctx context.Context, c client.Client, key clie
 	return obj, nil
 }
 
-// controlPlaneArch is the kubernetes.io/arch of the control-plane nodes, else this process's.
-func controlPlaneArch(ctx context.Context, c client.Reader) (string, error) {
-	for _, role := range controlPlaneRoles {
+// ControlPlaneArch returns the control plane's architecture by bootimage.ControlPlaneArch,
+// listing only the metadata of the nodes with a control-plane role.
+func ControlPlaneArch(ctx context.Context, c client.Reader) (string, error) {
+	var labels []map[string]string
+	for _, role := range bootimage.ControlPlaneRoles {
 		nodes := &metav1.PartialObjectMetadataList{}
 		nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
 		if err := c.List(ctx, nodes, client.HasLabels{role}); err != nil {
 			return "", err
 		}
 		for _, n := range nodes.Items {
-			if arch := n.Labels[corev1.LabelArchStable]; arch != "" {
-				return arch, nil
-			}
+			labels = append(labels, n.Labels)
 		}
 	}
-	return runtime.GOARCH, nil
+	return bootimage.ControlPlaneArch(labels), nil
 }

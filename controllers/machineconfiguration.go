@@ -166,7 +166,7 @@ func (r *MachineConfigurationReconciler) streamProblem(ctx context.Context, boot
 	if err != nil {
 		return ""
 	}
-	arch, err := controlPlaneArch(ctx, r.Client)
+	arch, err := ControlPlaneArch(ctx, r.Client)
 	if err != nil {
 		return ""
 	}

@@ -1,6 +1,6 @@
 // Command bootimagectl shows what bootimage-operator would do, writing nothing.
 //
-//	bootimagectl plan [--kubeconfig FILE | -f FILE|DIR ...] [--aws-images FILE] [--release-version V] [-o table|json]
+//	bootimagectl plan [--kubeconfig FILE [--offline] | -f FILE|DIR ...] [--aws-images FILE] [--release-version V] [-o table|json]
 package main
 
 import (
@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 
+	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -61,9 +62,10 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bootimagectl plan", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var files fileList
-	kubeconfig := fs.String("kubeconfig", "", "Read the cluster of this kubeconfig (default $KUBECONFIG) instead of files.")
+	kubeconfig := fs.String("kubeconfig", "", "Read the cluster of this kubeconfig (default $KUBECONFIG) instead of files, and look images up in its cloud with its credentials Secrets, as the operator does.")
+	offline := fs.Bool("offline", false, "Look no image up in a cloud: only in --aws-images. Always so with -f.")
 	fs.Var(&files, "f", "A YAML or JSON file, or a folder of them (repeatable): Infrastructure, FeatureGate, ClusterVersion, MachineConfiguration, ConfigMap, MachineSet, ControlPlaneMachineSet, Secret, Node, and Lists of them.")
-	awsImages := fs.String("aws-images", "", "A JSON array of AMIs {imageId, ownerId, name, description, creationDate, region, state} to classify AWS images with.")
+	awsImages := fs.String("aws-images", "", "A JSON array of AMIs {imageId, ownerId, name, description, creationDate, region, state} to classify AWS images with, instead of EC2.")
 	releaseVersion := fs.String("release-version", "", "Release version whose feature gates apply (default: ClusterVersion status.desired.version).")
 	output := fs.String("o", "table", "Output format: table or json.")
 	if err := fs.Parse(args); err != nil {
@@ -76,25 +78,25 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bootimagectl plan: -o must be table or json, not %q\n", *output)
 		return exitUnusable
 	}
-	in, err := planSource(ctx, files, *kubeconfig)
+	in, c, err := planSource(ctx, files, *kubeconfig)
 	if err != nil {
 		fmt.Fprintf(stderr, "bootimagectl plan: %v\n", err)
 		return exitUnusable
 	}
-	var images bootimage.Catalog
-	if *awsImages != "" {
-		static, err := cloud.LoadStatic(*awsImages)
-		if err != nil {
-			fmt.Fprintf(stderr, "bootimagectl plan: %v\n", err)
-			return exitUnusable
-		}
-		images = static
+	if *offline {
+		c = nil
+	}
+	images, notes, err := imageCatalog(in, c, *awsImages)
+	if err != nil {
+		fmt.Fprintf(stderr, "bootimagectl plan: %v\n", err)
+		return exitUnusable
 	}
 	p, err := plan(ctx, in, *releaseVersion, images)
 	if err != nil {
 		fmt.Fprintf(stderr, "bootimagectl plan: %v\n", err)
 		return exitUnusable
 	}
+	p.Notes = append(notes, p.Notes...)
 	if err := printPlan(stdout, p, *output); err != nil {
 		fmt.Fprintf(stderr, "bootimagectl plan: %v\n", err)
 		return exitUnusable
@@ -105,28 +107,67 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func planSource(ctx context.Context, files []string, kubeconfig string) (planInputs, error) {
+// planSource reads the plan's inputs from files or from the cluster of kubeconfig; for a cluster
+// it also returns the direct (uncached) client it read them with.
+func planSource(ctx context.Context, files []string, kubeconfig string) (planInputs, client.Reader, error) {
 	scheme := controllers.NewScheme()
 	if len(files) > 0 {
 		objs, err := loadFiles(scheme, files)
 		if err != nil {
-			return planInputs{}, err
+			return planInputs{}, nil, err
 		}
-		return fromObjects(objs), nil
+		return fromObjects(objs), nil, nil
 	}
 	if kubeconfig == "" {
 		kubeconfig = os.Getenv("KUBECONFIG")
 	}
 	if kubeconfig == "" {
-		return planInputs{}, fmt.Errorf("give -f FILE|DIR or --kubeconfig")
+		return planInputs{}, nil, fmt.Errorf("give -f FILE|DIR or --kubeconfig")
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		return planInputs{}, err
+		return planInputs{}, nil, err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		return planInputs{}, err
+		return planInputs{}, nil, err
 	}
-	return fromCluster(ctx, c)
+	in, err := fromCluster(ctx, c)
+	return in, c, err
+}
+
+// imageCatalog returns where the plan looks cloud images up: the --aws-images file when given;
+// else, through c (a cluster, not --offline), the clouds as the operator reaches them, from the
+// same credentials Secrets and Infrastructure endpoints; else nowhere. notes say, once, what
+// cannot be looked up and why.
+func imageCatalog(in planInputs, c client.Reader, awsImages string) (bootimage.Catalog, []string, error) {
+	if awsImages != "" {
+		static, err := cloud.LoadStatic(awsImages)
+		if err != nil {
+			return nil, nil, err
+		}
+		return static, nil, nil
+	}
+	var platform configv1.PlatformType
+	if in.infra != nil {
+		platform = bootimage.PlatformOf(in.infra)
+	}
+	if c == nil {
+		if platform == configv1.AWSPlatformType {
+			return nil, []string{"No AMI catalogue (no --aws-images; files and --offline reach no cloud): AMIs are not looked up, so RHCOS AMIs show as CustomImage"}, nil
+		}
+		return nil, nil, nil
+	}
+	var notes []string
+	if cc, ok := cloudCredentials[platform]; ok && in.secrets[cc.secret] == nil {
+		notes = append(notes, fmt.Sprintf("No Secret %s/%s: %s", controllers.MachineAPINamespace, cc.secret, cc.without))
+	}
+	return controllers.ClusterCatalog(c, nil), notes, nil
+}
+
+// cloudCredentials name, per platform, the Secret its image catalogue needs and what is lost
+// without it.
+var cloudCredentials = map[configv1.PlatformType]struct{ secret, without string }{
+	configv1.AWSPlatformType: {controllers.AWSCredentialsSecret, "AMIs cannot be looked up in EC2, by the operator either, so RHCOS AMIs show as CustomImage"},
+	configv1.GCPPlatformType: {controllers.GCPCredentialsSecret, "target images are not pre-flight checked, by the operator either"},
 }

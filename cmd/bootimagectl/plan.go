@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"runtime"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -34,14 +33,17 @@ type planInputs struct {
 	machineSets []*machinev1beta1.MachineSet
 	cpms        []*machinev1.ControlPlaneMachineSet
 	secrets     map[string]*corev1.Secret
-	nodes       []*corev1.Node
-	// secretsComplete says a Secret missing from secrets does not exist (a cluster), rather than
-	// was not given (files).
-	secretsComplete bool
+	// controlPlaneArch is the control plane's architecture (bootimage.ControlPlaneArch).
+	controlPlaneArch string
+	// live says the inputs are a cluster's, read whole: a Secret missing from secrets does not
+	// exist (rather than was not given), and the selection in force is MachineConfiguration's
+	// status, as the operator reads it (rather than computed from spec).
+	live bool
 }
 
 func fromObjects(objs []client.Object) planInputs {
 	in := planInputs{secrets: map[string]*corev1.Secret{}}
+	var nodeLabels []map[string]string
 	for _, o := range objs {
 		switch t := o.(type) {
 		case *configv1.Infrastructure:
@@ -63,9 +65,10 @@ func fromObjects(objs []client.Object) planInputs {
 		case *corev1.Secret:
 			in.secrets[t.Name] = t
 		case *corev1.Node:
-			in.nodes = append(in.nodes, t)
+			nodeLabels = append(nodeLabels, t.Labels)
 		}
 	}
+	in.controlPlaneArch = bootimage.ControlPlaneArch(nodeLabels)
 	return in
 }
 
@@ -101,21 +104,18 @@ func fromCluster(ctx context.Context, c client.Reader) (planInputs, error) {
 	if err := c.List(ctx, secrets, client.InNamespace(controllers.MachineAPINamespace)); err != nil {
 		return planInputs{}, err
 	}
-	nodes := &corev1.NodeList{}
-	if err := c.List(ctx, nodes, client.HasLabels{"node-role.kubernetes.io/master"}); err != nil {
-		return planInputs{}, err
-	}
 	for i := range sets.Items {
 		objs = append(objs, &sets.Items[i])
 	}
 	for i := range secrets.Items {
 		objs = append(objs, &secrets.Items[i])
 	}
-	for i := range nodes.Items {
-		objs = append(objs, &nodes.Items[i])
-	}
 	in := fromObjects(objs)
-	in.secretsComplete = true
+	arch, err := controllers.ControlPlaneArch(ctx, c)
+	if err != nil {
+		return planInputs{}, err
+	}
+	in.controlPlaneArch, in.live = arch, true
 	return in, nil
 }
 
@@ -123,6 +123,8 @@ func fromCluster(ctx context.Context, c client.Reader) (planInputs, error) {
 type Plan struct {
 	Items   []bootimage.Decision `json:"items"`
 	Summary bootimage.Summary    `json:"summary"`
+	// Notes say once what the plan cannot see as the operator does, rather than once per item.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // errUnusable is input a plan cannot be computed from (exit 2).
@@ -136,8 +138,7 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, images boot
 	if releaseVersion == "" && in.version != nil {
 		releaseVersion = in.version.Status.Desired.Version
 	}
-	objs := bootimage.ClusterObjects{Infrastructure: in.infra, ClusterVersion: in.version, BootImages: in.bootImages, Images: images, ControlPlaneArch: controlPlaneArch(in.nodes)}
-	var gates featuregates.Gates
+	objs := bootimage.ClusterObjects{Infrastructure: in.infra, ClusterVersion: in.version, BootImages: in.bootImages, Images: images, ControlPlaneArch: in.controlPlaneArch}
 	switch {
 	case in.featureGate == nil:
 		objs.GatesError = fmt.Errorf("no FeatureGate cluster among the inputs")
@@ -145,19 +146,17 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, images boot
 		g, err := featuregates.FromFeatureGate(in.featureGate, releaseVersion)
 		objs.GatesError = err
 		if err == nil {
-			gates, objs.Gates = g, g
+			objs.Gates = g
 		}
 	}
-	var spec operatorv1.ManagedBootImages
-	if in.mc != nil {
-		spec = in.mc.Spec.ManagedBootImages
-	}
-	if objs.Gates != nil {
-		objs.Effective = bootimage.EffectiveConfiguration(spec, bootimage.PlatformOf(in.infra), gates).Status
+	var out Plan
+	var note string
+	objs.Effective, note = in.selection(objs.Gates)
+	if note != "" {
+		out.Notes = append(out.Notes, note)
 	}
 	cluster := bootimage.NewCluster(objs)
 
-	var out Plan
 	// decide runs the operator's decision for one object; refine applies the CPMS rules.
 	decide := func(obj bootimage.Object, annotations map[string]string, refine func(bootimage.Decision, bootimage.Attempts) bootimage.Decision) error {
 		obj.UserData = in.userData(obj.ProviderSpec)
@@ -196,6 +195,32 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, images boot
 	return out, nil
 }
 
+// selection returns the boot image configuration in force. On a cluster it is the one the
+// operator decides by, MachineConfiguration status.managedBootImagesStatus; from files, or while
+// that status is not computed for the current spec, it is computed from spec as the operator
+// computes it, and on a cluster a note says so.
+func (in planInputs) selection(gates bootimage.Gates) (operatorv1.ManagedBootImages, string) {
+	mc := in.mc
+	if in.live && mc != nil && mc.Status.ObservedGeneration == mc.Generation {
+		return mc.Status.ManagedBootImagesStatus, ""
+	}
+	var note string
+	switch {
+	case in.live && mc == nil:
+		note = "No MachineConfiguration/cluster: the operator decides nothing until it exists; shown with the default selection"
+	case in.live:
+		note = fmt.Sprintf("MachineConfiguration/cluster status is not computed for generation %d yet (observed %d): the operator decides nothing until it is; shown with the selection computed from spec", mc.Generation, mc.Status.ObservedGeneration)
+	}
+	var spec operatorv1.ManagedBootImages
+	if mc != nil {
+		spec = mc.Spec.ManagedBootImages
+	}
+	if gates == nil {
+		return operatorv1.ManagedBootImages{}, note // nothing gated acts: no selection is needed
+	}
+	return bootimage.EffectiveConfiguration(spec, bootimage.PlatformOf(in.infra), gates).Status, note
+}
+
 func (in planInputs) userData(providerSpec []byte) *bootimage.UserData {
 	name := bootimage.UserDataSecretName(providerSpec)
 	if name == "" {
@@ -204,21 +229,10 @@ func (in planInputs) userData(providerSpec []byte) *bootimage.UserData {
 	if s, ok := in.secrets[name]; ok {
 		return &bootimage.UserData{SecretName: name, Found: true, Data: s.Data["userData"]}
 	}
-	if in.secretsComplete {
+	if in.live {
 		return &bootimage.UserData{SecretName: name}
 	}
 	return nil // not given: not checked
-}
-
-func controlPlaneArch(nodes []*corev1.Node) string {
-	for _, n := range nodes {
-		_, master := n.Labels["node-role.kubernetes.io/master"]
-		_, cp := n.Labels["node-role.kubernetes.io/control-plane"]
-		if arch := n.Labels[corev1.LabelArchStable]; (master || cp) && arch != "" {
-			return arch
-		}
-	}
-	return runtime.GOARCH
 }
 
 func printPlan(w io.Writer, p Plan, format string) error {
@@ -236,8 +250,15 @@ func printPlan(w io.Writer, p Plan, format string) error {
 		return err
 	}
 	s := p.Summary
-	_, err := fmt.Fprintf(w, "\n%d to update, %d up to date, %d skipped, %d errors\n", s.Update, s.NoChange, s.Skip, s.Error)
-	return err
+	if _, err := fmt.Fprintf(w, "\n%d to update, %d up to date, %d skipped, %d errors\n", s.Update, s.NoChange, s.Skip, s.Error); err != nil {
+		return err
+	}
+	for _, n := range p.Notes {
+		if _, err := fmt.Fprintf(w, "Note: %s\n", n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func orDash(s string) string {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -14,23 +15,33 @@ import (
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2/textlogger"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/yaml"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
-	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
 
 func TestBootimagectl(t *testing.T) {
 	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
 	RunSpecs(t, "bootimagectl")
 }
+
+// The operator's log, for the specs that run it.
+var _ = BeforeSuite(func() {
+	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(GinkgoWriter))))
+})
 
 var scheme = controllers.NewScheme()
 
@@ -185,28 +196,6 @@ var _ = Describe("bootimagectl plan on files", func() {
 	)
 })
 
-var _ = Describe("bootimagectl plan on a cluster", Ordered, func() {
-	var env *testenv.Env
-	BeforeAll(func() { env = testenv.StartForSpecs(testenv.Options{}) })
-
-	It("reads the cluster and decides as it does for the same objects in files", func() {
-		objects := func() []client.Object { return append(planCluster(), planMachineSets()...) }
-		Expect(fixtures.Create(context.Background(), env.Client, objects()...)).To(Succeed())
-		dir := GinkgoT().TempDir()
-		kubeconfig := filepath.Join(dir, "kubeconfig")
-		Expect(env.WriteKubeconfig(kubeconfig)).To(Succeed())
-		writeYAML(filepath.Join(dir, "objects.yaml"), objects()...)
-		images := writeAMIs()
-
-		code, fromCluster, stderr := runCLI("plan", "--kubeconfig", kubeconfig, "--aws-images", images, "-o", "json")
-		Expect(stderr).To(BeEmpty())
-		Expect(code).To(Equal(0))
-		_, fromFiles, _ := runCLI("plan", "-f", filepath.Join(dir, "objects.yaml"), "--aws-images", images, "-o", "json")
-		Expect(fromCluster).To(MatchJSON(fromFiles))
-		Expect(fromCluster).To(ContainSubstring(`"update": 2`))
-	})
-})
-
 var _ = Describe("bootimagectl plan on files, the operator's cases", func() {
 	images := writeAMIs
 	DescribeTable("one MachineSet",
@@ -265,3 +254,28 @@ var _ = Describe("bootimagectl plan on files, the operator's cases", func() {
 		}(), bootimage.Error, bootimage.ReasonHotLoopDetected),
 	)
 })
+
+var _ = DescribeTable("the image catalogue of a plan says once what it cannot look up",
+	func(platform configv1.PlatformType, secrets []string, live bool, notes []string) {
+		in := planInputs{infra: fixtures.Infrastructure(platform), secrets: map[string]*corev1.Secret{}}
+		for _, name := range secrets {
+			in.secrets[name] = &corev1.Secret{}
+		}
+		var c client.Reader
+		if live {
+			c = fake.NewClientBuilder().Build() // never called: the catalogue reads lazily
+		}
+		_, got, err := imageCatalog(in, c, "")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got).To(HaveExactElements(notes))
+	},
+	Entry("AWS with credentials", configv1.AWSPlatformType, []string{controllers.AWSCredentialsSecret}, true, []string{}),
+	Entry("AWS without", configv1.AWSPlatformType, nil, true, []string{
+		"No Secret openshift-machine-api/aws-cloud-credentials: AMIs cannot be looked up in EC2, by the operator either, so RHCOS AMIs show as CustomImage"}),
+	Entry("GCP without", configv1.GCPPlatformType, nil, true, []string{
+		"No Secret openshift-machine-api/gcp-cloud-credentials: target images are not pre-flight checked, by the operator either"}),
+	Entry("Azure needs none", configv1.AzurePlatformType, nil, true, []string{}),
+	Entry("AWS offline", configv1.AWSPlatformType, []string{controllers.AWSCredentialsSecret}, false, []string{
+		"No AMI catalogue (no --aws-images; files and --offline reach no cloud): AMIs are not looked up, so RHCOS AMIs show as CustomImage"}),
+	Entry("GCP offline", configv1.GCPPlatformType, nil, false, []string{}),
+)
