@@ -59,6 +59,7 @@ func (s bootImageSteps) reconcile(ctx context.Context, t target) (ctrl.Result, e
 		}
 	}
 	report(ctx, s.Recorder, s.Tracker, t.object, d)
+	markReconciled()
 	return ctrl.Result{}, nil
 }
 
@@ -78,6 +79,7 @@ func (s bootImageSteps) update(ctx context.Context, t target, key types.Namespac
 		return fmt.Errorf("patching boot image of %s %s: %w", d.Kind, key, err)
 	}
 	s.Tracker.Patched(d.Kind, key, persisted, d.Target, generation)
+	countUpdate(d.Kind)
 	logf.FromContext(ctx).Info("Updated boot image", "kind", d.Kind, "name", key, "from", d.Current, "to", d.Target)
 	s.Recorder.Eventf(t.object, corev1.EventTypeNormal, ReasonBootImageUpdated, "Updated boot image from %s to %s", d.Current, d.Target)
 	return nil

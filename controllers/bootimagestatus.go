@@ -81,6 +81,7 @@ func (r *BootImageStatusReconciler) Reconcile(ctx context.Context, _ reconcile.R
 	}
 	meta.SetStatusCondition(&mc.Status.Conditions, progressing)
 	meta.SetStatusCondition(&mc.Status.Conditions, degraded)
+	setDegraded(degraded.Status == metav1.ConditionTrue)
 	return ctrl.Result{}, patchStatus(ctx, r.Client, before, mc)
 }
 

@@ -90,6 +90,7 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 		log.Info("Overriding invalid boot image configuration", "reason", msg)
 		r.Recorder.Event(mc, corev1.EventTypeWarning, ReasonInvalidSelection, msg)
 	}
+	SetUpgradeBlocked(blockedBySkew(mc.Status.Conditions))
 	return ctrl.Result{}, patchStatus(ctx, r.Client, before, mc)
 }
 

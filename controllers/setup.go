@@ -51,6 +51,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		return err
 	}
 	tracker := NewTracker()
+	exportDecisions(tracker)
 	images := cfg.Images
 	if images == nil {
 		images = clusterCatalog(mgr.GetClient(), cfg.CloudRootCAs)
