@@ -30,22 +30,22 @@ var _ = Describe("Metrics", func() {
 		Expect(testutil.CollectAndCount(collector)).To(BeZero(), "nothing before a tracker is set")
 
 		collector.tracker.Store(tracker)
-		Expect(testutil.CollectAndCompare(collector, strings.NewReader(`
-# HELP bootimage_decisions Objects by the operator's current decision for them.
-# TYPE bootimage_decisions gauge
-bootimage_decisions{action="Error",kind="ControlPlaneMachineSet",reason="HotLoopDetected"} 1
-bootimage_decisions{action="NoChange",kind="MachineSet",reason="UpToDate"} 1
-bootimage_decisions{action="Skip",kind="MachineSet",reason="NotSelected"} 2
-`))).To(Succeed())
+		exported := func(series ...string) error {
+			header := "# HELP bootimage_decisions Objects by the operator's current decision for them.\n# TYPE bootimage_decisions gauge\n"
+			return testutil.CollectAndCompare(collector, strings.NewReader(header+strings.Join(series, "\n")+"\n"))
+		}
+		Expect(exported(
+			`bootimage_decisions{action="Error",kind="ControlPlaneMachineSet",reason="HotLoopDetected"} 1`,
+			`bootimage_decisions{action="NoChange",kind="MachineSet",reason="UpToDate"} 1`,
+			`bootimage_decisions{action="Skip",kind="MachineSet",reason="NotSelected"} 2`,
+		)).To(Succeed())
 
 		tracker.Forget(machineSetKind, types.NamespacedName{Namespace: MachineAPINamespace, Name: "b"})
-		Expect(testutil.CollectAndCompare(collector, strings.NewReader(`
-# HELP bootimage_decisions Objects by the operator's current decision for them.
-# TYPE bootimage_decisions gauge
-bootimage_decisions{action="Error",kind="ControlPlaneMachineSet",reason="HotLoopDetected"} 1
-bootimage_decisions{action="NoChange",kind="MachineSet",reason="UpToDate"} 1
-bootimage_decisions{action="Skip",kind="MachineSet",reason="NotSelected"} 1
-`))).To(Succeed())
+		Expect(exported(
+			`bootimage_decisions{action="Error",kind="ControlPlaneMachineSet",reason="HotLoopDetected"} 1`,
+			`bootimage_decisions{action="NoChange",kind="MachineSet",reason="UpToDate"} 1`,
+			`bootimage_decisions{action="Skip",kind="MachineSet",reason="NotSelected"} 1`,
+		)).To(Succeed())
 	})
 
 	It("count an Error when a decision becomes one, not on every reconcile", func() {
