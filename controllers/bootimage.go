@@ -100,6 +100,7 @@ func (s bootImageSteps) reconcile(ctx context.Context, t target) (ctrl.Result, e
 		}
 	}
 	report(ctx, s.Recorder, s.Tracker, t.live, d, in.version)
+	markReconciled()
 	if d.CloudDependent() {
 		return ctrl.Result{RequeueAfter: s.Timings.RecheckInterval}, nil
 	}
@@ -122,6 +123,7 @@ func (s bootImageSteps) update(ctx context.Context, t target, key types.Namespac
 		return fmt.Errorf("patching boot image of %s %s: %w", d.Kind, key, err)
 	}
 	s.Tracker.Patched(d.Kind, key, next)
+	countUpdate(d.Kind)
 	logf.FromContext(ctx).Info("Updated boot image", "kind", d.Kind, "name", key, "from", d.Current, "to", d.Target)
 	s.Recorder.Eventf(t.live, corev1.EventTypeNormal, ReasonBootImageUpdated, "Updated boot image from %s to %s", d.Current, d.Target)
 	return nil

@@ -137,6 +137,8 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	if skewOn {
 		guard = bootimage.EvaluateSkewGuard(want.Status)
 	}
+	setDegraded(meta.IsStatusConditionTrue(want.Status.Conditions, ConditionBootImageUpdateDegraded))
+	SetUpgradeBlocked(guard.Blocked)
 	if err := r.reportGuard(ctx, mc, guard, p.leftBehind); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -29,6 +29,7 @@ func report(ctx context.Context, recorder record.EventRecorder, tracker *Tracker
 		log.V(1).Info("Skipping boot image update", "message", d.Message)
 		recorder.Event(obj, corev1.EventTypeNormal, d.Reason, "Boot image update skipped: "+d.Message)
 	case bootimage.Error:
+		countError(d)
 		log.Info("Cannot update boot image", "message", d.Message)
 		recorder.Event(obj, corev1.EventTypeWarning, d.Reason, "Boot image update failed: "+d.Message)
 	}

@@ -44,6 +44,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		return err
 	}
 	tracker := NewTracker()
+	exportDecisions(tracker)
 	streams := &bootimage.StreamCache{}
 	mc := &MachineConfigurationReconciler{
 		Client:   mgr.GetClient(),

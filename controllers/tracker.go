@@ -101,6 +101,19 @@ func (t *Tracker) Decisions(kind, inputs string) map[types.NamespacedName]bootim
 	return out
 }
 
+// Latest returns the latest decision of each object of kind, whatever inputs it was taken on.
+func (t *Tracker) Latest(kind string) []bootimage.Decision {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []bootimage.Decision
+	for k, d := range t.decisions {
+		if k.kind == kind {
+			out = append(out, d.Decision)
+		}
+	}
+	return out
+}
+
 // Attempts returns the attempts remembered for an object, combined with persisted ones: the
 // larger count for the same target and selection wins. Persisted attempts do not count for an
 // object seen opted out since.

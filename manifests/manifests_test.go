@@ -3,13 +3,22 @@ package manifests_test
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
@@ -54,5 +63,111 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 	}
 	if deployment.Spec.Template.Spec.PriorityClassName != "system-cluster-critical" {
 		t.Errorf("priorityClassName = %q", deployment.Spec.Template.Spec.PriorityClassName)
+	}
+}
+
+func init() {
+	// The shipped ServiceMonitor and PrometheusRule decode strictly too, with the Prometheus
+	// operator's own types.
+	utilruntime.Must(monitoringv1.AddToScheme(clientgoscheme.Scheme))
+}
+
+// TestMetricsWiring checks what a test cluster cannot show: that Prometheus finds the Service in
+// front of the Deployment's metrics port and verifies the certificate the Deployment serves.
+func TestMetricsWiring(t *testing.T) {
+	var (
+		svc        *corev1.Service
+		monitor    *monitoringv1.ServiceMonitor
+		deployment *appsv1.Deployment
+	)
+	for _, obj := range append(objectsIn(t, "04-metrics.yaml"), objectsIn(t, "02-deployment.yaml")...) {
+		switch o := obj.(type) {
+		case *corev1.Service:
+			svc = o
+		case *monitoringv1.ServiceMonitor:
+			monitor = o
+		case *appsv1.Deployment:
+			deployment = o
+		}
+	}
+	if svc == nil || monitor == nil || deployment == nil {
+		t.Fatalf("want a Service, a ServiceMonitor and a Deployment, have %v, %v, %v", svc != nil, monitor != nil, deployment != nil)
+	}
+	pod := deployment.Spec.Template
+	c := pod.Spec.Containers[0]
+	args := map[string]string{}
+	for _, a := range c.Args {
+		if name, value, ok := strings.Cut(a, "="); ok {
+			args[name] = value
+		}
+	}
+
+	if !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) || svc.Namespace != deployment.Namespace {
+		t.Errorf("Service %s selects %v, not the Deployment's pods %v", svc.Name, svc.Spec.Selector, pod.Labels)
+	}
+	port := svc.Spec.Ports[0]
+	var containerPort int32
+	for _, p := range c.Ports {
+		if p.Name == port.TargetPort.String() {
+			containerPort = p.ContainerPort
+		}
+	}
+	if want := fmt.Sprintf(":%d", containerPort); args["--metrics-bind-address"] != want {
+		t.Errorf("--metrics-bind-address=%s, but Service port %s targets container port %q = %d", args["--metrics-bind-address"], port.Name, port.TargetPort.String(), containerPort)
+	}
+
+	secretName := svc.Annotations["service.beta.openshift.io/serving-cert-secret-name"]
+	var certVolume string
+	for _, v := range pod.Spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == secretName {
+			certVolume = v.Name
+		}
+	}
+	var mountPath string
+	for _, m := range c.VolumeMounts {
+		if m.Name == certVolume {
+			mountPath = m.MountPath
+		}
+	}
+	if secretName == "" || mountPath == "" || args["--metrics-cert-dir"] != mountPath {
+		t.Errorf("serving certificate Secret %q is mounted at %q, --metrics-cert-dir=%q", secretName, mountPath, args["--metrics-cert-dir"])
+	}
+
+	selector, err := metav1.LabelSelectorAsSelector(&monitor.Spec.Selector)
+	if err != nil || !selector.Matches(labels.Set(svc.Labels)) || !slices.Contains(monitor.Spec.NamespaceSelector.MatchNames, svc.Namespace) {
+		t.Errorf("ServiceMonitor selects %v in %v, not Service %s/%s %v", monitor.Spec.Selector, monitor.Spec.NamespaceSelector.MatchNames, svc.Namespace, svc.Name, svc.Labels)
+	}
+	ep := monitor.Spec.Endpoints[0]
+	if ep.Port != port.Name || ep.Scheme == nil || *ep.Scheme != "https" || ep.BearerTokenFile == "" {
+		t.Errorf("ServiceMonitor endpoint must scrape port %s over https with a bearer token, has port %s, scheme %v, bearerTokenFile %q", port.Name, ep.Port, ep.Scheme, ep.BearerTokenFile)
+	}
+	if want := svc.Name + "." + svc.Namespace + ".svc"; ep.TLSConfig == nil || ep.TLSConfig.ServerName == nil || *ep.TLSConfig.ServerName != want {
+		t.Errorf("ServiceMonitor must verify the serving certificate for %s", want)
+	}
+}
+
+// objectsIn decodes every object of the shipped manifest file name.
+func objectsIn(t *testing.T, name string) []runtime.Object {
+	t.Helper()
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoder := serializer.NewCodecFactory(clientgoscheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
+	var objs []runtime.Object
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := reader.Read()
+		if err == io.EOF {
+			return objs
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		obj, _, err := decoder.Decode(doc, nil, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		objs = append(objs, obj)
 	}
 }

@@ -4,11 +4,13 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/bootimage-operator/bootimage-operator/controllers"
@@ -46,6 +49,7 @@ type options struct {
 	releaseVersion  string
 	leaderElect     bool
 	metricsAddr     string
+	metricsCertDir  string
 	probeAddr       string
 	kubeAPIQPS      float64
 	kubeAPIBurst    int
@@ -70,7 +74,8 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&opts.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Default: $KUBECONFIG, else the in-cluster config.")
 	fs.StringVar(&opts.releaseVersion, "release-version", os.Getenv("RELEASE_VERSION"), "Release version whose feature gates apply. Default: $RELEASE_VERSION, else ClusterVersion/version status.desired.version.")
 	fs.BoolVar(&opts.leaderElect, "leader-elect", true, "Hold a Lease in "+leaseNS+" so only one replica acts.")
-	fs.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; \"0\" turns it off.")
+	fs.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint (HTTPS; a bearer token allowed to get /metrics is required); \"0\" turns it off.")
+	fs.StringVar(&opts.metricsCertDir, "metrics-cert-dir", "", "Folder holding tls.crt and tls.key of the metrics endpoint, reloaded when they change. Default: a self-signed certificate made at startup.")
 	fs.StringVar(&opts.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz; \"0\" turns them off.")
 	fs.Float64Var(&opts.kubeAPIQPS, "kube-api-qps", defaultKubeAPIQPS, "Requests per second the operator's API client may send.")
 	fs.IntVar(&opts.kubeAPIBurst, "kube-api-burst", defaultKubeAPIBurst, "Requests the operator's API client may send in a burst.")
@@ -82,6 +87,10 @@ func run(ctx context.Context, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	metrics, err := metricsOptions(opts.metricsAddr, opts.metricsCertDir)
+	if err != nil {
+		return err
 	}
 
 	logger := textlogger.NewLogger(logConfig)
@@ -97,7 +106,7 @@ func run(ctx context.Context, args []string) error {
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                        controllers.NewScheme(),
 		Cache:                         controllers.CacheOptions(),
-		Metrics:                       metricsserver.Options{BindAddress: opts.metricsAddr},
+		Metrics:                       metrics,
 		HealthProbeBindAddress:        opts.probeAddr,
 		LeaderElection:                opts.leaderElect,
 		LeaderElectionID:              leaseName,
@@ -136,6 +145,38 @@ func run(ctx context.Context, args []string) error {
 	log.Info("Manager stopped")
 	return nil
 }
+
+// metricsOptions serves metrics over HTTPS to callers whose token the API server accepts and who
+// may get /metrics (SubjectAccessReview), as OpenShift's platform Prometheus scrapes.
+func metricsOptions(addr, certDir string) (metricsserver.Options, error) {
+	if certDir != "" {
+		// Without the files controller-runtime silently falls back to a self-signed certificate,
+		// which Prometheus would then refuse: say so now.
+		for _, name := range []string{metricsCertName, metricsKeyName} {
+			if _, err := os.Stat(filepath.Join(certDir, name)); err != nil {
+				return metricsserver.Options{}, fmt.Errorf("--metrics-cert-dir: %w", err)
+			}
+		}
+	}
+	return metricsserver.Options{
+		BindAddress:    addr,
+		SecureServing:  true,
+		FilterProvider: filters.WithAuthenticationAndAuthorization,
+		CertDir:        certDir,
+		CertName:       metricsCertName,
+		KeyName:        metricsKeyName,
+		// HTTP/2 stays off: its stream handling had denial-of-service flaws (CVE-2023-44487,
+		// CVE-2023-39325) and a scrape gains nothing from it.
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
+	}, nil
+}
+
+// File names in --metrics-cert-dir: those of a kubernetes.io/tls Secret, as the service CA
+// operator writes for service.beta.openshift.io/serving-cert-secret-name.
+const (
+	metricsCertName = "tls.crt"
+	metricsKeyName  = "tls.key"
+)
 
 // loadRESTConfig reads the kubeconfig flag, then $KUBECONFIG, then the in-cluster config.
 func loadRESTConfig(kubeconfig string) (*rest.Config, error) {

@@ -2,11 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,19 +22,35 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/rulefmt"
+	promqlparser "github.com/prometheus/prometheus/promql/parser"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
+	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/manifests"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
+
+func init() {
+	// The shipped PrometheusRule decodes with the Prometheus operator's own types.
+	utilruntime.Must(monitoringv1.AddToScheme(clientgoscheme.Scheme))
+}
 
 func TestOperator(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -46,6 +67,7 @@ var _ = Describe("Startup failures", func() {
 		Entry("a missing kubeconfig", []string{"--kubeconfig", "/nonexistent/kubeconfig"}, "loading kubeconfig /nonexistent/kubeconfig"),
 		Entry("an unknown flag", []string{"--bogus"}, "flag provided but not defined: -bogus"),
 		Entry("stray arguments", []string{"extra"}, `unexpected arguments ["extra"]`),
+		Entry("a metrics cert dir without the certificate", []string{"--metrics-cert-dir", "/nonexistent"}, "--metrics-cert-dir: stat /nonexistent/tls.crt: no such file or directory"),
 	)
 })
 
@@ -62,11 +84,15 @@ var _ = Describe("The operator process on a real API server, with only the shipp
 	var env *testenv.Env
 	BeforeAll(func() { env = testenv.StartForSpecs(testenv.Options{}) })
 
-	It("serves probes, holds the Lease, updates a MachineSet as its ServiceAccount, and releases the Lease on shutdown", func() {
+	It("serves probes and metrics, holds the Lease, updates a MachineSet as its ServiceAccount, and releases the Lease on shutdown", func() {
 		ctx := context.Background()
+		Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openshift-monitoring"}})).To(Succeed())
+		Expect(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-monitoring", Name: "prometheus-k8s"}})).To(Succeed())
 		for _, obj := range manifestObjects("01-rbac.yaml") {
 			Expect(env.Client.Create(ctx, obj)).To(Succeed())
 		}
+		wrongArch := fixtures.MachineSet("worker-b", fixtures.GCPProviderSpec(fixtures.OldGCPImage))
+		wrongArch.Annotations[bootimage.ArchAnnotation] = "kubernetes.io/arch=sparc64"
 		Expect(fixtures.Create(ctx, env.Client,
 			fixtures.Infrastructure(configv1.GCPPlatformType),
 			fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, []configv1.FeatureGateName{featuregates.BootImageSkewEnforcement}, nil),
@@ -75,6 +101,7 @@ var _ = Describe("The operator process on a real API server, with only the shipp
 			fixtures.BootImagesConfigMap(fixtures.Stream(), "4.20.3"),
 			fixtures.UserDataSecret("worker-user-data", fixtures.IgnitionStubV2),
 			fixtures.MachineSet("worker-a", fixtures.GCPProviderSpec(fixtures.OldGCPImage)),
+			wrongArch,
 		)).To(Succeed())
 
 		// The kubeconfig of an admin who acts as the operator's ServiceAccount.
@@ -88,12 +115,13 @@ var _ = Describe("The operator process on a real API server, with only the shipp
 		asOperator := filepath.Join(GinkgoT().TempDir(), "operator")
 		Expect(clientcmd.WriteToFile(*kc, asOperator)).To(Succeed())
 
-		probe := freeAddress()
+		probe, metricsAddr := freeAddress(), freeAddress()
+		certDir, servingCA := servingCert()
 		runCtx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() {
 			done <- run(runCtx, []string{"--kubeconfig", asOperator, "--release-version", fixtures.ReleaseVersion,
-				"--metrics-bind-address", "0", "--health-probe-bind-address", probe})
+				"--metrics-bind-address", metricsAddr, "--metrics-cert-dir", certDir, "--health-probe-bind-address", probe})
 		}()
 		stopped := false
 		DeferCleanup(func() {
@@ -145,6 +173,34 @@ var _ = Describe("The operator process on a real API server, with only the shipp
 			return events.Items
 		}).Should(ContainElement(HaveField("Reason", "BootImageUpdated")))
 
+		By("refusing metrics to a caller without a token or without the right to get /metrics")
+		Expect(scrape(metricsAddr, servingCA, "").status).To(Equal(http.StatusUnauthorized))
+		operatorToken := serviceAccountToken(env, "openshift-machine-config-operator", "bootimage-operator")
+		Expect(scrape(metricsAddr, servingCA, operatorToken).status).To(Equal(http.StatusForbidden))
+
+		By("serving Prometheus, with its ServiceAccount token, every metric the alerts read")
+		prometheusToken := serviceAccountToken(env, "openshift-monitoring", "prometheus-k8s")
+		var families map[string]*dto.MetricFamily
+		Eventually(func(g Gomega) {
+			got := scrape(metricsAddr, servingCA, prometheusToken)
+			g.Expect(got.status).To(Equal(http.StatusOK))
+			families = got.families
+			g.Expect(value(families, "bootimage_updates_total", "kind", "MachineSet")).To(BeNumerically(">=", 1))
+			g.Expect(value(families, "bootimage_decisions", "kind", "MachineSet", "action", "NoChange", "reason", "UpToDate")).To(BeEquivalentTo(1))
+			g.Expect(value(families, "bootimage_decisions", "kind", "MachineSet", "action", "Error", "reason", "InvalidArchitecture")).To(BeEquivalentTo(1))
+			g.Expect(value(families, "bootimage_errors_total", "kind", "MachineSet", "reason", "InvalidArchitecture")).To(BeNumerically(">=", 1))
+			g.Expect(value(families, "bootimage_degraded")).To(BeEquivalentTo(1))
+			g.Expect(value(families, "bootimage_last_successful_reconcile_timestamp_seconds")).To(BeNumerically(">", 0))
+		}).Should(Succeed())
+		// Defined by bootimage/cloud and exported once a cloud API is called, which this GCP
+		// cluster without credentials never does.
+		cloudMetrics := []string{"bootimage_cloud_requests_total", "bootimage_cloud_request_duration_seconds"}
+		for _, name := range append(alertMetrics(), "bootimage_upgrade_blocked") {
+			if !slices.Contains(cloudMetrics, name) {
+				Expect(families).To(HaveKey(name), "the alerts read %s", name)
+			}
+		}
+
 		cancel()
 		Eventually(done).Should(Receive(BeNil()))
 		stopped = true
@@ -152,6 +208,117 @@ var _ = Describe("The operator process on a real API server, with only the shipp
 		Expect(lease.Spec.HolderIdentity).To(Or(BeNil(), PointTo(BeEmpty())), "released on shutdown")
 	})
 })
+
+// servingCert writes a serving certificate for 127.0.0.1 as a serving-cert Secret would be
+// mounted, and returns the folder and the CA to trust.
+func servingCert() (string, []byte) {
+	GinkgoHelper()
+	cert, key, err := certutil.GenerateSelfSignedCertKey("localhost", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	Expect(err).NotTo(HaveOccurred())
+	dir := GinkgoT().TempDir()
+	Expect(os.WriteFile(filepath.Join(dir, "tls.crt"), cert, 0o600)).To(Succeed())
+	Expect(os.WriteFile(filepath.Join(dir, "tls.key"), key, 0o600)).To(Succeed())
+	return dir, cert
+}
+
+// serviceAccountToken asks the API server for a token of the ServiceAccount, as a kubelet does
+// for a pod that runs as it.
+func serviceAccountToken(env *testenv.Env, namespace, name string) string {
+	GinkgoHelper()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(600))}}
+	Expect(env.Client.SubResource("token").Create(context.Background(), sa, req)).To(Succeed())
+	return req.Status.Token
+}
+
+type scraped struct {
+	status   int
+	families map[string]*dto.MetricFamily
+}
+
+// scrape GETs /metrics as Prometheus does: over TLS verified with ca, with token as bearer token.
+func scrape(addr string, ca []byte, token string) scraped {
+	GinkgoHelper()
+	roots := x509.NewCertPool()
+	Expect(roots.AppendCertsFromPEM(ca)).To(BeTrue())
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true}}
+	req, err := http.NewRequest(http.MethodGet, "https://"+addr+"/metrics", nil)
+	Expect(err).NotTo(HaveOccurred())
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return scraped{} // not listening yet
+	}
+	defer resp.Body.Close()
+	Expect(resp.ProtoMajor).To(Equal(1), "HTTP/2 is off")
+	if resp.StatusCode != http.StatusOK {
+		return scraped{status: resp.StatusCode}
+	}
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	Expect(err).NotTo(HaveOccurred())
+	return scraped{status: resp.StatusCode, families: families}
+}
+
+// value returns the value of the series of metric name with the given label name/value pairs, or
+// nil when there is none.
+func value(families map[string]*dto.MetricFamily, name string, labelPairs ...string) any {
+	want := map[string]string{}
+	for i := 0; i+1 < len(labelPairs); i += 2 {
+		want[labelPairs[i]] = labelPairs[i+1]
+	}
+	for _, m := range families[name].GetMetric() {
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		if maps.Equal(have, want) {
+			switch {
+			case m.Counter != nil:
+				return m.Counter.GetValue()
+			case m.Gauge != nil:
+				return m.Gauge.GetValue()
+			}
+		}
+	}
+	return nil
+}
+
+// alertMetrics checks the shipped PrometheusRule with Prometheus's own rule file parser and returns
+// the metric names its expressions read.
+func alertMetrics() []string {
+	GinkgoHelper()
+	var names []string
+	for _, obj := range manifestObjects("04-metrics.yaml") {
+		rule, ok := obj.(*monitoringv1.PrometheusRule)
+		if !ok {
+			continue
+		}
+		ruleFile, err := yaml.Marshal(rule.Spec)
+		Expect(err).NotTo(HaveOccurred())
+		promql := promqlparser.NewParser(promqlparser.Options{})
+		groups, errs := rulefmt.Parse(ruleFile, false, model.LegacyValidation, promql, slog.Default())
+		Expect(errs).To(BeEmpty())
+		for _, group := range groups.Groups {
+			for _, r := range group.Rules {
+				Expect(r.Labels).To(HaveKey("severity"), r.Alert)
+				Expect(r.Annotations).To(And(HaveKey("summary"), HaveKey("description")), r.Alert)
+				expr, err := promql.ParseExpr(r.Expr)
+				Expect(err).NotTo(HaveOccurred())
+				promqlparser.Inspect(expr, func(node promqlparser.Node, _ []promqlparser.Node) error {
+					if vs, ok := node.(*promqlparser.VectorSelector); ok {
+						names = append(names, vs.Name)
+					}
+					return nil
+				})
+			}
+		}
+	}
+	Expect(names).NotTo(BeEmpty(), "no alerts in manifests/04-metrics.yaml")
+	return names
+}
 
 // manifestObjects decodes the shipped manifest file name.
 func manifestObjects(name string) []client.Object {
