@@ -49,8 +49,12 @@ func (azure) decide(_ context.Context, d Decision, in providerInput) (Decision, 
 	}
 	d.Current = current.String()
 	variant, paid, ok := azureVariant(current, in.infraNam)
+	if !ok && current.Publisher == "" {
+		return d.with(Skip, ReasonCustomImage, "image resourceID %s does not name the cluster's infrastructure %q, so it is not the installer's upload but an image someone else made: left alone. "+
+			"To move this MachineSet to the stream's marketplace image, set its image to publisher azureopenshift, offer aro4 (any SKU and version); the next update follows the stream", current.ResourceID, in.infraNam), nil
+	}
 	if !ok {
-		return d.with(Skip, ReasonCustomImage, "image %s is not an OpenShift marketplace image or installer upload: left alone", current), nil
+		return d.with(Skip, ReasonCustomImage, "image %s is not an OpenShift marketplace image: left alone", current), nil
 	}
 	if t := security.Settings.SecurityType; t != "" {
 		return d.with(Skip, ReasonConfidentialVM, "securityProfile.settings.securityType is %s: confidential and trusted-launch VMs need images this operator does not manage", t), nil

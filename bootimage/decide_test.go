@@ -108,6 +108,9 @@ var _ = Describe("Decide", func() {
 		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
 			o.Annotations = map[string]string{bootimage.ArchAnnotation: "kubernetes.io/arch=sparc64"}
 		}), bootimage.Error, bootimage.ReasonInvalidArchitecture, `names architecture "sparc64"`),
+		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
+			o.Annotations = map[string]string{bootimage.ArchAnnotation: "kubernetes.io/os=linux"}
+		}), bootimage.Error, bootimage.ReasonInvalidArchitecture, `has no kubernetes.io/arch=<arch> entry`),
 		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(c *bootimage.Cluster, o *bootimage.Object) {
 			c.MultiArch = true
 			o.Annotations = nil

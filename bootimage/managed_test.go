@@ -86,3 +86,27 @@ var _ = Describe("Selected with a malformed selector", func() {
 		Expect(err).To(MatchError(ContainSubstring("invalid machineResourceSelector for machinesets")))
 	})
 })
+
+var _ = Describe("A Partial selector that does not parse", func() {
+	It("is a problem naming the resource and the parse error, and selects nothing", func() {
+		bad := mm(ms, operatorv1.Partial)
+		bad.Selection.Partial = &operatorv1.PartialSelector{MachineResourceSelector: &metav1.LabelSelector{
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "role", Operator: "Among", Values: []string{"infra"}}},
+		}}
+		eff := bootimage.EffectiveConfiguration(spec(bad), configv1.AWSPlatformType, cpmsOff)
+		Expect(eff.Problems).To(ConsistOf(And(ContainSubstring("machineResourceSelector of machinesets is invalid"), ContainSubstring(`"Among" is not a valid label selector operator`))))
+		selected, err := bootimage.Selected(eff.Status, ms, map[string]string{"role": "infra"})
+		Expect(err).To(HaveOccurred())
+		Expect(selected).To(BeFalse())
+	})
+})
+
+var _ = Describe("SelectionKey", func() {
+	It("changes with the selection of the resource, not with another resource's", func() {
+		all := bootimage.SelectionKey(spec(mm(ms, operatorv1.All)), ms)
+		Expect(all).NotTo(BeEmpty())
+		Expect(bootimage.SelectionKey(spec(mm(ms, operatorv1.All), mm(cpms, operatorv1.All)), ms)).To(Equal(all))
+		Expect(bootimage.SelectionKey(spec(mm(ms, operatorv1.Partial)), ms)).NotTo(Equal(all))
+		Expect(bootimage.SelectionKey(spec(mm(cpms, operatorv1.All)), ms)).To(BeEmpty())
+	})
+})

@@ -3,6 +3,9 @@ package bootimage_test
 import (
 	"encoding/json"
 
+	"github.com/coreos/stream-metadata-go/stream"
+	configv1 "github.com/openshift/api/config/v1"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -53,3 +56,24 @@ var _ = Describe("ParseBootImages", func() {
 		}
 	})
 })
+
+var _ = DescribeTable("StreamProblem names what the stream lacks for the cluster itself",
+	func(mutate func(*stream.Stream), platform configv1.PlatformType, arch, want string) {
+		s := fixtures.Stream()
+		mutate(s)
+		got := bootimage.StreamProblem(&bootimage.Streams{Default: s}, platform, arch)
+		if want == "" {
+			Expect(got).To(BeEmpty())
+			return
+		}
+		Expect(got).To(ContainSubstring(want))
+	},
+	Entry("a complete stream", func(*stream.Stream) {}, configv1.AWSPlatformType, "amd64", ""),
+	Entry("no control-plane architecture", func(s *stream.Stream) { delete(s.Architectures, "x86_64") }, configv1.GCPPlatformType, "amd64", "has no x86_64 boot images, the control plane's architecture"),
+	Entry("no images of the platform", func(s *stream.Stream) {
+		a := s.Architectures["x86_64"]
+		a.Images.Gcp = nil
+		s.Architectures["x86_64"] = a
+	}, configv1.GCPPlatformType, "amd64", "no x86_64 boot images for GCP, the cluster's platform"),
+	Entry("an unmanaged platform has nothing to lack", func(*stream.Stream) {}, configv1.NutanixPlatformType, "amd64", ""),
+)

@@ -249,7 +249,8 @@ var _ = Describe("bootimagectl plan on files, the operator's cases", func() {
 		Entry("invalid user data", configv1.AWSPlatformType, fixtures.MachineSet("w", `{"ami":{"id":"`+fixtures.OldAWSAMI+`"},"placement":{"region":"us-east-1"},"userDataSecret":{"name":"broken-user-data"}}`), bootimage.Error, bootimage.ReasonInvalidUserData),
 		Entry("a hot loop", configv1.AWSPlatformType, func() *machinev1beta1.MachineSet {
 			ms := fixtures.MachineSet("w", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI))
-			ms.Annotations[bootimage.AttemptsAnnotation] = bootimage.Attempts{Target: fixtures.NewAWSAMIUSEast1, Count: 3}.String()
+			allMachineSets := operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{fixtures.MachineManager(operatorv1.MachineSets, operatorv1.All, nil)}}
+			ms.Annotations[bootimage.AttemptsAnnotation] = bootimage.Attempts{Target: fixtures.NewAWSAMIUSEast1, Count: 3, Selection: bootimage.SelectionKey(allMachineSets, operatorv1.MachineSets)}.String()
 			return ms
 		}(), bootimage.Error, bootimage.ReasonHotLoopDetected),
 	)
