@@ -252,6 +252,9 @@ var _ = Describe("MachineSet boot images", func() {
 		Eventually(func() operatorv1.BootImageSkewEnforcementModeStatus {
 			return machineConfiguration().Status.BootImageSkewEnforcementStatus.Mode
 		}).Should(Equal(operatorv1.BootImageSkewEnforcementModeStatusNone))
+		By("a MachineConfiguration change other than the selection keeps the count")
+		Consistently(resourceVersionOf("reverted"), "2s").Should(Equal(rv))
+		Expect(condition(controllers.ConditionBootImageUpdateDegraded)()).To(hotLoop)
 		optOut := []byte(`{"spec":{"managedBootImages":{"machineManagers":[{"resource":"machinesets","apiGroup":"machine.openshift.io","selection":{"mode":"None"}}]}}}`)
 		Expect(k8s.Patch(ctx, machineConfiguration(), client.RawPatch("application/merge-patch+json", optOut))).To(Succeed())
 		Eventually(condition(controllers.ConditionBootImageUpdateDegraded)).Should(HaveField("Status", metav1.ConditionFalse))
