@@ -83,7 +83,6 @@ var _ = Describe("Decide with the cluster default policies", func() {
 		},
 		Entry("OS image", cfgOpt(func(c *refresh.Config) { c.OSImageURL = "quay.io/openshift/rhcos@sha256:bbb" })),
 		Entry("kernel arguments", cfgOpt(func(c *refresh.Config) { c.KernelArguments = []string{"nosmt"} })),
-		Entry("FIPS", cfgOpt(func(c *refresh.Config) { c.FIPS = true })),
 		Entry("kernel type", cfgOpt(func(c *refresh.Config) { c.KernelType = "realtime" })),
 		Entry("extensions", cfgOpt(func(c *refresh.Config) { c.Extensions = []string{"usbguard"} })),
 	)
@@ -93,6 +92,7 @@ var _ = Describe("Decide with the cluster default policies", func() {
 			res := decide(config(old), config(new), defaults)
 			Expect(res.Outcome).To(Equal(refresh.Reject), "%+v", res.Changes)
 		},
+		Entry("FIPS", cfgOpt(func(*refresh.Config) {}), cfgOpt(func(c *refresh.Config) { c.FIPS = true })),
 		Entry("a directory", cfgOpt(func(*refresh.Config) {}), cfgOpt(func(c *refresh.Config) {
 			c.Ignition.Storage.Directories = []ign.Directory{{Node: ign.Node{Path: "/etc/foo"}}}
 		})),
@@ -125,7 +125,7 @@ var _ = Describe("Decide with the cluster default policies", func() {
 	It("applies core's ssh keys in place, with no action", func() {
 		res := decide(config(withSSHKeys("ssh-ed25519 AAAA old")), config(withSSHKeys("ssh-ed25519 AAAA old", "ssh-ed25519 BBBB new")), defaults)
 		Expect(res.Outcome).To(Equal(refresh.InPlace))
-		Expect(res.Changes).To(ConsistOf(And(HaveField("Kind", refresh.KindSSHKey), HaveField("Rule", "sshkey policy: None"))))
+		Expect(res.Changes).To(ConsistOf(And(HaveField("Kind", refresh.KindSSHKey), HaveField("Rule", "sshkey policy (core's ssh keys): None"))))
 		Expect(res.Actions).To(BeEmpty())
 	})
 
@@ -145,26 +145,29 @@ var _ = Describe("Decide with the cluster default policies", func() {
 		decideRegistries := func(old, new string) refresh.Result {
 			return decide(config(withFile(refresh.RegistriesConf, pct(old), 0o644)), config(withFile(refresh.RegistriesConf, pct(new), 0o644)), defaults)
 		}
-		It("reloads crio when a mirror is only added", func() {
-			res := decideRegistries(registriesV1, registriesV1+"\n  [[registry.mirror]]\n    location = \"mirror-b.example.com/ocp-release\"\n")
+		It("reloads crio without a drain when a digest-only mirror is added", func() {
+			res := decideRegistries(registriesV1, registriesV1+"\n  [[registry.mirror]]\n    location = \"mirror-b.example.com/ocp-release\"\n    pull-from-mirror = \"digest-only\"\n")
 			Expect(res.Actions).To(Equal([]refresh.Action{reloadCrio}))
 		})
-		It("reloads crio when a registry is only added", func() {
-			res := decideRegistries(registriesV1, registriesV1+"\n[[registry]]\n  location = \"registry.example.com/team\"\n")
-			Expect(res.Actions).To(Equal([]refresh.Action{reloadCrio}))
+		It("drains first when a mirror that is not digest-only is added", func() {
+			res := decideRegistries(registriesV1, registriesV1+"\n  [[registry.mirror]]\n    location = \"mirror-b.example.com/ocp-release\"\n")
+			Expect(res.Actions).To(Equal([]refresh.Action{drain, reloadCrio}))
+			Expect(res.Changes[0].Rule).To(ContainSubstring("mirror mirror-b.example.com/ocp-release added without pull-from-mirror"))
 		})
 		It("drains first when a mirror is removed", func() {
-			res := decideRegistries(registriesV1, `[[registry]]
+			res := decideRegistries(registriesV1, `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
+[[registry]]
   prefix = ""
   location = "quay.io/openshift-release-dev/ocp-release"
 `)
 			Expect(res.Outcome).To(Equal(refresh.InPlace))
 			Expect(res.Actions).To(Equal([]refresh.Action{drain, reloadCrio}))
-			Expect(res.Changes[0].Rule).To(ContainSubstring("Drain"))
+			Expect(res.Changes[0].Rule).To(ContainSubstring("with Drain (registry quay.io/openshift-release-dev/ocp-release: mirror mirror-a.example.com/ocp-release removed)"))
 		})
-		It("drains first when mirrors are reordered", func() {
+		It("does not drain when mirrors are only reordered, as the MCO", func() {
 			two := registriesV1 + "\n  [[registry.mirror]]\n    location = \"mirror-b.example.com/ocp-release\"\n"
-			swapped := `[[registry]]
+			swapped := `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
+[[registry]]
   prefix = ""
   location = "quay.io/openshift-release-dev/ocp-release"
   [[registry.mirror]]
@@ -172,7 +175,12 @@ var _ = Describe("Decide with the cluster default policies", func() {
   [[registry.mirror]]
     location = "mirror-a.example.com/ocp-release"
 `
-			Expect(decideRegistries(two, swapped).Actions).To(Equal([]refresh.Action{drain, reloadCrio}))
+			Expect(decideRegistries(two, swapped).Actions).To(Equal([]refresh.Action{reloadCrio}))
+		})
+		It("refuses contents that are not TOML, naming which version", func() {
+			res := decideRegistries(registriesV1, "[[registry]\n")
+			Expect(res.Outcome).To(Equal(refresh.Reject))
+			Expect(res.Changes[0].Rule).To(ContainSubstring("the new /etc/containers/registries.conf is not valid TOML"))
 		})
 	})
 })
@@ -209,17 +217,21 @@ var _ = Describe("User policies", func() {
 		Expect(res.Actions).To(Equal([]refresh.Action{{Type: refresh.ActionReload, Unit: "app.service"}}))
 	})
 
-	It("orders actions: Drain, DaemonReload once, then in policy order without duplicates, Restart over Reload", func() {
+	It("runs the actions in policy order, every one, a shared one merged, Drain first", func() {
 		res := decide(config(withUnit("app.service", "v1"), withSSHKeys("a")),
 			config(withFile("/etc/app/app.conf", b64("x"), 0o644), withFile("/etc/app/certs/tls.crt", b64("x"), 0o644), withFile("/etc/containers/registries.d/x.yaml", b64("x"), 0o644),
+				withFile("/etc/containers/registries.d/y.yaml", b64("x"), 0o644),
 				withFile("/etc/systemd/system/kubelet.service.d/40-kubelet-crio-image-credential-provider.conf", b64("x"), 0o644),
 				withUnit("app.service", "v2"), withSSHKeys("b")), policies)
 		Expect(res.Outcome).To(Equal(refresh.InPlace), "%+v", res.Changes)
 		Expect(res.Actions).To(Equal([]refresh.Action{
-			drain, daemonReload,
+			drain,
+			{Type: refresh.ActionReload, Unit: "app.service"},
 			{Type: refresh.ActionRestart, Unit: "app.service"},
 			reloadCrio,
-			restartKubel,
+			daemonReload, restartKubel,
+			reloadCrio, // the unit policy's, after its DaemonReload
+
 		}))
 	})
 
@@ -228,8 +240,7 @@ var _ = Describe("User policies", func() {
 			_, err := refresh.MergePolicies(bad)
 			Expect(err).To(MatchError(ContainSubstring(message)))
 		},
-		Entry("relative path", operatorv1.NodeDisruptionPolicyConfig{Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: "etc/x", Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.NoneSpecAction}}}}}, "absolute and clean"),
-		Entry("unclean path", operatorv1.NodeDisruptionPolicyConfig{Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: "/etc/../x", Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.NoneSpecAction}}}}}, "absolute and clean"),
+		Entry("relative path", operatorv1.NodeDisruptionPolicyConfig{Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: "etc/x", Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.NoneSpecAction}}}}}, `file policy "etc/x": the path must be absolute`),
 		Entry("bad service", operatorv1.NodeDisruptionPolicyConfig{Units: []operatorv1.NodeDisruptionPolicySpecUnit{{Name: "crio", Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.NoneSpecAction}}}}}, `invalid service name "crio"`),
 		Entry("Reboot with others", operatorv1.NodeDisruptionPolicyConfig{SSHKey: operatorv1.NodeDisruptionPolicySpecSSHKey{Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.RebootSpecAction}, {Type: operatorv1.DrainSpecAction}}}}, "Reboot must be the only action"),
 	)
