@@ -77,7 +77,7 @@ func specAction(t operatorv1.NodeDisruptionPolicySpecActionType) operatorv1.Node
 var _ = Describe("Cases ported from the MCO's reconcile_test.go", func() {
 	DescribeTable("pkg/controller/common/reconcile_test.go", checkMCOCase,
 		Entry("TestIsRenderedConfigReconcilable Disk: a disks change is refused", mcoCase{
-			old: []cfgOpt{withMC(func(c *refresh.Config) { c.Ignition.Storage.Disks = []ign.Disk{{Device: "/one"}} })},
+			old:     []cfgOpt{withMC(func(c *refresh.Config) { c.Ignition.Storage.Disks = []ign.Disk{{Device: "/one"}} })},
 			outcome: refresh.Reject,
 		}),
 		Entry("TestIsRenderedConfigReconcilable Filesystem: a filesystems change is refused", mcoCase{
@@ -153,7 +153,9 @@ var _ = Describe("Cases ported from the MCO's update_test.go", func() {
 	DescribeTable("pkg/daemon/update_test.go TestMachineConfigDiff", checkMCOCase,
 		Entry("empty configs are equal", mcoCase{outcome: refresh.NoChange}),
 		Entry("an OS image change reboots", mcoCase{
-			new:     []cfgOpt{withMC(func(c *refresh.Config) { c.OSImageURL = "quay.io/example/foo@sha256:b5bb9d8014a0f9b1d61e21e796d78dccdf1352f23cd32812f4850b878ae4944c" })},
+			new: []cfgOpt{withMC(func(c *refresh.Config) {
+				c.OSImageURL = "quay.io/example/foo@sha256:b5bb9d8014a0f9b1d61e21e796d78dccdf1352f23cd32812f4850b878ae4944c"
+			})},
 			outcome: refresh.Reboot,
 		}),
 		Entry("nil and empty kernel arguments are equal", mcoCase{
