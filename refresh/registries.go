@@ -1,7 +1,9 @@
 package refresh
 
 import (
+	"bytes"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 
@@ -60,6 +62,9 @@ func findMirror(mirrors []mirror, location string) (mirror, bool) {
 // whether crio's reload must be preceded by a drain, with the reason; the rules are the MCO's
 // isSafeContainerRegistryConfChanges. Contents that do not parse are an error, as in the MCO.
 func registriesNeedDrain(oldRaw, newRaw []byte) (drain bool, why string, err error) {
+	if bytes.Equal(oldRaw, newRaw) {
+		return false, "contents unchanged", nil
+	}
 	var old, new registriesConf
 	if _, err := toml.Decode(string(oldRaw), &old); err != nil {
 		return false, "", fmt.Errorf("the current %s is not valid TOML: %v", RegistriesConf, err)
@@ -95,6 +100,11 @@ func unsafeRegistriesChange(old, new registriesConf) string {
 			if !n.allDigestOnly() {
 				return fmt.Sprintf("registry %s added with mirrors that are not digest-only", scope)
 			}
+			continue
+		}
+		// An unchanged entry is safe even where the checks below would misread it (two mirrors
+		// of one location).
+		if reflect.DeepEqual(o, n) {
 			continue
 		}
 		switch {
