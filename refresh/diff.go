@@ -149,30 +149,41 @@ func decodeFile(f ign.File) (file, error) {
 }
 
 // diffFiles returns the changed files, and apart the unchanged new files that the MCO refuses in
-// any config it applies (with append, or the force file).
+// any config it applies (with append, or the force file). Only files written differently are
+// decoded: the same entry lands alike, and this keeps a large config cheap to compare.
 func diffFiles(old, new []ign.File) (changes, forbidden []Change, err error) {
-	decode := func(files []ign.File) (map[string]file, error) {
-		m := make(map[string]file, len(files))
-		for _, f := range files {
-			d, err := decodeFile(f)
-			if err != nil {
-				return nil, err
-			}
-			m[f.Path] = d
+	byPath := func(files []ign.File) map[string]*ign.File {
+		m := make(map[string]*ign.File, len(files))
+		for i := range files {
+			m[files[i].Path] = &files[i]
 		}
-		return m, nil
+		return m
 	}
-	o, err := decode(old)
-	if err != nil {
-		return nil, nil, err
-	}
-	n, err := decode(new)
-	if err != nil {
-		return nil, nil, err
-	}
+	o, n := byPath(old), byPath(new)
 	for _, path := range unionKeys(o, n) {
-		of, inOld := o[path]
-		nf, inNew := n[path]
+		rawOld, inOld := o[path]
+		rawNew, inNew := n[path]
+		if refused := inNew && (len(rawNew.Append) > 0 || path == ForceFile); refused {
+			unchanged := Change{Kind: KindFile, Name: path, What: "unchanged"}
+			if len(rawNew.Append) > 0 {
+				unchanged.What = "append, unchanged"
+			}
+			forbidden = append(forbidden, unchanged)
+		}
+		if inOld && inNew && reflect.DeepEqual(rawOld, rawNew) {
+			continue
+		}
+		var of, nf file
+		if inOld {
+			if of, err = decodeFile(*rawOld); err != nil {
+				return nil, nil, err
+			}
+		}
+		if inNew {
+			if nf, err = decodeFile(*rawNew); err != nil {
+				return nil, nil, err
+			}
+		}
 		c := Change{Kind: KindFile, Name: path, Old: of.contents, New: nf.contents, remote: of.remote != "" || nf.remote != ""}
 		switch {
 		case !inOld:
@@ -182,20 +193,16 @@ func diffFiles(old, new []ign.File) (changes, forbidden []Change, err error) {
 		default:
 			c.What = fileChange(of, nf)
 		}
-		refused := inNew && (len(nf.appends) > 0 || path == ForceFile)
 		switch {
-		case c.What != "":
-			if inNew && len(nf.appends) > 0 {
-				c.What = "append"
-			}
-			changes = append(changes, c)
-		case refused:
-			c.What = "unchanged"
-			if len(nf.appends) > 0 {
-				c.What = "append, unchanged"
-			}
-			forbidden = append(forbidden, c)
+		case c.What == "":
+			continue // written differently, landing alike (another encoding, gzip or not)
+		case inNew && len(nf.appends) > 0:
+			c.What = "append"
 		}
+		if n := len(forbidden); n > 0 && forbidden[n-1].Name == path {
+			forbidden = forbidden[:n-1] // listed as a change
+		}
+		changes = append(changes, c)
 	}
 	return changes, forbidden, nil
 }
@@ -215,7 +222,7 @@ func fileChange(of, nf file) string {
 	if of.overwrite != nf.overwrite {
 		what = append(what, "overwrite")
 	}
-	if !jsonEqual(of.appends, nf.appends) {
+	if (len(of.appends) > 0 || len(nf.appends) > 0) && !reflect.DeepEqual(of.appends, nf.appends) {
 		what = append(what, "append")
 	}
 	return strings.Join(what, ",")
