@@ -300,116 +300,38 @@ var _ = Describe("Cases ported from the MCO's update_test.go", func() {
 	)
 })
 
-// registries.conf versions standing for the upstream TestIsDrainRequired fixtures mc1..mc13: the
-// same registries, mirrors and settings, written anew.
+// Pieces of registries.conf, and the versions built from them that stand for the upstream
+// TestIsDrainRequired fixtures mc1..mc13: the same registries, mirrors and settings.
+const (
+	searchTwo   = `unqualified-search-registries = ["example.com", "foo.com"]` + "\n"
+	searchThree = `unqualified-search-registries = ["example.com", "foo.com", "bar.com"]` + "\n"
+	registryA   = "[[registry]]\nlocation = \"example.com/repo/test-img\"\n"
+	mirrorA     = "[[registry.mirror]]\nlocation = \"mirror.com/repo/test-img\"\n"
+	registryB   = "[[registry]]\nlocation = \"example.com/repo1/test-img1\"\n"
+	mirrorB     = "[[registry.mirror]]\nlocation = \"mirror.com/repo1/test-img1\"\n"
+	mirrorB1    = "[[registry.mirror]]\nlocation = \"mirror1.com/repo1/test-img1\"\n"
+	registryBar = "[[registry]]\nprefix = \"bar.com\"\nlocation = \"example.com/repo/test-img\"\n"
+	registryC   = "[[registry]]\nlocation = \"example.com/repo1/test-img\"\n"
+	mirrorC     = "[[registry.mirror]]\nlocation = \"mirror.com/repo1/test-img\"\n"
+	digestOnly  = "pull-from-mirror = \"digest-only\"\n"
+	blocked     = "blocked = true\n"
+	byDigest    = "mirror-by-digest-only = true\n"
+)
+
 var drainFixtures = map[string]string{
-	"mc1": `unqualified-search-registries = ["example.com", "foo.com"]
-[[registry]]
-location = "example.com/repo/test-img"
-[[registry.mirror]]
-location = "mirror.com/repo/test-img"
-[[registry]]
-location = "example.com/repo1/test-img1"
-[[registry.mirror]]
-location = "mirror.com/repo1/test-img1"
-pull-from-mirror = "digest-only"
-`,
-	"mc2": `unqualified-search-registries = ["example.com", "foo.com"]
-[[registry]]
-location = "example.com/repo/test-img"
-[[registry.mirror]]
-location = "mirror.com/repo/test-img"
-[[registry]]
-location = "example.com/repo1/test-img1"
-[[registry.mirror]]
-location = "mirror.com/repo1/test-img1"
-pull-from-mirror = "digest-only"
-[[registry.mirror]]
-location = "mirror1.com/repo1/test-img1"
-pull-from-mirror = "digest-only"
-`,
-	"mc3": `unqualified-search-registries = ["example.com", "foo.com"]
-[[registry]]
-location = "example.com/repo/test-img"
-[[registry.mirror]]
-location = "mirror.com/repo/test-img"
-`,
-	"mc4": `unqualified-search-registries = ["example.com", "foo.com", "bar.com"]
-[[registry]]
-location = "example.com/repo/test-img"
-[[registry.mirror]]
-location = "mirror.com/repo/test-img"
-pull-from-mirror = "digest-only"
-`,
-	"mc5": `unqualified-search-registries = ["example.com", "foo.com"]
-[[registry]]
-location = "example.com/repo/test-img"
-[[registry.mirror]]
-location = "mirror.com/repo/test-img"
-pull-from-mirror = "digest-only"
-`,
-	"mc6": `unqualified-search-registries = ["example.com", "foo.com"]
-[[registry]]
-location = "example.com/repo/test-img"
-[[registry.mirror]]
-location = "mirror.com/repo/test-img"
-pull-from-mirror = "digest-only"
-[[registry]]
-location = "example.com/repo1/test-img1"
-`,
-	"mc7": `unqualified-search-registries = ["example.com", "foo.com"]
-[[registry]]
-location = "example.com/repo/test-img"
-[[registry.mirror]]
-location = "mirror.com/repo/test-img"
-pull-from-mirror = "digest-only"
-[[registry]]
-location = "example.com/repo1/test-img1"
-[[registry.mirror]]
-location = "mirror.com/repo1/test-img1"
-`,
-	"mc8": `unqualified-search-registries = ["example.com", "foo.com"]
-[[registry]]
-prefix = "bar.com"
-location = "example.com/repo/test-img"
-`,
-	"mc9": `unqualified-search-registries = ["example.com", "foo.com"]
-[[registry]]
-prefix = "bar.com"
-location = "example.com/repo/test-img"
-blocked = true
-`,
-	"mc10": `unqualified-search-registries = ["example.com", "foo.com"]
-[[registry]]
-location = "example.com/repo/test-img"
-`,
-	"mc11": `unqualified-search-registries = ["example.com", "foo.com"]
-[[registry]]
-location = "example.com/repo1/test-img"
-[[registry.mirror]]
-location = "mirror.com/repo1/test-img"
-pull-from-mirror = "digest-only"
-[[registry]]
-prefix = "bar.com"
-location = "example.com/repo/test-img"
-blocked = true
-`,
-	"mc12": `unqualified-search-registries = ["example.com", "foo.com"]
-[[registry]]
-location = "example.com/repo/test-img"
-mirror-by-digest-only = true
-[[registry.mirror]]
-location = "mirror.com/repo/test-img"
-`,
-	"mc13": `unqualified-search-registries = ["example.com", "foo.com"]
-[[registry]]
-location = "example.com/repo/test-img"
-mirror-by-digest-only = true
-[[registry.mirror]]
-location = "mirror.com/repo/test-img"
-[[registry.mirror]]
-location = "mirror.com/repo/test-img-13"
-`,
+	"mc1":  searchTwo + registryA + mirrorA + registryB + mirrorB + digestOnly,
+	"mc2":  searchTwo + registryA + mirrorA + registryB + mirrorB + digestOnly + mirrorB1 + digestOnly,
+	"mc3":  searchTwo + registryA + mirrorA,
+	"mc4":  searchThree + registryA + mirrorA + digestOnly,
+	"mc5":  searchTwo + registryA + mirrorA + digestOnly,
+	"mc6":  searchTwo + registryA + mirrorA + digestOnly + registryB,
+	"mc7":  searchTwo + registryA + mirrorA + digestOnly + registryB + mirrorB,
+	"mc8":  searchTwo + registryBar,
+	"mc9":  searchTwo + registryBar + blocked,
+	"mc10": searchTwo + registryA,
+	"mc11": searchTwo + registryC + mirrorC + digestOnly + registryBar + blocked,
+	"mc12": searchTwo + registryA + byDigest + mirrorA,
+	"mc13": searchTwo + registryA + byDigest + mirrorA + "[[registry.mirror]]\nlocation = \"mirror.com/repo/test-img-13\"\n",
 }
 
 var _ = Describe("Cases ported from the MCO's drain_test.go", func() {
@@ -494,13 +416,14 @@ var _ = Describe("Cases ported from the MCO's end-to-end tests", func() {
 	}
 	DescribeTable("test/e2e-2of2/nodedisrupt_test.go TestNodeDisruptionPolicies", func(c func() mcoCase) { checkMCOCase(c()) }, entries)
 
+	const searchTestIO = `unqualified-search-registries = ["example.com", "foo.com", "test.io"]` + "\n"
 	DescribeTable("test/e2e-2of2/nodedisrupt_test.go TestNodeDisruptionPolicySpecialAction", checkMCOCase,
 		Entry("a search registry added: Special reloads crio, no drain", mcoCase{
-			old: []cfgOpt{withRegistries(drainFixtures["mc3"])}, new: []cfgOpt{withRegistries(`unqualified-search-registries = ["example.com", "foo.com", "test.io"]` + drainFixtures["mc3"][len(`unqualified-search-registries = ["example.com", "foo.com"]`):])},
+			old: []cfgOpt{withRegistries(drainFixtures["mc3"])}, new: []cfgOpt{withRegistries(searchTestIO + registryA + mirrorA)},
 			outcome: refresh.InPlace, actions: []refresh.Action{reloadCrio},
 		}),
 		Entry("the change rolled back (a search registry removed): drain, then reload crio", mcoCase{
-			old: []cfgOpt{withRegistries(`unqualified-search-registries = ["example.com", "foo.com", "test.io"]` + drainFixtures["mc3"][len(`unqualified-search-registries = ["example.com", "foo.com"]`):])}, new: []cfgOpt{withRegistries(drainFixtures["mc3"])},
+			old: []cfgOpt{withRegistries(searchTestIO + registryA + mirrorA)}, new: []cfgOpt{withRegistries(drainFixtures["mc3"])},
 			outcome: refresh.InPlace, actions: []refresh.Action{drain, reloadCrio},
 		}),
 	)

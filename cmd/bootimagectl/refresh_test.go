@@ -49,18 +49,18 @@ spec:
 }`))
 	})
 
+	// appConfigChange writes an empty config, one that adds /etc/app/app.conf, and
+	// MachineConfiguration/cluster with one file policy.
+	appConfigChange := func(policyPath, actions string) (old, updated, policies string) {
+		old = write("old.json", `{"ignition":{"version":"3.2.0"}}`)
+		updated = write("new.json", `{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/app/app.conf","contents":{"source":"data:,x"}}]}}`)
+		policies = write("mc.yaml", "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nmetadata: {name: cluster}\n"+
+			"spec:\n  nodeDisruptionPolicy:\n    files:\n    - path: "+policyPath+"\n      actions: "+actions+"\n")
+		return old, updated, policies
+	}
+
 	It("takes file decisions from --no-reboot-paths, and user policies from --policies", func() {
-		old := write("old.json", `{"ignition":{"version":"3.2.0"}}`)
-		updated := write("new.json", `{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/app/app.conf","contents":{"source":"data:,x"}}]}}`)
-		policies := write("mc.yaml", `apiVersion: operator.openshift.io/v1
-kind: MachineConfiguration
-metadata: {name: cluster}
-spec:
-  nodeDisruptionPolicy:
-    files:
-    - path: /etc/app
-      actions: [{type: Restart, restart: {serviceName: app.service}}]
-`)
+		old, updated, policies := appConfigChange("/etc/app", "[{type: Restart, restart: {serviceName: app.service}}]")
 		code, out, _ := runCLI("refresh", "plan", "--old", old, "--new", updated, "--policies", policies)
 		Expect(code).To(Equal(0))
 		Expect(out).To(ContainSubstring("Outcome: InPlace"))
@@ -73,17 +73,7 @@ spec:
 	})
 
 	It("prints no line with trailing spaces, a Drain included", func() {
-		old := write("old.json", `{"ignition":{"version":"3.2.0"}}`)
-		updated := write("new.json", `{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/app/app.conf","contents":{"source":"data:,x"}}]}}`)
-		policies := write("mc.yaml", `apiVersion: operator.openshift.io/v1
-kind: MachineConfiguration
-metadata: {name: cluster}
-spec:
-  nodeDisruptionPolicy:
-    files:
-    - path: /etc/app/
-      actions: [{type: Drain}, {type: Reload, reload: {serviceName: app.service}}]
-`)
+		old, updated, policies := appConfigChange("/etc/app/", "[{type: Drain}, {type: Reload, reload: {serviceName: app.service}}]")
 		code, out, _ := runCLI("refresh", "plan", "--old", old, "--new", updated, "--policies", policies)
 		Expect(code).To(Equal(0))
 		Expect(out).To(ContainSubstring("Action:  Drain\nAction:  Reload app.service\n"))
