@@ -53,7 +53,7 @@ func Parse(raw []byte) (Config, error) {
 		}
 		if len(mc.Spec.Config.Raw) > 0 && string(mc.Spec.Config.Raw) != "null" {
 			if cfg.Ignition, err = parseIgnition(mc.Spec.Config.Raw); err != nil {
-				return Config{}, fmt.Errorf("MachineConfig %s spec.config: %v", mc.Name, err)
+				return Config{}, fmt.Errorf("MachineConfig %q spec.config: %v", mc.Name, err)
 			}
 		}
 		return cfg, nil

@@ -144,7 +144,10 @@ func judge(c Change, policies Policies, files fileRules) verdict {
 		if c.What == "removed" {
 			return policyVerdict("sshkey policy (user "+c.Name+" removed, its password cleared)", policies.SSHKey.Actions)
 		}
-		return verdict{outcome: Reject, rule: passwdRejections[c.What]}
+		if rule, ok := passwdRejections[c.What]; ok {
+			return verdict{outcome: Reject, rule: rule}
+		}
+		return verdict{outcome: Reject, rule: "user " + c.Name + " cannot be changed on a running node"}
 	case KindSSHKey:
 		return policyVerdict("sshkey policy (core's "+c.What+")", policies.SSHKey.Actions)
 	case KindUnit:

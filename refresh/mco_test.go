@@ -37,6 +37,9 @@ func checkMCOCase(c mcoCase) {
 		actions = []refresh.Action{}
 	}
 	Expect(res.Actions).To(Equal(actions), "%+v", res.Changes)
+	for _, ch := range res.Changes {
+		Expect(ch.Rule).NotTo(Or(BeEmpty(), HaveSuffix(" "), ContainSubstring("  ")), "the rule names what it decides, without stray spaces")
+	}
 }
 
 func withUsers(users ...ign.PasswdUser) cfgOpt {
