@@ -122,7 +122,7 @@ func judge(c Change, policies Policies, files fileRules) verdict {
 	case KindOSImage, KindKernelType, KindExtensions:
 		return verdict{outcome: Reboot, rule: fmt.Sprintf("a %s change always reboots", c.Kind)}
 	case KindFIPS:
-		return verdict{outcome: Reject, rule: "FIPS cannot be changed on a running cluster"}
+		return verdict{outcome: Reject, rule: "a fips change is refused: FIPS cannot be changed on a running cluster"}
 	case KindKernelArguments:
 		if c.Name == "ignition.kernelArguments" {
 			return verdict{outcome: Reject, rule: "Ignition kernelArguments cannot be applied to a running node"}
