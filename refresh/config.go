@@ -5,10 +5,12 @@ package refresh
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
 	ignconfig "github.com/coreos/ignition/v2/config"
+	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
 	ign "github.com/coreos/ignition/v2/config/v3_6_experimental/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"sigs.k8s.io/yaml"
@@ -51,7 +53,7 @@ func Parse(raw []byte) (Config, error) {
 		}
 		if len(mc.Spec.Config.Raw) > 0 && string(mc.Spec.Config.Raw) != "null" {
 			if cfg.Ignition, err = parseIgnition(mc.Spec.Config.Raw); err != nil {
-				return Config{}, fmt.Errorf("MachineConfig %s spec.config: %v", mc.Name, err)
+				return Config{}, fmt.Errorf("MachineConfig %q spec.config: %v", mc.Name, err)
 			}
 		}
 		return cfg, nil
@@ -63,10 +65,25 @@ func Parse(raw []byte) (Config, error) {
 	}
 }
 
+// parseIgnition reads an Ignition config of any spec 3 version, naming the version it cannot read.
 func parseIgnition(raw []byte) (ign.Config, error) {
 	cfg, rpt, err := ignconfig.Parse(raw)
-	if err != nil {
-		return ign.Config{}, fmt.Errorf("invalid Ignition config: %v %s", err, strings.TrimSpace(rpt.String()))
+	if err == nil {
+		return cfg, nil
 	}
-	return cfg, nil
+	var probe struct {
+		Ignition struct {
+			Version string `json:"version"`
+		} `json:"ignition"`
+	}
+	if errors.Is(err, ignerrors.ErrUnknownVersion) || errors.Is(err, ignerrors.ErrInvalidVersion) {
+		if json.Unmarshal(raw, &probe) == nil && probe.Ignition.Version != "" {
+			return ign.Config{}, fmt.Errorf("unsupported Ignition version %q: only spec 3.0.0 to %s can be read", probe.Ignition.Version, ign.MaxVersion)
+		}
+	}
+	msg := fmt.Sprintf("invalid Ignition config: %v", err)
+	if details := strings.TrimSpace(rpt.String()); details != "" {
+		msg += ": " + details
+	}
+	return ign.Config{}, errors.New(msg)
 }

@@ -2,6 +2,8 @@ package refresh
 
 import (
 	"fmt"
+	"path"
+	"slices"
 	"strings"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -21,7 +23,7 @@ const (
 // ActionType is a post-write action.
 type ActionType string
 
-// Action types, in the order they run.
+// Action types.
 const (
 	ActionDrain        ActionType = "Drain"
 	ActionDaemonReload ActionType = "DaemonReload"
@@ -60,32 +62,67 @@ type verdict struct {
 // fileRules decides a file change; Decide uses the policies, DecideWithNoRebootPaths a list.
 type fileRules func(Change) verdict
 
-// Decide decides a config change with node disruption policies.
+// Decide decides a config change with node disruption policies, as the MCO daemon does: the worst
+// change decides the outcome; when every change applies in place, the actions are those of the
+// matched policies in the order the policies list them (files, then units, then ssh keys), every
+// one kept, an action shared by several policies merged where that keeps each policy's order, and
+// a Drain, which the MCO performs before writing anything, first.
 func Decide(changes []Change, policies Policies) Result {
-	return decide(changes, policies, func(c Change) verdict { return filePolicyVerdict(policies, c) })
+	files := cleanFilePolicies(policies.Files)
+	return decide(changes, policies, func(c Change) verdict { return filePolicyVerdict(files, c) })
 }
 
 func decide(changes []Change, policies Policies, files fileRules) Result {
 	res := Result{Outcome: NoChange, Actions: []Action{}, Changes: []ChangeDecision{}}
+	drain := false
 	var actions []Action
 	for _, c := range changes {
 		v := judge(c, policies, files)
 		res.Changes = append(res.Changes, ChangeDecision{Kind: c.Kind, Name: c.Name, Decision: v.outcome, Rule: v.rule})
 		res.Outcome = worse(res.Outcome, v.outcome)
-		actions = append(actions, v.actions...)
+		var others []Action
+		for _, a := range v.actions {
+			if a.Type == ActionDrain {
+				drain = true
+			} else {
+				others = append(others, a)
+			}
+		}
+		actions = mergeActions(actions, others)
 	}
 	if res.Outcome == InPlace {
-		res.Actions = orderActions(actions)
+		if drain {
+			res.Actions = append(res.Actions, Action{Type: ActionDrain})
+		}
+		res.Actions = append(res.Actions, actions...)
 	}
 	return res
+}
+
+// mergeActions appends next to acc keeping the order of both: an action of next is taken from
+// acc when acc has it after the last one taken, else appended. So ten files under one policy
+// reload crio once, and a Reload and a Restart of crio both run.
+func mergeActions(acc, next []Action) []Action {
+	cursor := 0
+	for _, a := range next {
+		if i := slices.Index(acc[cursor:], a); i >= 0 {
+			cursor += i + 1
+			continue
+		}
+		acc = append(acc, a)
+		cursor = len(acc)
+	}
+	return acc
 }
 
 // judge applies the fixed rules first: reboot triggers and changes that cannot be applied are
 // never decided by a policy or a path list.
 func judge(c Change, policies Policies, files fileRules) verdict {
 	switch c.Kind {
-	case KindOSImage, KindFIPS, KindKernelType, KindExtensions:
+	case KindOSImage, KindKernelType, KindExtensions:
 		return verdict{outcome: Reboot, rule: fmt.Sprintf("a %s change always reboots", c.Kind)}
+	case KindFIPS:
+		return verdict{outcome: Reject, rule: "a fips change is refused: FIPS cannot be changed on a running cluster"}
 	case KindKernelArguments:
 		if c.Name == "ignition.kernelArguments" {
 			return verdict{outcome: Reject, rule: "Ignition kernelArguments cannot be applied to a running node"}
@@ -94,19 +131,25 @@ func judge(c Change, policies Policies, files fileRules) verdict {
 	case KindDirectory:
 		return verdict{outcome: Reject, rule: "directories cannot be changed on a running node"}
 	case KindLink:
-		if c.What == "added" || c.What == "changed" {
-			return verdict{outcome: Reject, rule: "links cannot be added or changed on a running node"}
+		if c.What == "removed" {
+			return verdict{outcome: InPlace, rule: "links may be removed when none remain, with no action"}
 		}
-		return verdict{outcome: Reboot, rule: "no policy covers removing a link"}
+		return verdict{outcome: Reject, rule: "links cannot be added or changed on a running node, nor removed while others remain"}
 	case KindStorage:
-		return verdict{outcome: Reject, rule: "disks, filesystems, RAID and LUKS cannot be changed on a running node"}
-	case KindPasswd:
-		if c.Name == CoreUser && c.What == "passwordHash" {
-			return policyVerdict("sshkey policy (core's password hash)", policies.SSHKey.Actions)
+		if c.Name == "luks" {
+			return verdict{outcome: InPlace, rule: "LUKS and Tang changes are accepted and not applied to a running node"}
 		}
-		return verdict{outcome: Reject, rule: "only user core's ssh keys and password can be changed on a running node"}
+		return verdict{outcome: Reject, rule: "disks, filesystems and RAID cannot be changed on a running node"}
+	case KindPasswd:
+		if c.What == "removed" {
+			return policyVerdict("sshkey policy (user "+c.Name+" removed, its password cleared)", policies.SSHKey.Actions)
+		}
+		if rule, ok := passwdRejections[c.What]; ok {
+			return verdict{outcome: Reject, rule: rule}
+		}
+		return verdict{outcome: Reject, rule: "user " + c.Name + " cannot be changed on a running node"}
 	case KindSSHKey:
-		return policyVerdict("sshkey policy", policies.SSHKey.Actions)
+		return policyVerdict("sshkey policy (core's "+c.What+")", policies.SSHKey.Actions)
 	case KindUnit:
 		for _, u := range policies.Units {
 			if string(u.Name) == c.Name {
@@ -115,7 +158,10 @@ func judge(c Change, policies Policies, files fileRules) verdict {
 		}
 		return verdict{outcome: Reboot, rule: "no unit policy for " + c.Name}
 	case KindFile:
-		if c.What == "append" {
+		if path.Clean(c.Name) == ForceFile && c.What != "removed" {
+			return verdict{outcome: Reject, rule: ForceFile + " cannot be written by a config"}
+		}
+		if strings.HasPrefix(c.What, "append") {
 			return verdict{outcome: Reject, rule: "files with append cannot be applied to a running node"}
 		}
 		return files(c)
@@ -123,19 +169,44 @@ func judge(c Change, policies Policies, files fileRules) verdict {
 	return verdict{outcome: Reboot, rule: "unknown change"}
 }
 
-func filePolicyVerdict(policies Policies, c Change) verdict {
-	p, ok := matchFile(policies, c.Name)
+// passwdRejections explain the passwd changes that cannot be applied, by Change.What.
+var passwdRejections = map[string]string{
+	"groups":         "groups cannot be changed on a running node",
+	"notCore":        "only user core can be configured on a running node",
+	"coreOtherField": "only core's ssh keys and password hash can be changed on a running node",
+	"coreNoLogin":    "core must keep at least one ssh key or a password hash",
+}
+
+func filePolicyVerdict(files filePolicies, c Change) verdict {
+	p, ok := files.match(c.Name)
 	if !ok {
 		return verdict{outcome: Reboot, rule: "no file policy matches " + c.Name}
 	}
-	rule := "file policy " + p.Path
-	if len(p.Actions) == 1 && p.Actions[0].Type == operatorv1.SpecialStatusAction {
-		return registriesVerdict(rule, c)
+	v := policyVerdict("file policy "+p.Path, p.Actions)
+	special := slices.ContainsFunc(p.Actions, func(a operatorv1.NodeDisruptionPolicyStatusAction) bool {
+		return a.Type == operatorv1.SpecialStatusAction
+	})
+	if v.outcome != InPlace || !special || path.Clean(c.Name) != RegistriesConf {
+		return v
 	}
-	return policyVerdict(rule, p.Actions)
+	if c.remote {
+		return verdict{outcome: Reject, rule: v.rule + ": a remote source cannot be read to decide on a drain"}
+	}
+	drain, why, err := registriesNeedDrain(c.Old, c.New)
+	if err != nil {
+		return verdict{outcome: Reject, rule: fmt.Sprintf("%s: %v", v.rule, err)}
+	}
+	if drain {
+		v.actions = append([]Action{{Type: ActionDrain}}, v.actions...)
+		v.rule += " with Drain (" + why + ")"
+	} else {
+		v.rule += " without Drain (" + why + ")"
+	}
+	return v
 }
 
-// policyVerdict turns a policy's actions into a verdict.
+// policyVerdict turns a policy's actions into a verdict. Special, reserved to registries.conf,
+// reloads crio.
 func policyVerdict(rule string, actions []operatorv1.NodeDisruptionPolicyStatusAction) verdict {
 	v := verdict{outcome: InPlace, rule: rule}
 	var names []string
@@ -148,6 +219,8 @@ func policyVerdict(rule string, actions []operatorv1.NodeDisruptionPolicyStatusA
 			v.actions = append(v.actions, Action{Type: ActionDrain})
 		case operatorv1.DaemonReloadStatusAction:
 			v.actions = append(v.actions, Action{Type: ActionDaemonReload})
+		case operatorv1.SpecialStatusAction:
+			v.actions = append(v.actions, Action{Type: ActionReload, Unit: "crio.service"})
 		case operatorv1.RestartStatusAction:
 			if a.Restart == nil {
 				return verdict{outcome: Reboot, rule: rule + ": Restart without a service"}
@@ -163,41 +236,10 @@ func policyVerdict(rule string, actions []operatorv1.NodeDisruptionPolicyStatusA
 		}
 		names = append(names, string(a.Type))
 	}
-	v.rule = rule + ": " + strings.Join(names, ", ")
+	if len(names) > 0 {
+		v.rule = rule + ": " + strings.Join(names, ", ")
+	}
 	return v
-}
-
-// orderActions puts Drain first, then DaemonReload once, then the restarts and reloads in the
-// order they came, without duplicates; a Reload of a unit that is also Restarted is dropped.
-func orderActions(in []Action) []Action {
-	out := []Action{}
-	restarted := map[string]bool{}
-	hasDrain, hasDaemonReload := false, false
-	for _, a := range in {
-		switch a.Type {
-		case ActionDrain:
-			hasDrain = true
-		case ActionDaemonReload:
-			hasDaemonReload = true
-		case ActionRestart:
-			restarted[a.Unit] = true
-		}
-	}
-	if hasDrain {
-		out = append(out, Action{Type: ActionDrain})
-	}
-	if hasDaemonReload {
-		out = append(out, Action{Type: ActionDaemonReload})
-	}
-	seen := map[Action]bool{}
-	for _, a := range in {
-		if a.Type == ActionDrain || a.Type == ActionDaemonReload || seen[a] || (a.Type == ActionReload && restarted[a.Unit]) {
-			continue
-		}
-		seen[a] = true
-		out = append(out, a)
-	}
-	return out
 }
 
 var severity = map[Outcome]int{NoChange: 0, InPlace: 1, Reboot: 2, Reject: 3}

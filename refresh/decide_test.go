@@ -1,6 +1,10 @@
 package refresh_test
 
 import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+
 	ign "github.com/coreos/ignition/v2/config/v3_6_experimental/types"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -83,7 +87,6 @@ var _ = Describe("Decide with the cluster default policies", func() {
 		},
 		Entry("OS image", cfgOpt(func(c *refresh.Config) { c.OSImageURL = "quay.io/openshift/rhcos@sha256:bbb" })),
 		Entry("kernel arguments", cfgOpt(func(c *refresh.Config) { c.KernelArguments = []string{"nosmt"} })),
-		Entry("FIPS", cfgOpt(func(c *refresh.Config) { c.FIPS = true })),
 		Entry("kernel type", cfgOpt(func(c *refresh.Config) { c.KernelType = "realtime" })),
 		Entry("extensions", cfgOpt(func(c *refresh.Config) { c.Extensions = []string{"usbguard"} })),
 	)
@@ -93,6 +96,7 @@ var _ = Describe("Decide with the cluster default policies", func() {
 			res := decide(config(old), config(new), defaults)
 			Expect(res.Outcome).To(Equal(refresh.Reject), "%+v", res.Changes)
 		},
+		Entry("FIPS", cfgOpt(func(*refresh.Config) {}), cfgOpt(func(c *refresh.Config) { c.FIPS = true })),
 		Entry("a directory", cfgOpt(func(*refresh.Config) {}), cfgOpt(func(c *refresh.Config) {
 			c.Ignition.Storage.Directories = []ign.Directory{{Node: ign.Node{Path: "/etc/foo"}}}
 		})),
@@ -125,7 +129,7 @@ var _ = Describe("Decide with the cluster default policies", func() {
 	It("applies core's ssh keys in place, with no action", func() {
 		res := decide(config(withSSHKeys("ssh-ed25519 AAAA old")), config(withSSHKeys("ssh-ed25519 AAAA old", "ssh-ed25519 BBBB new")), defaults)
 		Expect(res.Outcome).To(Equal(refresh.InPlace))
-		Expect(res.Changes).To(ConsistOf(And(HaveField("Kind", refresh.KindSSHKey), HaveField("Rule", "sshkey policy: None"))))
+		Expect(res.Changes).To(ConsistOf(And(HaveField("Kind", refresh.KindSSHKey), HaveField("Rule", "sshkey policy (core's ssh keys): None"))))
 		Expect(res.Actions).To(BeEmpty())
 	})
 
@@ -145,26 +149,29 @@ var _ = Describe("Decide with the cluster default policies", func() {
 		decideRegistries := func(old, new string) refresh.Result {
 			return decide(config(withFile(refresh.RegistriesConf, pct(old), 0o644)), config(withFile(refresh.RegistriesConf, pct(new), 0o644)), defaults)
 		}
-		It("reloads crio when a mirror is only added", func() {
-			res := decideRegistries(registriesV1, registriesV1+"\n  [[registry.mirror]]\n    location = \"mirror-b.example.com/ocp-release\"\n")
+		It("reloads crio without a drain when a digest-only mirror is added", func() {
+			res := decideRegistries(registriesV1, registriesV1+"\n  [[registry.mirror]]\n    location = \"mirror-b.example.com/ocp-release\"\n    pull-from-mirror = \"digest-only\"\n")
 			Expect(res.Actions).To(Equal([]refresh.Action{reloadCrio}))
 		})
-		It("reloads crio when a registry is only added", func() {
-			res := decideRegistries(registriesV1, registriesV1+"\n[[registry]]\n  location = \"registry.example.com/team\"\n")
-			Expect(res.Actions).To(Equal([]refresh.Action{reloadCrio}))
+		It("drains first when a mirror that is not digest-only is added", func() {
+			res := decideRegistries(registriesV1, registriesV1+"\n  [[registry.mirror]]\n    location = \"mirror-b.example.com/ocp-release\"\n")
+			Expect(res.Actions).To(Equal([]refresh.Action{drain, reloadCrio}))
+			Expect(res.Changes[0].Rule).To(ContainSubstring("mirror mirror-b.example.com/ocp-release added without pull-from-mirror"))
 		})
 		It("drains first when a mirror is removed", func() {
-			res := decideRegistries(registriesV1, `[[registry]]
+			res := decideRegistries(registriesV1, `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
+[[registry]]
   prefix = ""
   location = "quay.io/openshift-release-dev/ocp-release"
 `)
 			Expect(res.Outcome).To(Equal(refresh.InPlace))
 			Expect(res.Actions).To(Equal([]refresh.Action{drain, reloadCrio}))
-			Expect(res.Changes[0].Rule).To(ContainSubstring("Drain"))
+			Expect(res.Changes[0].Rule).To(ContainSubstring("with Drain (registry quay.io/openshift-release-dev/ocp-release: mirror mirror-a.example.com/ocp-release removed)"))
 		})
-		It("drains first when mirrors are reordered", func() {
+		It("does not drain when mirrors are only reordered, as the MCO", func() {
 			two := registriesV1 + "\n  [[registry.mirror]]\n    location = \"mirror-b.example.com/ocp-release\"\n"
-			swapped := `[[registry]]
+			swapped := `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
+[[registry]]
   prefix = ""
   location = "quay.io/openshift-release-dev/ocp-release"
   [[registry.mirror]]
@@ -172,7 +179,12 @@ var _ = Describe("Decide with the cluster default policies", func() {
   [[registry.mirror]]
     location = "mirror-a.example.com/ocp-release"
 `
-			Expect(decideRegistries(two, swapped).Actions).To(Equal([]refresh.Action{drain, reloadCrio}))
+			Expect(decideRegistries(two, swapped).Actions).To(Equal([]refresh.Action{reloadCrio}))
+		})
+		It("refuses contents that are not TOML, naming which version", func() {
+			res := decideRegistries(registriesV1, "[[registry]\n")
+			Expect(res.Outcome).To(Equal(refresh.Reject))
+			Expect(res.Changes[0].Rule).To(ContainSubstring("the new /etc/containers/registries.conf is not valid TOML"))
 		})
 	})
 })
@@ -209,17 +221,21 @@ var _ = Describe("User policies", func() {
 		Expect(res.Actions).To(Equal([]refresh.Action{{Type: refresh.ActionReload, Unit: "app.service"}}))
 	})
 
-	It("orders actions: Drain, DaemonReload once, then in policy order without duplicates, Restart over Reload", func() {
+	It("runs the actions in policy order, every one, a shared one merged, Drain first", func() {
 		res := decide(config(withUnit("app.service", "v1"), withSSHKeys("a")),
 			config(withFile("/etc/app/app.conf", b64("x"), 0o644), withFile("/etc/app/certs/tls.crt", b64("x"), 0o644), withFile("/etc/containers/registries.d/x.yaml", b64("x"), 0o644),
+				withFile("/etc/containers/registries.d/y.yaml", b64("x"), 0o644),
 				withFile("/etc/systemd/system/kubelet.service.d/40-kubelet-crio-image-credential-provider.conf", b64("x"), 0o644),
 				withUnit("app.service", "v2"), withSSHKeys("b")), policies)
 		Expect(res.Outcome).To(Equal(refresh.InPlace), "%+v", res.Changes)
 		Expect(res.Actions).To(Equal([]refresh.Action{
-			drain, daemonReload,
+			drain,
+			{Type: refresh.ActionReload, Unit: "app.service"},
 			{Type: refresh.ActionRestart, Unit: "app.service"},
 			reloadCrio,
-			restartKubel,
+			daemonReload, restartKubel,
+			reloadCrio, // the unit policy's, after its DaemonReload
+
 		}))
 	})
 
@@ -228,9 +244,113 @@ var _ = Describe("User policies", func() {
 			_, err := refresh.MergePolicies(bad)
 			Expect(err).To(MatchError(ContainSubstring(message)))
 		},
-		Entry("relative path", operatorv1.NodeDisruptionPolicyConfig{Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: "etc/x", Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.NoneSpecAction}}}}}, "absolute and clean"),
-		Entry("unclean path", operatorv1.NodeDisruptionPolicyConfig{Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: "/etc/../x", Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.NoneSpecAction}}}}}, "absolute and clean"),
+		Entry("relative path", operatorv1.NodeDisruptionPolicyConfig{Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: "etc/x", Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.NoneSpecAction}}}}}, `file policy "etc/x": the path must be absolute`),
 		Entry("bad service", operatorv1.NodeDisruptionPolicyConfig{Units: []operatorv1.NodeDisruptionPolicySpecUnit{{Name: "crio", Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.NoneSpecAction}}}}}, `invalid service name "crio"`),
 		Entry("Reboot with others", operatorv1.NodeDisruptionPolicyConfig{SSHKey: operatorv1.NodeDisruptionPolicySpecSSHKey{Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.RebootSpecAction}, {Type: operatorv1.DrainSpecAction}}}}, "Reboot must be the only action"),
 	)
+})
+
+var _ = Describe("Facts of the MCO's node disruption code", func() {
+	appendFile := func(path string, appended ...string) cfgOpt {
+		return func(c *refresh.Config) {
+			f := ign.File{Node: ign.Node{Path: path}}
+			for _, a := range appended {
+				f.Append = append(f.Append, ign.Resource{Source: ptr(pct(a))})
+			}
+			c.Ignition.Storage.Files = append(c.Ignition.Storage.Files, f)
+		}
+	}
+	remoteFile := func(path, hash string) cfgOpt {
+		return func(c *refresh.Config) {
+			c.Ignition.Storage.Files = append(c.Ignition.Storage.Files, ign.File{Node: ign.Node{Path: path}, FileEmbedded1: ign.FileEmbedded1{
+				Contents: ign.Resource{Source: ptr("https://example.com/config"), Verification: ign.Verification{Hash: ptr(hash)}},
+			}})
+		}
+	}
+	link := func(path string) ign.Link {
+		return ign.Link{Node: ign.Node{Path: path}, LinkEmbedded1: ign.LinkEmbedded1{Target: ptr("/etc/target")}}
+	}
+	withLinks := func(links ...ign.Link) cfgOpt {
+		return func(c *refresh.Config) { c.Ignition.Storage.Links = links }
+	}
+	kernel := func(t string) cfgOpt { return func(c *refresh.Config) { c.KernelType = t } }
+	extensions := func(e ...string) cfgOpt { return func(c *refresh.Config) { c.Extensions = e } }
+
+	DescribeTable("outcomes",
+		func(old, new []cfgOpt, outcome refresh.Outcome, rule string) {
+			res := decide(config(old...), config(new...), defaults)
+			Expect(res.Outcome).To(Equal(outcome), "%+v", res.Changes)
+			if rule != "" {
+				Expect(res.Changes).To(ContainElement(HaveField("Rule", ContainSubstring(rule))))
+			}
+		},
+		Entry("kernel type \"\" is \"default\"", []cfgOpt{kernel("")}, []cfgOpt{kernel("default")}, refresh.NoChange, ""),
+		Entry("kernel type default to realtime reboots", []cfgOpt{kernel("")}, []cfgOpt{kernel("realtime")}, refresh.Reboot, "kernelType"),
+		Entry("extensions reordered reboot, as the MCO compares them in order", []cfgOpt{extensions("a", "b")}, []cfgOpt{extensions("b", "a")}, refresh.Reboot, "extensions"),
+		Entry("a changed append list is seen, and refused", []cfgOpt{appendFile("/etc/hosts", "a")}, []cfgOpt{appendFile("/etc/hosts", "b")}, refresh.Reject, "append"),
+		Entry("an unchanged file with append is refused when anything else changes",
+			[]cfgOpt{appendFile("/etc/hosts", "a"), withFile(pullSecretPath, b64("1"), 0o644)},
+			[]cfgOpt{appendFile("/etc/hosts", "a"), withFile(pullSecretPath, b64("2"), 0o644)}, refresh.Reject, "append"),
+		Entry("identical configs with an append file are no change", []cfgOpt{appendFile("/etc/hosts", "a")}, []cfgOpt{appendFile("/etc/hosts", "a")}, refresh.NoChange, ""),
+		Entry("a remote source's verification hash change is a contents change",
+			[]cfgOpt{remoteFile("/etc/motd", "sha512-aa")}, []cfgOpt{remoteFile("/etc/motd", "sha512-bb")}, refresh.Reboot, "no file policy matches /etc/motd"),
+		Entry("the force file kept while something else changes is refused",
+			[]cfgOpt{file(refresh.ForceFile, ""), file(pullSecretPath, "1")}, []cfgOpt{file(refresh.ForceFile, ""), file(pullSecretPath, "2")}, refresh.Reject, "/run/machine-config-daemon-force cannot be written by a config"),
+		Entry("every link removed: allowed, no action", []cfgOpt{withLinks(link("/etc/a"), link("/etc/b"))}, nil, refresh.InPlace, "links may be removed when none remain"),
+		Entry("one link removed while another remains: refused", []cfgOpt{withLinks(link("/etc/a"), link("/etc/b"))}, []cfgOpt{withLinks(link("/etc/a"))}, refresh.Reject, "nor removed while others remain"),
+		Entry("a removed user other than core is for the sshkey policy (its password is cleared)",
+			[]cfgOpt{withUsers(ign.PasswdUser{Name: "admin", PasswordHash: ptr("x")})}, nil, refresh.InPlace, "sshkey policy (user admin removed"),
+		Entry("an unchanged user other than core is refused when users change",
+			[]cfgOpt{withUsers(ign.PasswdUser{Name: "admin"}, ign.PasswdUser{Name: "core", SSHAuthorizedKeys: keys("a")})},
+			[]cfgOpt{withUsers(ign.PasswdUser{Name: "admin"}, ign.PasswdUser{Name: "core", SSHAuthorizedKeys: keys("b")})}, refresh.Reject, "only user core can be configured"),
+		Entry("core's password alone is enough", []cfgOpt{withUsers(ign.PasswdUser{Name: "core", SSHAuthorizedKeys: keys("a")})},
+			[]cfgOpt{withUsers(ign.PasswdUser{Name: "core", PasswordHash: ptr("$6$x")})}, refresh.InPlace, "sshkey policy (core's password hash)"),
+		Entry("core left with neither key nor password is refused", []cfgOpt{withUsers(ign.PasswdUser{Name: "core", PasswordHash: ptr("$6$x")})},
+			[]cfgOpt{withUsers(ign.PasswdUser{Name: "core"})}, refresh.Reject, "core must keep at least one ssh key or a password hash"),
+		Entry("a new IRI registry file restarts iri-registry (a 2026 default)", nil, []cfgOpt{file("/etc/iri-registry/config.yml", "x")}, refresh.InPlace, "file policy /etc/iri-registry: Restart"),
+		Entry("the IRI unit has a default policy", []cfgOpt{withUnit("iri-registry.service", "a")}, []cfgOpt{withUnit("iri-registry.service", "b")}, refresh.InPlace, "unit policy iri-registry.service: DaemonReload, Restart"),
+	)
+
+	It("refuses a gzip bomb in a file's contents, naming the file and the bound", func() {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		_, err := zw.Write(make([]byte, refresh.MaxDecompressedBytes+1))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(zw.Close()).To(Succeed())
+		bomb := func(c *refresh.Config) {
+			c.Ignition.Storage.Files = append(c.Ignition.Storage.Files, ign.File{Node: ign.Node{Path: "/etc/bomb"}, FileEmbedded1: ign.FileEmbedded1{
+				Contents: ign.Resource{Source: ptr("data:;base64," + base64.StdEncoding.EncodeToString(buf.Bytes())), Compression: ptr("gzip")},
+			}})
+		}
+		_, err = refresh.Diff(config(), config(bomb))
+		Expect(err).To(MatchError("file /etc/bomb: contents: gzip data expands to more than 64 MiB"))
+	})
+
+	It("cleans policy paths: /etc/app/ is the folder /etc/app, and replaces a policy of the same cleaned path", func() {
+		policies, err := refresh.MergePolicies(operatorv1.NodeDisruptionPolicyConfig{Files: []operatorv1.NodeDisruptionPolicySpecFile{
+			{Path: "/etc/app/", Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.NoneSpecAction}}},
+			{Path: "/etc/containers/policy.json/", Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.RebootSpecAction}}},
+		}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(policies.Files).To(HaveLen(len(defaults.Files) + 1))
+		Expect(decide(config(), config(file("/etc/app/a.conf", "x")), policies).Outcome).To(Equal(refresh.InPlace))
+		Expect(decide(config(), config(file("/etc/containers/policy.json", "x")), policies).Outcome).To(Equal(refresh.Reboot))
+	})
+
+	It("keeps the MCO's order when merging: defaults first, a replaced one in place, the user's after", func() {
+		policies, err := refresh.MergePolicies(operatorv1.NodeDisruptionPolicyConfig{
+			Files: []operatorv1.NodeDisruptionPolicySpecFile{
+				{Path: "/etc/z", Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.NoneSpecAction}}},
+				{Path: "/etc/a", Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.NoneSpecAction}}},
+				{Path: "/var/lib/kubelet/config.json", Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.DrainSpecAction}}},
+			},
+			Units: []operatorv1.NodeDisruptionPolicySpecUnit{{Name: "iri-registry.service", Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.NoneSpecAction}}}},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		n := len(policies.Files)
+		Expect(policies.Files[0].Path).To(Equal("/var/lib/kubelet/config.json"))
+		Expect(policies.Files[0].Actions).To(Equal([]operatorv1.NodeDisruptionPolicyStatusAction{{Type: operatorv1.DrainStatusAction}}))
+		Expect([]string{policies.Files[n-2].Path, policies.Files[n-1].Path}).To(Equal([]string{"/etc/z", "/etc/a"}))
+		Expect(policies.Units).To(Equal([]operatorv1.NodeDisruptionPolicyStatusUnit{{Name: "iri-registry.service", Actions: []operatorv1.NodeDisruptionPolicyStatusAction{{Type: operatorv1.NoneStatusAction}}}}))
+	})
 })

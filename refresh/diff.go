@@ -2,9 +2,8 @@ package refresh
 
 import (
 	"bytes"
-	"compress/gzip"
 	"fmt"
-	"io"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -38,12 +37,17 @@ type Change struct {
 	Name string `json:"name"`
 	// What says how it changed: added, removed, contents, mode, owner, overwrite, append, ...
 	What string `json:"what"`
-	// Old and New are the file contents, for policies that look inside (registries.conf).
+	// Old and New are the decoded file contents, for policies that look inside (registries.conf).
 	Old, New []byte `json:"-"`
+	// remote is true when either version of the file has a source other than a data URL, whose
+	// contents cannot be looked inside.
+	remote bool
 }
 
 // Diff lists the changes from old to new in a deterministic order: the MachineConfig fields,
-// then files, directories, links, units, users and groups, storage, each by name.
+// then files, directories, links, units, users and groups, storage, each by name. When anything
+// changed, files the new config may not hold (with append, or the daemon's force file) are listed
+// last even if unchanged: the MCO refuses such a config whatever else it changes.
 func Diff(old, new Config) ([]Change, error) {
 	var out []Change
 	add := func(k Kind, name, what string) { out = append(out, Change{Kind: k, Name: name, What: what}) }
@@ -56,23 +60,23 @@ func Diff(old, new Config) ([]Change, error) {
 	if old.FIPS != new.FIPS {
 		add(KindFIPS, fmt.Sprint(new.FIPS), "changed")
 	}
-	if old.KernelType != new.KernelType {
-		add(KindKernelType, new.KernelType, "changed")
+	if canonicalKernelType(old.KernelType) != canonicalKernelType(new.KernelType) {
+		add(KindKernelType, canonicalKernelType(new.KernelType), "changed")
 	}
-	if !sameSet(old.Extensions, new.Extensions) {
+	// Order counts, as in the MCO.
+	if !slices.Equal(old.Extensions, new.Extensions) {
 		add(KindExtensions, strings.Join(new.Extensions, ","), "changed")
 	}
-	files, err := diffFiles(old.Ignition.Storage.Files, new.Ignition.Storage.Files)
+	files, forbidden, err := diffFiles(old.Ignition.Storage.Files, new.Ignition.Storage.Files)
 	if err != nil {
 		return nil, err
 	}
 	out = append(out, files...)
 	out = append(out, diffByName(KindDirectory, old.Ignition.Storage.Directories, new.Ignition.Storage.Directories, func(d ign.Directory) string { return d.Path }, anyChange[ign.Directory])...)
-	out = append(out, diffByName(KindLink, old.Ignition.Storage.Links, new.Ignition.Storage.Links, func(l ign.Link) string { return l.Path }, anyChange[ign.Link])...)
+	out = append(out, diffLinks(old.Ignition.Storage.Links, new.Ignition.Storage.Links)...)
 	out = append(out, diffUnits(old.Ignition.Systemd.Units, new.Ignition.Systemd.Units)...)
 	out = append(out, diffPasswd(old.Ignition.Passwd, new.Ignition.Passwd)...)
-	oldKA, newKA := old.Ignition.KernelArguments, new.Ignition.KernelArguments
-	if !jsonEqual(oldKA, newKA) {
+	if !jsonEqual(old.Ignition.KernelArguments, new.Ignition.KernelArguments) {
 		add(KindKernelArguments, "ignition.kernelArguments", "changed")
 	}
 	for _, s := range []struct {
@@ -88,21 +92,37 @@ func Diff(old, new Config) ([]Change, error) {
 			add(KindStorage, s.name, "changed")
 		}
 	}
+	if len(out) > 0 {
+		out = append(out, forbidden...)
+	}
 	return out, nil
+}
+
+// canonicalKernelType maps every kernel type other than realtime and 64k-pages, "" included, to
+// "default", as the MCO does.
+func canonicalKernelType(t string) string {
+	if t == "realtime" || t == "64k-pages" {
+		return t
+	}
+	return "default"
 }
 
 // file is a file as it lands on disk: decoded contents plus what else Ignition sets.
 type file struct {
-	contents  []byte
-	remote    string // a source that is not a data URL: compared as written
-	mode      string
-	owner     string
-	overwrite string
-	hasAppend bool
+	contents     []byte
+	remote       string // a source that is not a data URL: compared as written
+	verification string
+	mode         string
+	owner        string
+	overwrite    string
+	appends      []ign.Resource
 }
 
 func decodeFile(f ign.File) (file, error) {
-	out := file{mode: ptrString(f.Mode, "%o"), owner: owner(f.User, f.Group), overwrite: ptrString(f.Overwrite, "%v"), hasAppend: len(f.Append) > 0}
+	out := file{
+		verification: ptrString(f.Contents.Verification.Hash, "%s"), mode: ptrString(f.Mode, "%o"),
+		owner: owner(f.User, f.Group), overwrite: ptrString(f.Overwrite, "%v"), appends: f.Append,
+	}
 	src := f.Contents.Source
 	if src == nil {
 		return out, nil
@@ -115,75 +135,111 @@ func decodeFile(f ign.File) (file, error) {
 	if err != nil {
 		return file{}, fmt.Errorf("file %s: contents are not a valid data URL: %v", f.Path, err)
 	}
-	data := du.Data
-	if c := f.Contents.Compression; c != nil && *c == "gzip" {
-		r, err := gzip.NewReader(bytes.NewReader(data))
-		if err != nil {
-			return file{}, fmt.Errorf("file %s: contents are not gzip: %v", f.Path, err)
+	out.contents = du.Data
+	switch c := ptrString(f.Contents.Compression, "%s"); c {
+	case "":
+	case "gzip":
+		if out.contents, err = gunzip(du.Data); err != nil {
+			return file{}, fmt.Errorf("file %s: contents: %v", f.Path, err)
 		}
-		if data, err = io.ReadAll(r); err != nil {
-			return file{}, fmt.Errorf("file %s: contents are not gzip: %v", f.Path, err)
-		}
+	default:
+		return file{}, fmt.Errorf("file %s: unsupported compression %q", f.Path, c)
 	}
-	out.contents = data
 	return out, nil
 }
 
-func diffFiles(old, new []ign.File) ([]Change, error) {
-	decode := func(files []ign.File) (map[string]file, error) {
-		m := make(map[string]file, len(files))
-		for _, f := range files {
-			d, err := decodeFile(f)
-			if err != nil {
-				return nil, err
-			}
-			m[f.Path] = d
+// diffFiles returns the changed files, and apart the unchanged new files that the MCO refuses in
+// any config it applies (with append, or the force file). Only files written differently are
+// decoded: the same entry lands alike, and this keeps a large config cheap to compare.
+func diffFiles(old, new []ign.File) (changes, forbidden []Change, err error) {
+	byPath := func(files []ign.File) map[string]*ign.File {
+		m := make(map[string]*ign.File, len(files))
+		for i := range files {
+			m[files[i].Path] = &files[i]
 		}
-		return m, nil
+		return m
 	}
-	o, err := decode(old)
-	if err != nil {
-		return nil, err
-	}
-	n, err := decode(new)
-	if err != nil {
-		return nil, err
-	}
-	var out []Change
+	o, n := byPath(old), byPath(new)
 	for _, path := range unionKeys(o, n) {
-		of, inOld := o[path]
-		nf, inNew := n[path]
-		c := Change{Kind: KindFile, Name: path, Old: of.contents, New: nf.contents}
+		rawOld, inOld := o[path]
+		rawNew, inNew := n[path]
+		if refused := inNew && (len(rawNew.Append) > 0 || path == ForceFile); refused {
+			unchanged := Change{Kind: KindFile, Name: path, What: "unchanged"}
+			if len(rawNew.Append) > 0 {
+				unchanged.What = "append, unchanged"
+			}
+			forbidden = append(forbidden, unchanged)
+		}
+		if inOld && inNew && reflect.DeepEqual(rawOld, rawNew) {
+			continue
+		}
+		var of, nf file
+		if inOld {
+			if of, err = decodeFile(*rawOld); err != nil {
+				return nil, nil, err
+			}
+		}
+		if inNew {
+			if nf, err = decodeFile(*rawNew); err != nil {
+				return nil, nil, err
+			}
+		}
+		c := Change{Kind: KindFile, Name: path, Old: of.contents, New: nf.contents, remote: of.remote != "" || nf.remote != ""}
 		switch {
 		case !inOld:
 			c.What = "added"
 		case !inNew:
 			c.What = "removed"
 		default:
-			var what []string
-			if !bytes.Equal(of.contents, nf.contents) || of.remote != nf.remote {
-				what = append(what, "contents")
-			}
-			if of.mode != nf.mode {
-				what = append(what, "mode")
-			}
-			if of.owner != nf.owner {
-				what = append(what, "owner")
-			}
-			if of.overwrite != nf.overwrite {
-				what = append(what, "overwrite")
-			}
-			if len(what) == 0 && !(nf.hasAppend && !of.hasAppend) {
-				continue
-			}
-			c.What = strings.Join(what, ",")
+			c.What = fileChange(of, nf)
 		}
-		if nf.hasAppend {
+		switch {
+		case c.What == "":
+			continue // written differently, landing alike (another encoding, gzip or not)
+		case inNew && len(nf.appends) > 0:
 			c.What = "append"
 		}
-		out = append(out, c)
+		if n := len(forbidden); n > 0 && forbidden[n-1].Name == path {
+			forbidden = forbidden[:n-1] // listed as a change
+		}
+		changes = append(changes, c)
 	}
-	return out, nil
+	return changes, forbidden, nil
+}
+
+// fileChange says how a file present in both configs changed, "" when it did not.
+func fileChange(of, nf file) string {
+	var what []string
+	if !bytes.Equal(of.contents, nf.contents) || of.remote != nf.remote || of.verification != nf.verification {
+		what = append(what, "contents")
+	}
+	if of.mode != nf.mode {
+		what = append(what, "mode")
+	}
+	if of.owner != nf.owner {
+		what = append(what, "owner")
+	}
+	if of.overwrite != nf.overwrite {
+		what = append(what, "overwrite")
+	}
+	if (len(of.appends) > 0 || len(nf.appends) > 0) && !reflect.DeepEqual(of.appends, nf.appends) {
+		what = append(what, "append")
+	}
+	return strings.Join(what, ",")
+}
+
+// diffLinks reports link changes. The MCO lets links go only when none remain, so a removal is
+// "removed" only then.
+func diffLinks(old, new []ign.Link) []Change {
+	changes := diffByName(KindLink, old, new, func(l ign.Link) string { return l.Path }, anyChange[ign.Link])
+	if len(new) > 0 {
+		for i := range changes {
+			if changes[i].What == "removed" {
+				changes[i].What = "removed, other links remain"
+			}
+		}
+	}
+	return changes
 }
 
 func diffUnits(old, new []ign.Unit) []Change {
@@ -216,44 +272,59 @@ func dropins(u ign.Unit) map[string]string {
 // CoreUser is the only user whose changes can be applied in place.
 const CoreUser = "core"
 
+// diffPasswd follows the MCO's rules for the passwd section. When users change, every user in the
+// new config must be core, and core's entry, if any, may set only ssh keys and a password hash and
+// must keep one of them. A change of core's keys or password, core's entry added or removed, or
+// another user removed (the MCO clears its password) is for the sshkey policy. Groups cannot change.
 func diffPasswd(old, new ign.Passwd) []Change {
 	var out []Change
-	o, n := map[string]ign.PasswdUser{}, map[string]ign.PasswdUser{}
-	for _, u := range old.Users {
-		o[u.Name] = u
-	}
-	for _, u := range new.Users {
-		n[u.Name] = u
-	}
-	for _, name := range unionKeys(o, n) {
-		ou, nu := o[name], n[name]
-		if name != CoreUser {
-			if !jsonEqual(ou, nu) {
-				out = append(out, Change{Kind: KindPasswd, Name: name, What: "user"})
-			}
-			continue
-		}
-		if !sameSet(keys(ou.SSHAuthorizedKeys), keys(nu.SSHAuthorizedKeys)) {
-			out = append(out, Change{Kind: KindSSHKey, Name: CoreUser, What: "sshAuthorizedKeys"})
-		}
-		if ptrString(ou.PasswordHash, "%s") != ptrString(nu.PasswordHash, "%s") {
-			out = append(out, Change{Kind: KindPasswd, Name: CoreUser, What: "passwordHash"})
-		}
-		ou.SSHAuthorizedKeys, nu.SSHAuthorizedKeys, ou.PasswordHash, nu.PasswordHash = nil, nil, nil, nil
-		if !jsonEqual(ou, nu) {
-			out = append(out, Change{Kind: KindPasswd, Name: CoreUser, What: "user"})
-		}
-	}
-	if !jsonEqual(old.Groups, new.Groups) {
+	if !reflect.DeepEqual(old.Groups, new.Groups) {
 		out = append(out, Change{Kind: KindPasswd, Name: "groups", What: "groups"})
 	}
-	return out
-}
-
-func keys(ks []ign.SSHAuthorizedKey) []string {
-	out := make([]string, len(ks))
-	for i, k := range ks {
-		out[i] = strings.TrimSpace(string(k))
+	if reflect.DeepEqual(old.Users, new.Users) {
+		return out
+	}
+	inNew := map[string]bool{}
+	var newCore, oldCore *ign.PasswdUser
+	for i, u := range new.Users {
+		inNew[u.Name] = true
+		if u.Name != CoreUser {
+			out = append(out, Change{Kind: KindPasswd, Name: u.Name, What: "notCore"})
+			continue
+		}
+		newCore = &new.Users[i]
+	}
+	for i, u := range old.Users {
+		switch {
+		case u.Name == CoreUser:
+			oldCore = &old.Users[i]
+		case !inNew[u.Name]:
+			out = append(out, Change{Kind: KindPasswd, Name: u.Name, What: "removed"})
+		}
+	}
+	if newCore == nil {
+		if oldCore != nil {
+			out = append(out, Change{Kind: KindSSHKey, Name: CoreUser, What: "entry removed"})
+		}
+		return out
+	}
+	if newCore.PasswordHash == nil && len(newCore.SSHAuthorizedKeys) == 0 {
+		out = append(out, Change{Kind: KindPasswd, Name: CoreUser, What: "coreNoLogin"})
+	}
+	rest := *newCore
+	rest.Name, rest.SSHAuthorizedKeys, rest.PasswordHash = "", nil, nil
+	if !reflect.DeepEqual(rest, ign.PasswdUser{}) {
+		out = append(out, Change{Kind: KindPasswd, Name: CoreUser, What: "coreOtherField"})
+	}
+	var was ign.PasswdUser
+	if oldCore != nil {
+		was = *oldCore
+	}
+	if !slices.Equal(was.SSHAuthorizedKeys, newCore.SSHAuthorizedKeys) {
+		out = append(out, Change{Kind: KindSSHKey, Name: CoreUser, What: "ssh keys"})
+	}
+	if !reflect.DeepEqual(was.PasswordHash, newCore.PasswordHash) {
+		out = append(out, Change{Kind: KindSSHKey, Name: CoreUser, What: "password hash"})
 	}
 	return out
 }
@@ -298,13 +369,6 @@ func unionKeys[V any](a, b map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func sameSet(a, b []string) bool {
-	x, y := slices.Clone(a), slices.Clone(b)
-	slices.Sort(x)
-	slices.Sort(y)
-	return slices.Equal(slices.Compact(x), slices.Compact(y))
 }
 
 func ptrString[T any](p *T, format string) string {

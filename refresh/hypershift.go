@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"path"
 	"slices"
 	"strings"
@@ -66,12 +65,8 @@ func ParseUpgradeConfigMap(cm *corev1.ConfigMap) (payload []byte, hash string, p
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("ConfigMap %s/%s key %s is not base64: %v", cm.Namespace, cm.Name, KeyConfig, err)
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
-	if err != nil {
-		return nil, "", nil, fmt.Errorf("ConfigMap %s/%s key %s is not gzip: %v", cm.Namespace, cm.Name, KeyConfig, err)
-	}
-	if payload, err = io.ReadAll(zr); err != nil {
-		return nil, "", nil, fmt.Errorf("ConfigMap %s/%s key %s is not gzip: %v", cm.Namespace, cm.Name, KeyConfig, err)
+	if payload, err = gunzip(raw); err != nil {
+		return nil, "", nil, fmt.Errorf("ConfigMap %s/%s key %s: %v", cm.Namespace, cm.Name, KeyConfig, err)
 	}
 	if v, ok := cm.Data[KeyNoRebootPaths]; ok {
 		if paths, err = ParseNoRebootPaths([]byte(v)); err != nil {
@@ -90,19 +85,25 @@ func ParseNoRebootPaths(raw []byte) ([]NoRebootPath, error) {
 	return paths, nil
 }
 
-// NoRebootPathsFromPolicies expresses the file policies as no-reboot paths, each policy path as a
-// file and as a folder (policies match any depth below their path). Policies that the format
-// cannot express (Reboot, Drain, DaemonReload, Special, mixed Restart and Reload) are left out:
-// their files fall back to a reboot, which is safe.
+// NoRebootPathsFromPolicies expresses the file policies as no-reboot paths, each cleaned policy
+// path as a file and as a folder (policies match any depth below their path), in the policies'
+// order; a path listed twice keeps its first policy, as matching does. Policies that the format
+// cannot express (Reboot, Drain, DaemonReload, Special, Restart mixed with Reload) and a policy
+// for /, which matches no file, are left out: their files fall back to a reboot, which is safe.
 func NoRebootPathsFromPolicies(policies Policies) []NoRebootPath {
 	out := []NoRebootPath{}
-	for _, f := range policies.Files {
+	seen := map[string]bool{}
+	for _, f := range cleanFilePolicies(policies.Files) {
+		if f.Path == "/" || seen[f.Path] {
+			continue
+		}
+		seen[f.Path] = true
 		action, services, ok := expressible(f.Actions)
 		if !ok {
 			continue
 		}
 		out = append(out, NoRebootPath{Path: f.Path, Action: action, Services: services})
-		out = append(out, NoRebootPath{Path: strings.TrimSuffix(f.Path, "/") + "/", Action: action, Services: services})
+		out = append(out, NoRebootPath{Path: f.Path + "/", Action: action, Services: services})
 	}
 	return out
 }

@@ -1,8 +1,11 @@
 package refresh_test
 
 import (
+	"strings"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	operatorv1 "github.com/openshift/api/operator/v1"
 
 	"github.com/bootimage-operator/bootimage-operator/refresh"
 )
@@ -38,9 +41,34 @@ var _ = Describe("The HyperShift push", func() {
 			refresh.NoRebootPath{Path: "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt", Action: "Restart", Services: []string{"coreos-update-ca-trust.service", "crio.service"}},
 		))
 		for _, p := range paths {
-			Expect(p.Path).NotTo(HavePrefix(refresh.RegistriesConf+"x"), "Special is not expressible")
+			Expect(strings.TrimSuffix(p.Path, "/")).NotTo(Equal(refresh.RegistriesConf), "Special is not expressible")
 			Expect(p.Path).NotTo(ContainSubstring("40-kubelet-crio-image-credential-provider"), "DaemonReload is not expressible")
 		}
+	})
+
+	It("generates clean paths, leaves out a policy for / (it matches no file) and keeps the first of a path listed twice", func() {
+		policies := refresh.Policies{Files: []operatorv1.NodeDisruptionPolicyStatusFile{
+			{Path: "/etc/app/", Actions: []operatorv1.NodeDisruptionPolicyStatusAction{{Type: operatorv1.NoneStatusAction}}},
+			{Path: "/etc/app", Actions: []operatorv1.NodeDisruptionPolicyStatusAction{{Type: operatorv1.RebootStatusAction}}},
+			{Path: "/", Actions: []operatorv1.NodeDisruptionPolicyStatusAction{{Type: operatorv1.NoneStatusAction}}},
+		}}
+		Expect(refresh.NoRebootPathsFromPolicies(policies)).To(Equal([]refresh.NoRebootPath{
+			{Path: "/etc/app", Action: "None"}, {Path: "/etc/app/", Action: "None"},
+		}))
+	})
+
+	It("refuses a config that decompresses beyond the bound, naming it", func() {
+		cm, err := refresh.BuildUpgradeConfigMap("workers", make([]byte, refresh.MaxDecompressedBytes+1), "h", nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(len(cm.Data[refresh.KeyConfig])).To(BeNumerically("<", 1<<20), "the bomb is small on the wire")
+		_, _, _, err = refresh.ParseUpgradeConfigMap(cm)
+		Expect(err).To(MatchError("ConfigMap workers-upgrade/workers-upgrade key config: gzip data expands to more than 64 MiB"))
+
+		cm, err = refresh.BuildUpgradeConfigMap("workers", make([]byte, refresh.MaxDecompressedBytes), "h", nil)
+		Expect(err).NotTo(HaveOccurred())
+		payload, _, _, err := refresh.ParseUpgradeConfigMap(cm)
+		Expect(err).NotTo(HaveOccurred(), "exactly the bound is fine")
+		Expect(payload).To(HaveLen(refresh.MaxDecompressedBytes))
 	})
 
 	Describe("deciding with a received list", func() {

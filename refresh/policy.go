@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path"
 	"regexp"
-	"sort"
 	"strings"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -13,48 +12,6 @@ import (
 // Policies are the node disruption policies in force: the cluster defaults merged with the
 // user's, in the shape of MachineConfiguration status.nodeDisruptionPolicyStatus.clusterPolicies.
 type Policies = operatorv1.NodeDisruptionPolicyClusterStatus
-
-// RegistriesConf is the file whose default policy is Special: reload crio when registries or
-// mirrors are only added, drain first when any is removed or reordered.
-const RegistriesConf = "/etc/containers/registries.conf"
-
-func act(t operatorv1.NodeDisruptionPolicyStatusActionType, unit string) operatorv1.NodeDisruptionPolicyStatusAction {
-	a := operatorv1.NodeDisruptionPolicyStatusAction{Type: t}
-	switch t {
-	case operatorv1.ReloadStatusAction:
-		a.Reload = &operatorv1.ReloadService{ServiceName: operatorv1.NodeDisruptionPolicyServiceName(unit)}
-	case operatorv1.RestartStatusAction:
-		a.Restart = &operatorv1.RestartService{ServiceName: operatorv1.NodeDisruptionPolicyServiceName(unit)}
-	}
-	return a
-}
-
-func filePolicy(p string, actions ...operatorv1.NodeDisruptionPolicyStatusAction) operatorv1.NodeDisruptionPolicyStatusFile {
-	return operatorv1.NodeDisruptionPolicyStatusFile{Path: p, Actions: actions}
-}
-
-// DefaultPolicies are the MCO's cluster defaults.
-func DefaultPolicies() Policies {
-	none := act(operatorv1.NoneStatusAction, "")
-	reloadCrio := act(operatorv1.ReloadStatusAction, "crio.service")
-	return Policies{
-		Files: []operatorv1.NodeDisruptionPolicyStatusFile{
-			filePolicy("/var/lib/kubelet/config.json", none),
-			filePolicy(RegistriesConf, act(operatorv1.SpecialStatusAction, "")),
-			filePolicy("/etc/containers/registries.d", reloadCrio),
-			filePolicy("/etc/containers/policy.json", reloadCrio),
-			filePolicy("/etc/crio/policies", reloadCrio),
-			filePolicy("/etc/machine-config-daemon/no-reboot/containers-gpg.pub", reloadCrio),
-			filePolicy("/etc/nmstate/openshift", none),
-			filePolicy("/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt",
-				act(operatorv1.RestartStatusAction, "coreos-update-ca-trust.service"), act(operatorv1.RestartStatusAction, "crio.service")),
-			filePolicy("/etc/kubernetes/credential-providers", act(operatorv1.RestartStatusAction, "kubelet.service")),
-			filePolicy("/etc/systemd/system/kubelet.service.d/40-kubelet-crio-image-credential-provider.conf",
-				act(operatorv1.DaemonReloadStatusAction, ""), act(operatorv1.RestartStatusAction, "kubelet.service")),
-		},
-		SSHKey: operatorv1.NodeDisruptionPolicyStatusSSHKey{Actions: []operatorv1.NodeDisruptionPolicyStatusAction{none}},
-	}
-}
 
 // Service names: letters, digits and :._\- with a unit suffix, at most 255 characters.
 var serviceName = regexp.MustCompile(`^[a-zA-Z0-9:._\\-]+\.(service|socket|device|mount|automount|swap|target|path|timer|snapshot|slice|scope)$`)
@@ -67,35 +24,44 @@ func ValidateServiceName(name string) error {
 	return nil
 }
 
-// MergePolicies merges the user's spec.nodeDisruptionPolicy into the defaults, as the MCO computes
-// status.nodeDisruptionPolicyStatus.clusterPolicies: a user file policy replaces the default of
-// the same path, the others are added; files are sorted by path, units by name.
+// MergePolicies merges the user's spec.nodeDisruptionPolicy into the cluster defaults as the MCO
+// computes status.nodeDisruptionPolicyStatus.clusterPolicies: the defaults in their order, a user
+// policy replacing the one of the same path (cleaned: /etc/foo/ is /etc/foo) or unit in place, the
+// others appended in the user's order, and the user's sshkey actions, if any, replacing the default.
 func MergePolicies(user operatorv1.NodeDisruptionPolicyConfig) (Policies, error) {
 	if err := ValidatePolicies(user); err != nil {
 		return Policies{}, err
 	}
 	merged := DefaultPolicies()
-	byPath := map[string]int{}
-	for i, f := range merged.Files {
-		byPath[f.Path] = i
-	}
 	for _, f := range user.Files {
-		p := operatorv1.NodeDisruptionPolicyStatusFile{Path: f.Path, Actions: statusActions(f.Actions)}
-		if i, ok := byPath[f.Path]; ok {
+		p := operatorv1.NodeDisruptionPolicyStatusFile{Path: path.Clean(f.Path), Actions: statusActions(f.Actions)}
+		if i := indexOf(merged.Files, func(d operatorv1.NodeDisruptionPolicyStatusFile) bool { return d.Path == p.Path }); i >= 0 {
 			merged.Files[i] = p
-			continue
+		} else {
+			merged.Files = append(merged.Files, p)
 		}
-		merged.Files = append(merged.Files, p)
 	}
 	for _, u := range user.Units {
-		merged.Units = append(merged.Units, operatorv1.NodeDisruptionPolicyStatusUnit{Name: u.Name, Actions: statusActions(u.Actions)})
+		p := operatorv1.NodeDisruptionPolicyStatusUnit{Name: u.Name, Actions: statusActions(u.Actions)}
+		if i := indexOf(merged.Units, func(d operatorv1.NodeDisruptionPolicyStatusUnit) bool { return d.Name == p.Name }); i >= 0 {
+			merged.Units[i] = p
+		} else {
+			merged.Units = append(merged.Units, p)
+		}
 	}
 	if len(user.SSHKey.Actions) > 0 {
 		merged.SSHKey.Actions = statusActions(user.SSHKey.Actions)
 	}
-	sort.SliceStable(merged.Files, func(i, j int) bool { return merged.Files[i].Path < merged.Files[j].Path })
-	sort.SliceStable(merged.Units, func(i, j int) bool { return merged.Units[i].Name < merged.Units[j].Name })
 	return merged, nil
+}
+
+func indexOf[T any](s []T, match func(T) bool) int {
+	for i, v := range s {
+		if match(v) {
+			return i
+		}
+	}
+	return -1
 }
 
 func statusActions(in []operatorv1.NodeDisruptionPolicySpecAction) []operatorv1.NodeDisruptionPolicyStatusAction {
@@ -106,12 +72,13 @@ func statusActions(in []operatorv1.NodeDisruptionPolicySpecAction) []operatorv1.
 	return out
 }
 
-// ValidatePolicies checks user policies with the API's rules: absolute, clean paths; valid
-// service names; Reboot and None stand alone.
+// ValidatePolicies checks user policies with the API's rules, plus one: a file policy path must be
+// absolute (a relative one could never match an Ignition file). Valid service names; Reboot and
+// None stand alone.
 func ValidatePolicies(user operatorv1.NodeDisruptionPolicyConfig) error {
 	for _, f := range user.Files {
-		if !path.IsAbs(f.Path) || path.Clean(f.Path) != f.Path {
-			return fmt.Errorf("file policy %q: the path must be absolute and clean", f.Path)
+		if !path.IsAbs(f.Path) {
+			return fmt.Errorf("file policy %q: the path must be absolute", f.Path)
 		}
 		if err := validateActions("file policy "+f.Path, f.Actions); err != nil {
 			return err
@@ -157,15 +124,29 @@ func validateActions(where string, actions []operatorv1.NodeDisruptionPolicySpec
 	return nil
 }
 
-// matchFile returns the policy for p: an exact path, or the longest policy path p is below.
-func matchFile(policies Policies, p string) (operatorv1.NodeDisruptionPolicyStatusFile, bool) {
-	best, found := operatorv1.NodeDisruptionPolicyStatusFile{}, false
-	for _, f := range policies.Files {
-		if p == f.Path || strings.HasPrefix(p, strings.TrimSuffix(f.Path, "/")+"/") {
-			if !found || len(f.Path) > len(best.Path) {
-				best, found = f, true
-			}
+// filePolicies are file policies with cleaned paths, ready to match.
+type filePolicies []operatorv1.NodeDisruptionPolicyStatusFile
+
+func cleanFilePolicies(in []operatorv1.NodeDisruptionPolicyStatusFile) filePolicies {
+	out := make(filePolicies, len(in))
+	for i, f := range in {
+		out[i] = operatorv1.NodeDisruptionPolicyStatusFile{Path: path.Clean(f.Path), Actions: f.Actions}
+	}
+	return out
+}
+
+// match returns the policy for file p: its own path, else the longest policy path p is below (the
+// first listed on a tie). Like the MCO, a policy for / matches no file.
+func (fp filePolicies) match(p string) (operatorv1.NodeDisruptionPolicyStatusFile, bool) {
+	p = path.Clean(p)
+	best := -1
+	for i, f := range fp {
+		if (p == f.Path || strings.HasPrefix(p, f.Path+"/")) && (best < 0 || len(f.Path) > len(fp[best].Path)) {
+			best = i
 		}
 	}
-	return best, found
+	if best < 0 {
+		return operatorv1.NodeDisruptionPolicyStatusFile{}, false
+	}
+	return fp[best], true
 }

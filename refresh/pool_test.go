@@ -97,8 +97,10 @@ spec:
 		func(raw, message string) {
 			_, err := refresh.Parse([]byte(raw))
 			Expect(err).To(MatchError(ContainSubstring(message)))
+			Expect(err.Error()).NotTo(Or(HaveSuffix(" "), ContainSubstring("  ")))
 		},
-		Entry("spec 2", `{"ignition":{"version":"2.2.0"}}`, "invalid Ignition config"),
+		Entry("spec 2", `{"ignition":{"version":"2.2.0"}}`, `unsupported Ignition version "2.2.0": only spec 3.0.0 to 3.6.0-experimental can be read`),
+		Entry("spec 4", `{"ignition":{"version":"4.0.0"}}`, `unsupported Ignition version "4.0.0"`),
 		Entry("not a config", `{"apiVersion":"v1","kind":"ConfigMap"}`, "neither a MachineConfig nor an Ignition config"),
 		Entry("not JSON", `[1, 2`, "not YAML or JSON"),
 	)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -59,8 +60,12 @@ func runRefreshPlan(args []string, stdout, stderr io.Writer) int {
 			return fail("%v", err)
 		}
 		var mc operatorv1.MachineConfiguration
-		if err := yaml.UnmarshalStrict(data, &mc); err != nil {
-			return fail("%s: not a MachineConfiguration: %v", *policiesPath, err)
+		if err := yaml.UnmarshalStrict(data, &mc); err != nil || (mc.Kind != "" && mc.Kind != "MachineConfiguration") {
+			return fail("%s: not a MachineConfiguration: %v", *policiesPath, orKind(err, mc.Kind))
+		}
+		// The MCO reads node disruption policies from MachineConfiguration/cluster only.
+		if mc.Name != "cluster" {
+			return fail("%s: MachineConfiguration %q is not read by the MCO: node disruption policies must be in the one named cluster", *policiesPath, mc.Name)
 		}
 		if policies, err = refresh.MergePolicies(mc.Spec.NodeDisruptionPolicy); err != nil {
 			return fail("%s: %v", *policiesPath, err)
@@ -88,6 +93,14 @@ func runRefreshPlan(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// orKind is err, or else a message naming the unexpected kind.
+func orKind(err error, kind string) error {
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("kind is %s", kind)
+}
+
 func parseConfigFile(path string) (refresh.Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -108,7 +121,7 @@ func printRefresh(w io.Writer, res refresh.Result, format string) error {
 	}
 	fmt.Fprintf(w, "Outcome: %s\n", res.Outcome)
 	for _, a := range res.Actions {
-		fmt.Fprintf(w, "Action:  %s %s\n", a.Type, a.Unit)
+		fmt.Fprintln(w, strings.TrimSpace("Action:  "+string(a.Type)+" "+a.Unit))
 	}
 	if len(res.Changes) == 0 {
 		return nil

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
 	"os"
 	"path/filepath"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -45,18 +49,18 @@ spec:
 }`))
 	})
 
+	// appConfigChange writes an empty config, one that adds /etc/app/app.conf, and
+	// MachineConfiguration/cluster with one file policy.
+	appConfigChange := func(policyPath, actions string) (old, updated, policies string) {
+		old = write("old.json", `{"ignition":{"version":"3.2.0"}}`)
+		updated = write("new.json", `{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/app/app.conf","contents":{"source":"data:,x"}}]}}`)
+		policies = write("mc.yaml", "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nmetadata: {name: cluster}\n"+
+			"spec:\n  nodeDisruptionPolicy:\n    files:\n    - path: "+policyPath+"\n      actions: "+actions+"\n")
+		return old, updated, policies
+	}
+
 	It("takes file decisions from --no-reboot-paths, and user policies from --policies", func() {
-		old := write("old.json", `{"ignition":{"version":"3.2.0"}}`)
-		updated := write("new.json", `{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/app/app.conf","contents":{"source":"data:,x"}}]}}`)
-		policies := write("mc.yaml", `apiVersion: operator.openshift.io/v1
-kind: MachineConfiguration
-metadata: {name: cluster}
-spec:
-  nodeDisruptionPolicy:
-    files:
-    - path: /etc/app
-      actions: [{type: Restart, restart: {serviceName: app.service}}]
-`)
+		old, updated, policies := appConfigChange("/etc/app", "[{type: Restart, restart: {serviceName: app.service}}]")
 		code, out, _ := runCLI("refresh", "plan", "--old", old, "--new", updated, "--policies", policies)
 		Expect(code).To(Equal(0))
 		Expect(out).To(ContainSubstring("Outcome: InPlace"))
@@ -66,6 +70,16 @@ spec:
 		code, out, _ = runCLI("refresh", "plan", "--old", old, "--new", updated, "--no-reboot-paths", paths)
 		Expect(code).To(Equal(0))
 		Expect(out).To(ContainSubstring("Outcome: Reboot"), "app.service is not in the allowlist without the policies")
+	})
+
+	It("prints no line with trailing spaces, a Drain included", func() {
+		old, updated, policies := appConfigChange("/etc/app/", "[{type: Drain}, {type: Reload, reload: {serviceName: app.service}}]")
+		code, out, _ := runCLI("refresh", "plan", "--old", old, "--new", updated, "--policies", policies)
+		Expect(code).To(Equal(0))
+		Expect(out).To(ContainSubstring("Action:  Drain\nAction:  Reload app.service\n"))
+		for _, line := range strings.Split(out, "\n") {
+			Expect(line).NotTo(HaveSuffix(" "), "line %q", line)
+		}
 	})
 
 	DescribeTable("exits 2 on unusable input",
@@ -78,11 +92,41 @@ spec:
 		Entry("spec 2 Ignition", func() []string {
 			p := write("v2.json", `{"ignition":{"version":"2.2.0"}}`)
 			return []string{"refresh", "plan", "--old", p, "--new", p}
-		}, "invalid Ignition config"),
+		}, `unsupported Ignition version "2.2.0"`),
 		Entry("an invalid policy", func() []string {
 			p := write("ok.json", `{"ignition":{"version":"3.2.0"}}`)
-			mc := write("mc.yaml", "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nspec:\n  nodeDisruptionPolicy:\n    units: [{name: crio, actions: [{type: None}]}]\n")
+			mc := write("mc.yaml", "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nmetadata: {name: cluster}\nspec:\n  nodeDisruptionPolicy:\n    units: [{name: crio, actions: [{type: None}]}]\n")
 			return []string{"refresh", "plan", "--old", p, "--new", p, "--policies", mc}
 		}, `invalid service name "crio"`),
+		// Upstream: test/extended-priv/mco_nodedisruptionpolicy.go, PolarionID:73489 (MachineConfigurations is only effective with name cluster).
+		Entry("policies in a MachineConfiguration not named cluster", func() []string {
+			p := write("ok.json", `{"ignition":{"version":"3.2.0"}}`)
+			mc := write("mc.yaml", "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nmetadata: {name: iminvalid}\nspec:\n  nodeDisruptionPolicy:\n    files: [{path: /etc/motd, actions: [{type: None}]}]\n")
+			return []string{"refresh", "plan", "--old", p, "--new", p, "--policies", mc}
+		}, `MachineConfiguration "iminvalid" is not read by the MCO: node disruption policies must be in the one named cluster`),
+		Entry("a --policies file of another kind", func() []string {
+			p := write("ok.json", `{"ignition":{"version":"3.2.0"}}`)
+			mc := write("mc.yaml", "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata: {name: cluster}\n")
+			return []string{"refresh", "plan", "--old", p, "--new", p, "--policies", mc}
+		}, "not a MachineConfiguration: kind is MachineConfig"),
+		Entry("a gzip bomb in a file's contents", func() []string {
+			old := write("old.json", `{"ignition":{"version":"3.2.0"}}`)
+			bomb := write("bomb.json", `{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/motd","contents":{"compression":"gzip","source":"data:;base64,`+gzipBombBase64()+`"}}]}}`)
+			return []string{"refresh", "plan", "--old", old, "--new", bomb}
+		}, "file /etc/motd: contents: gzip data expands to more than 64 MiB"),
 	)
 })
+
+// gzipBombBase64 is 65 MiB of zeros, gzipped (about 64 KiB) and base64-encoded.
+func gzipBombBase64() string {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	Expect(err).NotTo(HaveOccurred())
+	zeros := make([]byte, 1<<20)
+	for range 65 {
+		_, err = zw.Write(zeros)
+		Expect(err).NotTo(HaveOccurred())
+	}
+	Expect(zw.Close()).To(Succeed())
+	return base64.StdEncoding.EncodeToString(buf.Bytes())
+}

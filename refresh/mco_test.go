@@ -1,0 +1,529 @@
+package refresh_test
+
+import (
+	"fmt"
+
+	ign "github.com/coreos/ignition/v2/config/v3_6_experimental/types"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	operatorv1 "github.com/openshift/api/operator/v1"
+
+	"github.com/bootimage-operator/bootimage-operator/refresh"
+)
+
+// Test cases ported from the MCO (openshift/machine-config-operator at 7ff337a4, 2026-08-20): each
+// row names the upstream test and case. The upstream tests check the daemon's pieces one by one
+// (reconcilable, the diff, the actions, the drain); a row checks the same fact through Diff and
+// Decide. Where the upstream case tests the pre-policy path (used only on first boot), the row
+// says what the node disruption policies decide instead.
+
+// mcoCase is one ported case: a config change, the policies (the defaults when nil) and the decision.
+type mcoCase struct {
+	old, new []cfgOpt
+	policies *refresh.Policies
+	outcome  refresh.Outcome
+	actions  []refresh.Action
+}
+
+func checkMCOCase(c mcoCase) {
+	policies := defaults
+	if c.policies != nil {
+		policies = *c.policies
+	}
+	res := decide(config(c.old...), config(c.new...), policies)
+	Expect(res.Outcome).To(Equal(c.outcome), "%+v", res.Changes)
+	actions := c.actions
+	if actions == nil {
+		actions = []refresh.Action{}
+	}
+	Expect(res.Actions).To(Equal(actions), "%+v", res.Changes)
+	for _, ch := range res.Changes {
+		Expect(ch.Rule).NotTo(Or(BeEmpty(), HaveSuffix(" "), ContainSubstring("  ")), "the rule names what it decides, without stray spaces")
+	}
+}
+
+func withUsers(users ...ign.PasswdUser) cfgOpt {
+	return func(c *refresh.Config) { c.Ignition.Passwd.Users = append(c.Ignition.Passwd.Users, users...) }
+}
+
+func keys(ks ...string) []ign.SSHAuthorizedKey {
+	out := make([]ign.SSHAuthorizedKey, len(ks))
+	for i, k := range ks {
+		out[i] = ign.SSHAuthorizedKey(k)
+	}
+	return out
+}
+
+func withMC(mutate func(*refresh.Config)) cfgOpt { return mutate }
+
+func withRegistries(toml string) cfgOpt { return withFile(refresh.RegistriesConf, pct(toml), 0o644) }
+
+// mergedPolicies merges user policies into the defaults, failing the spec on an error.
+func mergedPolicies(user operatorv1.NodeDisruptionPolicyConfig) *refresh.Policies {
+	p, err := refresh.MergePolicies(user)
+	Expect(err).NotTo(HaveOccurred())
+	return &p
+}
+
+func specReload(unit string) operatorv1.NodeDisruptionPolicySpecAction {
+	return operatorv1.NodeDisruptionPolicySpecAction{Type: operatorv1.ReloadSpecAction, Reload: &operatorv1.ReloadService{ServiceName: operatorv1.NodeDisruptionPolicyServiceName(unit)}}
+}
+
+func specRestart(unit string) operatorv1.NodeDisruptionPolicySpecAction {
+	return operatorv1.NodeDisruptionPolicySpecAction{Type: operatorv1.RestartSpecAction, Restart: &operatorv1.RestartService{ServiceName: operatorv1.NodeDisruptionPolicyServiceName(unit)}}
+}
+
+func specAction(t operatorv1.NodeDisruptionPolicySpecActionType) operatorv1.NodeDisruptionPolicySpecAction {
+	return operatorv1.NodeDisruptionPolicySpecAction{Type: t}
+}
+
+var _ = Describe("Cases ported from the MCO's reconcile_test.go", func() {
+	DescribeTable("pkg/controller/common/reconcile_test.go", checkMCOCase,
+		Entry("TestIsRenderedConfigReconcilable Disk: a disks change is refused", mcoCase{
+			old:     []cfgOpt{withMC(func(c *refresh.Config) { c.Ignition.Storage.Disks = []ign.Disk{{Device: "/one"}} })},
+			outcome: refresh.Reject,
+		}),
+		Entry("TestIsRenderedConfigReconcilable Filesystem: a filesystems change is refused", mcoCase{
+			old: []cfgOpt{withMC(func(c *refresh.Config) {
+				c.Ignition.Storage.Filesystems = []ign.Filesystem{{Device: "/dev/sda1", Format: ptr("ext4"), Path: ptr("/foo/bar")}}
+			})},
+			outcome: refresh.Reject,
+		}),
+		Entry("TestIsRenderedConfigReconcilable Raid: a RAID change is refused", mcoCase{
+			old: []cfgOpt{withMC(func(c *refresh.Config) {
+				c.Ignition.Storage.Raid = []ign.Raid{{Name: "data", Level: ptr("stripe"), Devices: []ign.Device{"/dev/vda", "/dev/vdb"}}}
+			})},
+			outcome: refresh.Reject,
+		}),
+		Entry("TestIsRenderedConfigReconcilable PasswdGroups: adding a group is refused", mcoCase{
+			new:     []cfgOpt{withMC(func(c *refresh.Config) { c.Ignition.Passwd.Groups = []ign.PasswdGroup{{Name: "testGroup"}} })},
+			outcome: refresh.Reject,
+		}),
+		Entry("TestIsRenderedConfigReconcilable KernelArguments: Ignition kernel arguments are refused", mcoCase{
+			new: []cfgOpt{withMC(func(c *refresh.Config) {
+				c.Ignition.KernelArguments = ign.KernelArguments{ShouldExist: []ign.KernelArgument{"foo=bar"}, ShouldNotExist: []ign.KernelArgument{"baz=foo"}}
+			})},
+			outcome: refresh.Reject,
+		}),
+		Entry("TestIsRenderedConfigReconcilable LuksClevisTang: a Tang change is accepted, with no action", mcoCase{
+			old: []cfgOpt{withMC(func(c *refresh.Config) {
+				c.Ignition.Storage.Luks = []ign.Luks{{Name: "luks-tang", Device: ptr("/dev/sdb"), Clevis: ign.Clevis{Tang: []ign.Tang{{
+					URL: "https://tang.example.com", Thumbprint: ptr("REPLACE-WITH-THUMBPRINT"), Advertisement: ptr(`{"payload": "...", "protected": "...", "signature": "..."}`),
+				}}}}}
+			})},
+			outcome: refresh.InPlace,
+		}),
+		Entry("TestIsRenderedConfigReconcilable FIPS: a FIPS change is refused", mcoCase{
+			new:     []cfgOpt{withMC(func(c *refresh.Config) { c.FIPS = true })},
+			outcome: refresh.Reject,
+		}),
+		Entry("TestIsRenderedConfigReconcilable forcefile: a config may not create the force file", mcoCase{
+			new:     []cfgOpt{withFile(refresh.ForceFile, "data:,", 0o644)},
+			outcome: refresh.Reject,
+		}),
+		Entry("TestReconcilableSSH: adding core's ssh keys is for the sshkey policy", mcoCase{
+			new:     []cfgOpt{withUsers(ign.PasswdUser{Name: "core", SSHAuthorizedKeys: keys("5678", "abc")})},
+			outcome: refresh.InPlace,
+		}),
+		Entry("TestReconcilableSSH: a user other than core is refused", mcoCase{
+			old:     []cfgOpt{withUsers(ign.PasswdUser{Name: "core", SSHAuthorizedKeys: keys("1234")})},
+			new:     []cfgOpt{withUsers(ign.PasswdUser{Name: "another user", SSHAuthorizedKeys: keys("5678")})},
+			outcome: refresh.Reject,
+		}),
+		Entry("TestReconcilableSSH: any other field of core is refused", mcoCase{
+			old:     []cfgOpt{withUsers(ign.PasswdUser{Name: "core", SSHAuthorizedKeys: keys("1234")})},
+			new:     []cfgOpt{withUsers(ign.PasswdUser{Name: "core", SSHAuthorizedKeys: keys("5678"), HomeDir: ptr("somedir")})},
+			outcome: refresh.Reject,
+		}),
+		Entry("TestReconcilableSSH: a second user is refused", mcoCase{
+			old:     []cfgOpt{withUsers(ign.PasswdUser{Name: "core", SSHAuthorizedKeys: keys("1234")})},
+			new:     []cfgOpt{withUsers(ign.PasswdUser{Name: "core", SSHAuthorizedKeys: keys("5678")}, ign.PasswdUser{Name: "some user", SSHAuthorizedKeys: keys("5678")})},
+			outcome: refresh.Reject,
+		}),
+		Entry("TestReconcilableSSH: core left with no key and no password is refused", mcoCase{
+			old:     []cfgOpt{withUsers(ign.PasswdUser{Name: "core", SSHAuthorizedKeys: keys("1234")})},
+			new:     []cfgOpt{withUsers(ign.PasswdUser{Name: "core", SSHAuthorizedKeys: keys()})},
+			outcome: refresh.Reject,
+		}),
+		Entry("TestReconcilableSSH: removing every user (core's entry too) is for the sshkey policy", mcoCase{
+			old:     []cfgOpt{withUsers(ign.PasswdUser{Name: "core", SSHAuthorizedKeys: keys("1234")})},
+			outcome: refresh.InPlace,
+		}),
+	)
+})
+
+var _ = Describe("Cases ported from the MCO's update_test.go", func() {
+	DescribeTable("pkg/daemon/update_test.go TestMachineConfigDiff", checkMCOCase,
+		Entry("empty configs are equal", mcoCase{outcome: refresh.NoChange}),
+		Entry("an OS image change reboots", mcoCase{
+			new: []cfgOpt{withMC(func(c *refresh.Config) {
+				c.OSImageURL = "quay.io/example/foo@sha256:b5bb9d8014a0f9b1d61e21e796d78dccdf1352f23cd32812f4850b878ae4944c"
+			})},
+			outcome: refresh.Reboot,
+		}),
+		Entry("nil and empty kernel arguments are equal", mcoCase{
+			old:     []cfgOpt{withMC(func(c *refresh.Config) { c.KernelArguments = nil })},
+			new:     []cfgOpt{withMC(func(c *refresh.Config) { c.KernelArguments = []string{} })},
+			outcome: refresh.NoChange,
+		}),
+		Entry("SSH key changes recognized - Empty MC", mcoCase{
+			new:     []cfgOpt{withUsers(ign.PasswdUser{Name: "core", SSHAuthorizedKeys: keys("1234")})},
+			outcome: refresh.InPlace,
+		}),
+		Entry("SSH key changes recognized - New Key", mcoCase{
+			old:     []cfgOpt{withUsers(ign.PasswdUser{Name: "core", SSHAuthorizedKeys: keys("5678")})},
+			new:     []cfgOpt{withUsers(ign.PasswdUser{Name: "core", SSHAuthorizedKeys: keys("1234")})},
+			outcome: refresh.InPlace,
+		}),
+		Entry("PasswordHash changes recognized - Empty MC", mcoCase{
+			new:     []cfgOpt{withUsers(ign.PasswdUser{Name: "core", PasswordHash: ptr("testpass")})},
+			outcome: refresh.InPlace,
+		}),
+		Entry("PasswordHash changes recognized - Password Change", mcoCase{
+			old:     []cfgOpt{withUsers(ign.PasswdUser{Name: "core", PasswordHash: ptr("newtestpass")})},
+			new:     []cfgOpt{withUsers(ign.PasswdUser{Name: "core", PasswordHash: ptr("testpass")})},
+			outcome: refresh.InPlace,
+		}),
+	)
+
+	tenFiles := func(extra ...cfgOpt) []cfgOpt {
+		var opts []cfgOpt
+		for i := range 10 {
+			opts = append(opts, withFile(fmt.Sprintf("/etc/config%d", i), fmt.Sprintf("data:,config%d", i), 0o644))
+		}
+		return append(opts, extra...)
+	}
+	DescribeTable("pkg/daemon/update_test.go TestReconcilableDiff", checkMCOCase,
+		Entry("add file: applies, and with no policy for it reboots", mcoCase{
+			old: tenFiles(), new: tenFiles(withFile("/etc/config11", "data:,config11", 0o644)), outcome: refresh.Reboot,
+		}),
+		Entry("remove all files: applies, and with no policy for them reboots", mcoCase{old: tenFiles(), outcome: refresh.Reboot}),
+		Entry("os update reboots", mcoCase{
+			old: tenFiles(), new: tenFiles(withMC(func(c *refresh.Config) { c.OSImageURL = "example.com/rhel-coreos:new" })), outcome: refresh.Reboot,
+		}),
+	)
+
+	const (
+		pullSecret = "/var/lib/kubelet/config.json"
+		randomFile = "/etc/random-reboot-file"
+		kubeletCA  = "/etc/kubernetes/kubelet-ca.crt"
+		policyJSON = "/etc/containers/policy.json"
+		gpgKey     = "/etc/machine-config-daemon/no-reboot/containers-gpg.pub"
+		userCA     = "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt"
+	)
+	// The upstream registries contents are not TOML (the pre-policy path never parses them); these
+	// are, with a safe change: a search registry appended.
+	registries1 := withRegistries(`unqualified-search-registries = ["registry.access.redhat.com"]`)
+	registries2 := withRegistries(`unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]`)
+	restartCATrust := refresh.Action{Type: refresh.ActionRestart, Unit: "coreos-update-ca-trust.service"}
+	osImage := withMC(func(c *refresh.Config) { c.OSImageURL = "dummy1://" })
+	DescribeTable("pkg/daemon/update_test.go TestCalculatePostConfigChangeAction", checkMCOCase,
+		Entry("case#0: a file without a policy reboots", mcoCase{
+			old: []cfgOpt{file(randomFile, "test\n")}, new: []cfgOpt{file(randomFile, "test 2\n")}, outcome: refresh.Reboot,
+		}),
+		Entry("case#1: a pull secret change needs no action", mcoCase{
+			old: []cfgOpt{file(pullSecret, "kubelet conf 1\n")}, new: []cfgOpt{file(pullSecret, "kubelet conf 2\n")}, outcome: refresh.InPlace,
+		}),
+		Entry("case#2: an ssh key change needs no action", mcoCase{
+			old: []cfgOpt{withSSHKeys("key1")}, new: []cfgOpt{withSSHKeys("key2")}, outcome: refresh.InPlace,
+		}),
+		Entry("case#3: a registries change reloads crio", mcoCase{
+			old: []cfgOpt{registries1}, new: []cfgOpt{registries2}, outcome: refresh.InPlace, actions: []refresh.Action{reloadCrio},
+		}),
+		Entry("case#4: a kubelet CA change: None before policies; no default policy names it, so Reboot", mcoCase{
+			old: []cfgOpt{file(kubeletCA, "kubeletCA1\n")}, new: []cfgOpt{file(kubeletCA, "kubeletCA2\n")}, outcome: refresh.Reboot,
+		}),
+		Entry("case#5: a registries change (reload) with a pull secret change (none) reloads crio", mcoCase{
+			old:     []cfgOpt{registries1, file(pullSecret, "kubelet conf 1\n")},
+			new:     []cfgOpt{registries2, file(pullSecret, "kubelet conf 2\n")},
+			outcome: refresh.InPlace, actions: []refresh.Action{reloadCrio},
+		}),
+		Entry("case#6: an OS image change overrides a registries reload and an ssh key change", mcoCase{
+			old: []cfgOpt{registries1, withSSHKeys("key1")}, new: []cfgOpt{registries2, withSSHKeys("key2"), osImage}, outcome: refresh.Reboot,
+		}),
+		Entry("case#7: adding a pull secret needs no action", mcoCase{
+			old: []cfgOpt{registries1, withSSHKeys("key1")}, new: []cfgOpt{registries1, file(pullSecret, "kubelet conf 2\n"), withSSHKeys("key1")}, outcome: refresh.InPlace,
+		}),
+		Entry("case#8: removing registries.conf reloads crio; its registries go, so Drain first", mcoCase{
+			old:     []cfgOpt{file(randomFile, "test\n"), registries1, withSSHKeys("key1")},
+			new:     []cfgOpt{file(randomFile, "test\n"), withSSHKeys("key1")},
+			outcome: refresh.InPlace, actions: []refresh.Action{drain, reloadCrio},
+		}),
+		Entry("case#9: a kernel argument change reboots whatever else changes", mcoCase{
+			old: []cfgOpt{registries1, withSSHKeys("key1")},
+			new: []cfgOpt{file(pullSecret, "kubelet conf 2\n"), file(kubeletCA, "kubeletCA1\n"), withSSHKeys("key2"),
+				withMC(func(c *refresh.Config) { c.KernelArguments = []string{"karg1"} })},
+			outcome: refresh.Reboot,
+		}),
+		Entry("case#10: a policy.json change reloads crio", mcoCase{
+			old: []cfgOpt{file(policyJSON, "policy1")}, new: []cfgOpt{file(policyJSON, "policy2")}, outcome: refresh.InPlace, actions: []refresh.Action{reloadCrio},
+		}),
+		Entry("case#11: a containers-gpg.pub change reloads crio", mcoCase{
+			old: []cfgOpt{file(gpgKey, "containers-gpg1")}, new: []cfgOpt{file(gpgKey, "containers-gpg2")}, outcome: refresh.InPlace, actions: []refresh.Action{reloadCrio},
+		}),
+		Entry("case#12: a user CA bundle change restarts coreos-update-ca-trust, then crio", mcoCase{
+			old: []cfgOpt{file(userCA, "restart-crio1")}, new: []cfgOpt{file(userCA, "restart-crio2")},
+			outcome: refresh.InPlace, actions: []refresh.Action{restartCATrust, restartCrio},
+		}),
+		Entry("case#13: a user CA bundle change and a new gpg key: every action runs, the crio reload too", mcoCase{
+			old:     []cfgOpt{file(userCA, "restart-crio1")},
+			new:     []cfgOpt{file(userCA, "restart-crio2"), file(gpgKey, "containers-gpg1")},
+			outcome: refresh.InPlace, actions: []refresh.Action{reloadCrio, restartCATrust, restartCrio},
+		}),
+	)
+
+	statusPolicies := func(paths map[string][]operatorv1.NodeDisruptionPolicyStatusAction, order ...string) *refresh.Policies {
+		p := refresh.Policies{}
+		for _, path := range order {
+			p.Files = append(p.Files, operatorv1.NodeDisruptionPolicyStatusFile{Path: path, Actions: paths[path]})
+		}
+		return &p
+	}
+	none := []operatorv1.NodeDisruptionPolicyStatusAction{{Type: operatorv1.NoneStatusAction}}
+	reboot := []operatorv1.NodeDisruptionPolicyStatusAction{{Type: operatorv1.RebootStatusAction}}
+	reloadCrioStatus := []operatorv1.NodeDisruptionPolicyStatusAction{{Type: operatorv1.ReloadStatusAction, Reload: &operatorv1.ReloadService{ServiceName: "crio.service"}}}
+	changed := func(path string) ([]cfgOpt, []cfgOpt) {
+		return []cfgOpt{file(path, "a")}, []cfgOpt{file(path, "b")}
+	}
+	closest := func(diffPath string, policies *refresh.Policies, outcome refresh.Outcome, actions ...refresh.Action) mcoCase {
+		old, new := changed(diffPath)
+		return mcoCase{old: old, new: new, policies: policies, outcome: outcome, actions: actions}
+	}
+	DescribeTable("pkg/daemon/update_test.go TestFindClosestFilePolicyPathMatch", checkMCOCase,
+		Entry("case#0: a file no policy matches reboots", closest("/etc/mco/test",
+			statusPolicies(map[string][]operatorv1.NodeDisruptionPolicyStatusAction{"/etc/example": none}, "/etc/example"), refresh.Reboot)),
+		Entry("case#1: a file's own policy applies", closest("/etc/mco/test1",
+			statusPolicies(map[string][]operatorv1.NodeDisruptionPolicyStatusAction{"/etc/mco/test1": none, "/etc/mco/test2": reboot}, "/etc/mco/test1", "/etc/mco/test2"), refresh.InPlace)),
+		Entry("case#2: the closest folder policy applies", closest("/etc/mco/f1/f2/example",
+			statusPolicies(map[string][]operatorv1.NodeDisruptionPolicyStatusAction{"/etc/mco/f1": none, "/etc/mco/f1/f2": reboot, "/etc/mco/f1/f2/f3": reloadCrioStatus}, "/etc/mco/f1", "/etc/mco/f1/f2", "/etc/mco/f1/f2/f3"), refresh.Reboot)),
+		Entry("case#3: an exact match beats its folders", closest("/etc/mco/f1/f2/f3",
+			statusPolicies(map[string][]operatorv1.NodeDisruptionPolicyStatusAction{"/etc/mco/f1": none, "/etc/mco/f1/f2": reboot, "/etc/mco/f1/f2/f3": reloadCrioStatus}, "/etc/mco/f1", "/etc/mco/f1/f2", "/etc/mco/f1/f2/f3"), refresh.InPlace, reloadCrio)),
+		Entry("case#4: paths that only share a prefix do not match", closest("/etc/mco/f1/f2/f3",
+			statusPolicies(map[string][]operatorv1.NodeDisruptionPolicyStatusAction{"/etc/mco/f1/test": none, "/etc/mco/f1/f2/test": reboot, "/etc/mco/f1/f2/f3/f4": reloadCrioStatus}, "/etc/mco/f1/test", "/etc/mco/f1/f2/test", "/etc/mco/f1/f2/f3/f4"), refresh.Reboot)),
+	)
+})
+
+// Pieces of registries.conf, and the versions built from them that stand for the upstream
+// TestIsDrainRequired fixtures mc1..mc13: the same registries, mirrors and settings.
+const (
+	searchTwo   = `unqualified-search-registries = ["example.com", "foo.com"]` + "\n"
+	searchThree = `unqualified-search-registries = ["example.com", "foo.com", "bar.com"]` + "\n"
+	registryA   = "[[registry]]\nlocation = \"example.com/repo/test-img\"\n"
+	mirrorA     = "[[registry.mirror]]\nlocation = \"mirror.com/repo/test-img\"\n"
+	registryB   = "[[registry]]\nlocation = \"example.com/repo1/test-img1\"\n"
+	mirrorB     = "[[registry.mirror]]\nlocation = \"mirror.com/repo1/test-img1\"\n"
+	mirrorB1    = "[[registry.mirror]]\nlocation = \"mirror1.com/repo1/test-img1\"\n"
+	registryBar = "[[registry]]\nprefix = \"bar.com\"\nlocation = \"example.com/repo/test-img\"\n"
+	registryC   = "[[registry]]\nlocation = \"example.com/repo1/test-img\"\n"
+	mirrorC     = "[[registry.mirror]]\nlocation = \"mirror.com/repo1/test-img\"\n"
+	digestOnly  = "pull-from-mirror = \"digest-only\"\n"
+	blocked     = "blocked = true\n"
+	byDigest    = "mirror-by-digest-only = true\n"
+)
+
+var drainFixtures = map[string]string{
+	"mc1":  searchTwo + registryA + mirrorA + registryB + mirrorB + digestOnly,
+	"mc2":  searchTwo + registryA + mirrorA + registryB + mirrorB + digestOnly + mirrorB1 + digestOnly,
+	"mc3":  searchTwo + registryA + mirrorA,
+	"mc4":  searchThree + registryA + mirrorA + digestOnly,
+	"mc5":  searchTwo + registryA + mirrorA + digestOnly,
+	"mc6":  searchTwo + registryA + mirrorA + digestOnly + registryB,
+	"mc7":  searchTwo + registryA + mirrorA + digestOnly + registryB + mirrorB,
+	"mc8":  searchTwo + registryBar,
+	"mc9":  searchTwo + registryBar + blocked,
+	"mc10": searchTwo + registryA,
+	"mc11": searchTwo + registryC + mirrorC + digestOnly + registryBar + blocked,
+	"mc12": searchTwo + registryA + byDigest + mirrorA,
+	"mc13": searchTwo + registryA + byDigest + mirrorA + "[[registry.mirror]]\nlocation = \"mirror.com/repo/test-img-13\"\n",
+}
+
+var _ = Describe("Cases ported from the MCO's drain_test.go", func() {
+	registries := func(from, to string, drained bool) mcoCase {
+		actions := []refresh.Action{reloadCrio}
+		if drained {
+			actions = []refresh.Action{drain, reloadCrio}
+		}
+		return mcoCase{old: []cfgOpt{withRegistries(drainFixtures[from])}, new: []cfgOpt{withRegistries(drainFixtures[to])}, outcome: refresh.InPlace, actions: actions}
+	}
+	DescribeTable("pkg/daemon/drain_test.go TestIsDrainRequired", checkMCOCase,
+		Entry("case#0: only None: no drain", mcoCase{
+			old: []cfgOpt{withRegistries(drainFixtures["mc1"]), file(pullSecretPath, "a")}, new: []cfgOpt{withRegistries(drainFixtures["mc1"]), file(pullSecretPath, "b")},
+			outcome: refresh.InPlace,
+		}),
+		Entry("case#1: a Reboot drains (the reboot does)", mcoCase{
+			old: []cfgOpt{withRegistries(drainFixtures["mc1"]), file("/etc/motd", "a")}, new: []cfgOpt{withRegistries(drainFixtures["mc1"]), file("/etc/motd", "b")},
+			outcome: refresh.Reboot,
+		}),
+		Entry("case#2: no change to the registries: no drain", mcoCase{
+			old: []cfgOpt{withRegistries(drainFixtures["mc1"])}, new: []cfgOpt{withRegistries(drainFixtures["mc1"] + "\n# same registries\n")},
+			outcome: refresh.InPlace, actions: []refresh.Action{reloadCrio},
+		}),
+		Entry("case#3: a registry added whose mirrors are digest-only: no drain", registries("mc3", "mc1", false)),
+		Entry("case#4: a registry added without mirrors or mirror-by-digest-only: drain", registries("mc5", "mc6", true)),
+		Entry("case#5: a registry removed: drain", registries("mc1", "mc3", true)),
+		Entry("case#6: digest-only mirrors added: no drain", registries("mc1", "mc2", false)),
+		Entry("case#7: a digest-only registry added beside an unchanged one: no drain", registries("mc9", "mc11", false)),
+		Entry("case#8: a mirror added that is not digest-only: drain", registries("mc6", "mc7", true)),
+		Entry("case#9: a mirror removed: drain", registries("mc2", "mc1", true)),
+		Entry("case#10: a search registry removed: drain", registries("mc4", "mc3", true)),
+		Entry("case#11: a search registry appended: no drain", registries("mc3", "mc4", false)),
+		Entry("case#12: a prefix changed: drain", registries("mc8", "mc10", true)),
+		Entry("case#13: blocked changed: drain", registries("mc8", "mc9", true)),
+		Entry("case#14: a registry's mirrors changed and digest-only dropped: drain", registries("mc1", "mc6", true)),
+		Entry("case#15: a mirror added to a mirror-by-digest-only registry: no drain", registries("mc12", "mc13", false)),
+	)
+})
+
+const pullSecretPath = "/var/lib/kubelet/config.json"
+
+func file(path, contents string) cfgOpt { return withFile(path, pct(contents), 0o644) }
+
+var _ = Describe("Cases ported from the MCO's end-to-end tests", func() {
+	// test/e2e-2of2/nodedisrupt_test.go TestNodeDisruptionPolicies tries each action of three sets
+	// (None and Drain; Reboot; DaemonReload, Restart crio and Reload crio) as a file, a unit and an
+	// sshkey policy, one action at a time.
+	type actionCase struct {
+		spec     operatorv1.NodeDisruptionPolicySpecAction
+		outcome  refresh.Outcome
+		expected []refresh.Action
+	}
+	actionCases := []actionCase{
+		{specAction(operatorv1.NoneSpecAction), refresh.InPlace, nil},
+		{specAction(operatorv1.DrainSpecAction), refresh.InPlace, []refresh.Action{drain}},
+		{specAction(operatorv1.RebootSpecAction), refresh.Reboot, nil},
+		{specAction(operatorv1.DaemonReloadSpecAction), refresh.InPlace, []refresh.Action{daemonReload}},
+		{specRestart("crio.service"), refresh.InPlace, []refresh.Action{restartCrio}},
+		{specReload("crio.service"), refresh.InPlace, []refresh.Action{reloadCrio}},
+	}
+	var entries []TableEntry
+	for _, a := range actionCases {
+		name := string(a.spec.Type)
+		if a.spec.Restart != nil || a.spec.Reload != nil {
+			name += " crio.service"
+		}
+		fileName, unitName := "/etc/test-"+string(a.spec.Type), string(a.spec.Type)+"-test.service"
+		entries = append(entries,
+			Entry("testFilePolicy "+name, func() mcoCase {
+				return mcoCase{new: []cfgOpt{file(fileName, "test\n")}, outcome: a.outcome, actions: a.expected,
+					policies: mergedPolicies(operatorv1.NodeDisruptionPolicyConfig{Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: fileName, Actions: []operatorv1.NodeDisruptionPolicySpecAction{a.spec}}}})}
+			}),
+			Entry("testUnitPolicy "+name, func() mcoCase {
+				return mcoCase{new: []cfgOpt{withUnit(unitName, "test")}, outcome: a.outcome, actions: a.expected,
+					policies: mergedPolicies(operatorv1.NodeDisruptionPolicyConfig{Units: []operatorv1.NodeDisruptionPolicySpecUnit{{Name: operatorv1.NodeDisruptionPolicyServiceName(unitName), Actions: []operatorv1.NodeDisruptionPolicySpecAction{a.spec}}}})}
+			}),
+			Entry("testSSHKeyPolicy "+name, func() mcoCase {
+				return mcoCase{new: []cfgOpt{withSSHKeys("test")}, outcome: a.outcome, actions: a.expected,
+					policies: mergedPolicies(operatorv1.NodeDisruptionPolicyConfig{SSHKey: operatorv1.NodeDisruptionPolicySpecSSHKey{Actions: []operatorv1.NodeDisruptionPolicySpecAction{a.spec}}})}
+			}),
+		)
+	}
+	DescribeTable("test/e2e-2of2/nodedisrupt_test.go TestNodeDisruptionPolicies", func(c func() mcoCase) { checkMCOCase(c()) }, entries)
+
+	const searchTestIO = `unqualified-search-registries = ["example.com", "foo.com", "test.io"]` + "\n"
+	DescribeTable("test/e2e-2of2/nodedisrupt_test.go TestNodeDisruptionPolicySpecialAction", checkMCOCase,
+		Entry("a search registry added: Special reloads crio, no drain", mcoCase{
+			old: []cfgOpt{withRegistries(drainFixtures["mc3"])}, new: []cfgOpt{withRegistries(searchTestIO + registryA + mirrorA)},
+			outcome: refresh.InPlace, actions: []refresh.Action{reloadCrio},
+		}),
+		Entry("the change rolled back (a search registry removed): drain, then reload crio", mcoCase{
+			old: []cfgOpt{withRegistries(searchTestIO + registryA + mirrorA)}, new: []cfgOpt{withRegistries(drainFixtures["mc3"])},
+			outcome: refresh.InPlace, actions: []refresh.Action{drain, reloadCrio},
+		}),
+	)
+
+	// test/extended-priv/mco_nodedisruptionpolicy.go: one policy per case; TestService is crio.service.
+	filePolicy := func(path string, actions ...operatorv1.NodeDisruptionPolicySpecAction) *refresh.Policies {
+		return mergedPolicies(operatorv1.NodeDisruptionPolicyConfig{Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: path, Actions: actions}}})
+	}
+	unitPolicy := func(unit string, actions ...operatorv1.NodeDisruptionPolicySpecAction) *refresh.Policies {
+		return mergedPolicies(operatorv1.NodeDisruptionPolicyConfig{Units: []operatorv1.NodeDisruptionPolicySpecUnit{{Name: operatorv1.NodeDisruptionPolicyServiceName(unit), Actions: actions}}})
+	}
+	sshPolicy := func(actions ...operatorv1.NodeDisruptionPolicySpecAction) *refresh.Policies {
+		return mergedPolicies(operatorv1.NodeDisruptionPolicyConfig{SSHKey: operatorv1.NodeDisruptionPolicySpecSSHKey{Actions: actions}})
+	}
+	multiple := []operatorv1.NodeDisruptionPolicySpecAction{specAction(operatorv1.DrainSpecAction), specAction(operatorv1.DaemonReloadSpecAction), specReload("crio.service"), specRestart("crio.service")}
+	multipleDone := []refresh.Action{drain, daemonReload, reloadCrio, restartCrio}
+	const testFile, testUnit = "/etc/test-file-policy-73368", "test-ndp-x.service"
+	unitAdded := []cfgOpt{withUnit(testUnit, "[Unit]\nDescription=test service for disruption policy")}
+	const (
+		innerDir = "/etc/test-file-policy-subdir-75109/extradir/"
+		outerDir = "/etc/test-file-policy-subdir-75109"
+		oneFile  = "/etc/test-file-policy-subdir-75109/test-file.txt"
+	)
+	nested := func() *refresh.Policies {
+		return mergedPolicies(operatorv1.NodeDisruptionPolicyConfig{Files: []operatorv1.NodeDisruptionPolicySpecFile{
+			{Path: innerDir, Actions: []operatorv1.NodeDisruptionPolicySpecAction{specAction(operatorv1.NoneSpecAction)}},
+			{Path: outerDir, Actions: []operatorv1.NodeDisruptionPolicySpecAction{specRestart("crio.service")}},
+			{Path: oneFile, Actions: []operatorv1.NodeDisruptionPolicySpecAction{specReload("crio.service")}},
+		}})
+	}
+	DescribeTable("test/extended-priv/mco_nodedisruptionpolicy.go", func(c func() mcoCase) { checkMCOCase(c()) },
+		Entry("PolarionID:73368 files with action None", func() mcoCase {
+			return mcoCase{new: []cfgOpt{file(testFile, "test-73368")}, policies: filePolicy(testFile, specAction(operatorv1.NoneSpecAction)), outcome: refresh.InPlace}
+		}),
+		Entry("PolarionID:73374 files with action Reboot", func() mcoCase {
+			return mcoCase{new: []cfgOpt{file(testFile, "test-73374")}, policies: filePolicy(testFile, specAction(operatorv1.RebootSpecAction)), outcome: refresh.Reboot}
+		}),
+		Entry("PolarionID:73375 files with action Restart", func() mcoCase {
+			return mcoCase{new: []cfgOpt{file(testFile, "test-73375")}, policies: filePolicy(testFile, specRestart("crio.service")), outcome: refresh.InPlace, actions: []refresh.Action{restartCrio}}
+		}),
+		Entry("PolarionID:73378 files with action Reload", func() mcoCase {
+			return mcoCase{new: []cfgOpt{file(testFile, "test-73378")}, policies: filePolicy(testFile, specReload("crio.service")), outcome: refresh.InPlace, actions: []refresh.Action{reloadCrio}}
+		}),
+		Entry("PolarionID:73385 files with action DaemonReload", func() mcoCase {
+			return mcoCase{new: []cfgOpt{file(testFile, "test-73385")}, policies: filePolicy(testFile, specAction(operatorv1.DaemonReloadSpecAction)), outcome: refresh.InPlace, actions: []refresh.Action{daemonReload}}
+		}),
+		Entry("PolarionID:73388 files with action Drain", func() mcoCase {
+			return mcoCase{new: []cfgOpt{file(testFile, "test-73388")}, policies: filePolicy(testFile, specAction(operatorv1.DrainSpecAction)), outcome: refresh.InPlace, actions: []refresh.Action{drain}}
+		}),
+		Entry("PolarionID:73389 files with multiple actions: all run, in order", func() mcoCase {
+			return mcoCase{new: []cfgOpt{file(testFile, "test-73389")}, policies: filePolicy(testFile, multiple...), outcome: refresh.InPlace, actions: multipleDone}
+		}),
+		Entry("PolarionID:73414 units with action None", func() mcoCase {
+			return mcoCase{new: unitAdded, policies: unitPolicy(testUnit, specAction(operatorv1.NoneSpecAction)), outcome: refresh.InPlace}
+		}),
+		Entry("PolarionID:73413 units with action Reboot", func() mcoCase {
+			return mcoCase{new: unitAdded, policies: unitPolicy(testUnit, specAction(operatorv1.RebootSpecAction)), outcome: refresh.Reboot}
+		}),
+		Entry("PolarionID:73411 units with multiple actions: all run, in order", func() mcoCase {
+			return mcoCase{new: unitAdded, policies: unitPolicy(testUnit, multiple...), outcome: refresh.InPlace, actions: multipleDone}
+		}),
+		Entry("PolarionID:73417 sshkey with action None", func() mcoCase {
+			return mcoCase{new: []cfgOpt{withSSHKeys("ssh-ed25519 AAAA")}, policies: sshPolicy(specAction(operatorv1.NoneSpecAction)), outcome: refresh.InPlace}
+		}),
+		Entry("PolarionID:73418 sshkey with action Reboot", func() mcoCase {
+			return mcoCase{new: []cfgOpt{withSSHKeys("ssh-ed25519 AAAA")}, policies: sshPolicy(specAction(operatorv1.RebootSpecAction)), outcome: refresh.Reboot}
+		}),
+		Entry("PolarionID:73415 sshkey with multiple actions: all run, in order", func() mcoCase {
+			return mcoCase{new: []cfgOpt{withSSHKeys("ssh-ed25519 AAAA")}, policies: sshPolicy(multiple...), outcome: refresh.InPlace, actions: multipleDone}
+		}),
+		Entry("PolarionID:75109 a file in the inner folder (policy path with a trailing /): None", func() mcoCase {
+			return mcoCase{new: []cfgOpt{file(innerDir+"test-file-inner.txt", "test-75109.txt")}, policies: nested(), outcome: refresh.InPlace}
+		}),
+		Entry("PolarionID:75109 a file in the outer folder: Restart", func() mcoCase {
+			return mcoCase{new: []cfgOpt{file(outerDir+"/test-file-outer.txt", "test-75109.txt")}, policies: nested(), outcome: refresh.InPlace, actions: []refresh.Action{restartCrio}}
+		}),
+		Entry("PolarionID:75109 a file with its own policy: Reload", func() mcoCase {
+			return mcoCase{new: []cfgOpt{file(oneFile, "test-75109.txt")}, policies: nested(), outcome: refresh.InPlace, actions: []refresh.Action{reloadCrio}}
+		}),
+	)
+})
+
+var _ = Describe("Parse cases ported from the MCO", func() {
+	DescribeTable("refuses what the MCO refuses to parse, naming it",
+		func(raw, message string) {
+			_, err := refresh.Parse([]byte(raw))
+			Expect(err).To(MatchError(ContainSubstring(message)))
+		},
+		Entry("reconcile_test.go TestIsRenderedConfigReconcilable Ignition: version 4.0.0", `{"ignition":{"version":"4.0.0"}}`, `unsupported Ignition version "4.0.0"`),
+		Entry("update_test.go TestInvalidIgnConfig: a relative file path", `{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"home/core/test","contents":{"source":"data:,hello%20world%0A"},"mode":420}]}}`, "invalid Ignition config"),
+	)
+
+	It("update_test.go TestInvalidIgnConfig: an absolute file path is a file change", func() {
+		cfg, err := refresh.Parse([]byte(`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/home/core/test","contents":{"source":"data:,hello%20world%0A"},"mode":420}]}}`))
+		Expect(err).NotTo(HaveOccurred())
+		changes, err := refresh.Diff(config(), cfg)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(changes).To(ContainElement(And(HaveField("Kind", refresh.KindFile), HaveField("Name", "/home/core/test"))))
+	})
+})
