@@ -208,20 +208,26 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 		return res, err
 	}
 	updated := map[string]bool{}
-	done := false
-	for !done {
+	var latest *operatorv1.MachineConfiguration
+	for latest == nil || len(updated) < n || !progressingFalse(n)(latest) {
 		select {
-		case ev := <-sets.ResultChan():
-			if ms, ok := ev.Object.(*machinev1beta1.MachineSet); ok && ev.Type == watch.Modified {
+		case ev, ok := <-sets.ResultChan():
+			if !ok {
+				return res, fmt.Errorf("the MachineSet watch ended")
+			}
+			if ms, isMS := ev.Object.(*machinev1beta1.MachineSet); isMS && ev.Type == watch.Modified {
 				res.MachineSetWrites++
 				if imageOf(ms, w.image) == w.want {
 					updated[ms.Name] = true
 				}
 			}
-		case ev := <-mcs.ResultChan():
-			if mc, ok := ev.Object.(*operatorv1.MachineConfiguration); ok && ev.Type == watch.Modified {
+		case ev, ok := <-mcs.ResultChan():
+			if !ok {
+				return res, fmt.Errorf("the MachineConfiguration watch ended")
+			}
+			if mc, isMC := ev.Object.(*operatorv1.MachineConfiguration); isMC && ev.Type == watch.Modified {
 				res.StatusWrites++
-				done = len(updated) == n && progressingFalse(n)(mc)
+				latest = mc
 			}
 		case <-ctx.Done():
 			return res, fmt.Errorf("wave: %d of %d MachineSets updated: %w", len(updated), n, ctx.Err())
@@ -235,11 +241,17 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 	quiet := time.After(idle)
 	for waiting := true; waiting; {
 		select {
-		case ev := <-sets.ResultChan():
+		case ev, ok := <-sets.ResultChan():
+			if !ok {
+				return res, fmt.Errorf("the MachineSet watch ended")
+			}
 			if ev.Type == watch.Modified {
 				res.IdleWrites++
 			}
-		case ev := <-mcs.ResultChan():
+		case ev, ok := <-mcs.ResultChan():
+			if !ok {
+				return res, fmt.Errorf("the MachineConfiguration watch ended")
+			}
 			if ev.Type == watch.Modified {
 				res.IdleWrites++
 			}
