@@ -45,7 +45,7 @@ var _ = Describe("EC2 through aws-sdk-go-v2", func() {
 	})
 
 	It("lists the marketplace AMIs of a product", func() {
-		imgs, err := ec2.AWSImagesByOwner(ctx, "us-east-1", bootimage.MarketplaceOwner, fixtures.MarketplaceProduct)
+		imgs, err := ec2.AWSMarketplaceImages(ctx, "us-east-1", fixtures.MarketplaceProduct)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(imgs).To(HaveLen(3))
 	})
