@@ -53,7 +53,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	tracker := NewTracker()
 	images := cfg.Images
 	if images == nil {
-		images = clusterCatalog(mgr.GetClient(), cfg.CloudRootCAs)
+		images = ClusterCatalog(mgr.GetClient(), cfg.CloudRootCAs)
 	}
 	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: images, Streams: &bootimage.StreamCache{}}
 	steps := bootImageSteps{Client: mgr.GetClient(), Inputs: inputs, Recorder: recorder, Tracker: tracker}
