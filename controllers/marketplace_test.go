@@ -66,7 +66,7 @@ var _ = Describe("AWS Marketplace MachineSets through EC2", func() {
 		for _, r := range server.Requests() {
 			if len(r.Owners) > 0 {
 				Expect(r.Owners).To(Equal([]string{"aws-marketplace"}))
-				listings[fmt.Sprint(r.Region, r.NameFilters)]++
+				listings[fmt.Sprintf("%s %v", r.Region, r.NameFilters)]++
 			}
 		}
 		Expect(listings).To(Equal(map[string]int{
