@@ -14,11 +14,26 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
 
+// awsClusterAt seeds a stable AWS cluster whose Infrastructure names server as its ec2 endpoint,
+// with static credentials in openshift-machine-api/aws-cloud-credentials.
+func awsClusterAt(server *fakecloud.EC2) {
+	GinkgoHelper()
+	bootImageCluster(configv1.AWSPlatformType)
+	infra := &configv1.Infrastructure{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Name: "cluster"}, infra)).To(Succeed())
+	withEndpoint := infra.DeepCopy()
+	withEndpoint.Status.PlatformStatus.AWS.ServiceEndpoints = []configv1.AWSServiceEndpoint{{Name: "ec2", URL: server.URL}}
+	Expect(fixtures.SetStatus(ctx, k8s, infra, withEndpoint)).To(Succeed())
+	Expect(fixtures.Create(ctx, k8s, fixtures.AWSCredentialsSecret())).To(Succeed())
+}
+
 var _ = Describe("AWS Marketplace MachineSets through EC2", func() {
 	It("follows each MachineSet's product with one DescribeImages per product and region, for 50 MachineSets", func() {
 		products := []string{"59ead7de-2540-4653-a8b0-fa7926d5c845", "963b36c3-de6f-48ed-b802-2b38b2a2cdeb"} // OCP, OKE x86_64
 		regions := []string{"us-east-1", "us-west-2"}
-		ami := func(kind, product, region string) string { return fmt.Sprintf("ami-%s-%s-%s", kind, product[:8], region) }
+		ami := func(kind, product, region string) string {
+			return fmt.Sprintf("ami-%s-%s-%s", kind, product[:8], region)
+		}
 		var amis []bootimage.AWSImage
 		for _, product := range products {
 			for _, region := range regions {
@@ -37,13 +52,7 @@ var _ = Describe("AWS Marketplace MachineSets through EC2", func() {
 		}
 		server := fakecloud.NewEC2(amis)
 		DeferCleanup(server.Close)
-		bootImageCluster(configv1.AWSPlatformType)
-		infra := &configv1.Infrastructure{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: "cluster"}, infra)).To(Succeed())
-		withEndpoint := infra.DeepCopy()
-		withEndpoint.Status.PlatformStatus.AWS.ServiceEndpoints = []configv1.AWSServiceEndpoint{{Name: "ec2", URL: server.URL}}
-		Expect(fixtures.SetStatus(ctx, k8s, infra, withEndpoint)).To(Succeed())
-		Expect(fixtures.Create(ctx, k8s, fixtures.AWSCredentialsSecret())).To(Succeed())
+		awsClusterAt(server)
 		want := map[string]string{}
 		for i := range 50 {
 			product, region := products[i%2], regions[i/2%2]

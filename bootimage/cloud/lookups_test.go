@@ -59,9 +59,7 @@ var _ = Describe("Cloud lookups shared by every MachineSet", func() {
 	It("sends one DescribeImages per marketplace product and region, however many ask at once", func() {
 		server := fakecloud.NewEC2(fixtures.AWSImages())
 		DeferCleanup(server.Close)
-		ec2 := &cloud.EC2{RootCAs: server.RootCAs(), Settings: func(context.Context) (cloud.AWSSettings, error) {
-			return cloud.AWSSettings{Version: "1", AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "secret", Endpoint: server.URL}, nil
-		}}
+		ec2 := staticKeysEC2(server)
 		before := requestCount("ec2:DescribeImages", "success")
 
 		concurrently(50, func(i int) {
@@ -84,9 +82,7 @@ var _ = Describe("Cloud lookups shared by every MachineSet", func() {
 	It("asks again after a failure instead of remembering it", func() {
 		server := fakecloud.NewEC2(fixtures.AWSImages())
 		DeferCleanup(server.Close)
-		ec2 := &cloud.EC2{RootCAs: server.RootCAs(), Settings: func(context.Context) (cloud.AWSSettings, error) {
-			return cloud.AWSSettings{Version: "1", AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "secret", Endpoint: server.URL}, nil
-		}}
+		ec2 := staticKeysEC2(server)
 		before := requestCount("ec2:DescribeImages", "error")
 		server.Unavailable.Store(true)
 		_, err := ec2.AWSImage(ctx, "us-east-1", fixtures.OldAWSAMI)
