@@ -115,22 +115,22 @@ func decideMarketplace(ctx context.Context, d Decision, in providerInput, region
 	best, found, preRHELAligned := bestMarketplaceAMI(listed, target)
 	if !found {
 		if preRHELAligned > 0 && preRHELAligned == len(listed) {
-			return d.with(Skip, ReasonTargetImageUnavailable, "marketplace product %s has only pre-4.19 AMIs in %s (RHCOS 4xx.yy): the boot image stays until an AMI of RHCOS %s or older is published there", label, region, target.token()), nil
+			return d.with(Skip, ReasonTargetImageUnavailable, "marketplace product %s has only pre-4.19 AMIs (OCP-numbered RHCOS releases such as 418.94) in %s: the boot image stays until an AMI of RHCOS %s or older is published there", label, region, target.token()), nil
 		}
 		return d.with(Skip, ReasonTargetImageUnavailable, "no available marketplace AMI of product %s with RHCOS %s or older in %s (%d listed)", label, target.token(), region, len(listed)), nil
 	}
-	if best.image.ImageID == current.ImageID {
-		d.Target, d.BootImageVersion = current.ImageID, best.release.full
-		return d.with(NoChange, ReasonUpToDate, "AMI %s (RHCOS %s) is the best marketplace AMI of product %s for the stream's RHCOS %s in %s", current.ImageID, best.release.full, label, target.token(), region), nil
+	fallback := ""
+	if best.release.compare(target) < 0 {
+		fallback = fmt.Sprintf("; RHCOS %s is not yet published in %s, so the newest older release is used until it is", target.token(), region)
 	}
 	d.Target, d.BootImageVersion = best.image.ImageID, best.release.full
-	d.ProviderSpecPatch = []PatchOp{set("/ami/id", best.image.ImageID)}
-	d = d.with(Update, ReasonImageOutdated, "AMI %s is outdated: the best marketplace AMI of product %s for the stream's RHCOS %s in %s is %s (RHCOS %s)",
-		current.ImageID, label, target.token(), region, best.image.ImageID, best.release.full)
-	if best.release.compare(target) < 0 {
-		d.Message += fmt.Sprintf("; RHCOS %s is not yet published in %s, so the newest older release is used until it is", target.token(), region)
+	if best.image.ImageID == current.ImageID {
+		return d.with(NoChange, ReasonUpToDate, "AMI %s (RHCOS %s) is the best marketplace AMI of product %s for the stream's RHCOS %s in %s%s",
+			current.ImageID, best.release.full, label, target.token(), region, fallback), nil
 	}
-	return d, nil
+	d.ProviderSpecPatch = []PatchOp{set("/ami/id", best.image.ImageID)}
+	return d.with(Update, ReasonImageOutdated, "AMI %s is outdated: the best marketplace AMI of product %s for the stream's RHCOS %s in %s is %s (RHCOS %s)%s",
+		current.ImageID, label, target.token(), region, best.image.ImageID, best.release.full, fallback), nil
 }
 
 // bestMarketplaceAMI picks, among the available AMIs whose description carries an RHCOS release

@@ -127,6 +127,13 @@ var _ = Describe("AWS Marketplace selection", func() {
 			action: bootimage.NoChange, reason: bootimage.ReasonUpToDate, target: "ami-current", version: "9.6.20260210-0",
 			message: "AMI ami-current (RHCOS 9.6.20260210-0) is the best marketplace AMI of product",
 		}),
+		Entry("current is the best while the target is not yet in the region (no upstream row)", marketplaceCase{
+			release: "9.6.20260210-0",
+			amis: []bootimage.AWSImage{marketplaceAMI("ami-current", ocpX86, "RHEL CoreOS 9.5 9.5.20251001-0 x86_64", "2025-10-01T00:00:00.000Z"),
+				marketplaceAMI("ami-older", ocpX86, "RHEL CoreOS 9.4 9.4.20250101-0 x86_64", "2025-01-01T00:00:00.000Z")},
+			action: bootimage.NoChange, reason: bootimage.ReasonUpToDate, target: "ami-current", version: "9.5.20251001-0",
+			message: "RHCOS 9.6 is not yet published in us-east-1",
+		}),
 		Entry("ROSA (TestDetectAMIKind: marketplace ROSA AMI; TestExtractVersionFromDescription: ROSA format)", marketplaceCase{
 			release: "9.6.20260210-0",
 			amis: []bootimage.AWSImage{marketplaceAMI("ami-rosa-old", bootimage.ROSAMarketplaceProduct, "rhcos-9.4.20250101-0-x86_64", "2025-01-01T00:00:00.000Z"),
@@ -156,7 +163,7 @@ var _ = Describe("AWS Marketplace selection", func() {
 			amis: []bootimage.AWSImage{marketplaceAMI("ami-old-format", ocpX86, "OpenShift 4.18 418.94.202511191518-0 x86_64", "2025-11-19T15:18:00.000Z"),
 				marketplaceAMI("ami-older-format", ocpX86, "OpenShift 4.17 417.94.202501010000-0 x86_64", "2025-01-01T00:00:00.000Z")},
 			action: bootimage.Skip, reason: bootimage.ReasonTargetImageUnavailable,
-			message: "marketplace product " + ocpX86 + " (OCP x86_64) has only pre-4.19 AMIs in us-east-1",
+			message: "marketplace product " + ocpX86 + " (OCP x86_64) has only pre-4.19 AMIs (OCP-numbered RHCOS releases such as 418.94) in us-east-1",
 		}),
 		Entry("no product id (TestDetectAMIKind: marketplace AMI with no product ID in name)", marketplaceCase{
 			release: "9.6.20260210-0",
