@@ -1,14 +1,10 @@
 package bootimage
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
-	"sort"
-	"strconv"
-
-	"k8s.io/apimachinery/pkg/util/version"
 )
 
 // AMI owners.
@@ -17,13 +13,6 @@ const (
 	RHCOSOwner = "531415883065"
 	// MarketplaceOwner publishes the AWS Marketplace RHCOS AMIs.
 	MarketplaceOwner = "679593333241"
-)
-
-// Marketplace AMI names end with the product id (a UUID) and carry the OCP version, for example
-// "rhcos-x86_64-4.16.3-...-3a2ff8a2-1c1e-4f5d-8f83-4a4c32b1e0a7".
-var (
-	marketplaceProduct = regexp.MustCompile(`([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})`)
-	ocpVersionInName   = regexp.MustCompile(`\b4\.(\d+)`)
 )
 
 type aws struct{}
@@ -84,15 +73,9 @@ func (aws) decide(ctx context.Context, d Decision, in providerInput) (Decision, 
 			return d.with(Skip, ReasonRegionNotInStream, "the stream has no %s AMI for region %s", in.arch, region), nil
 		}
 		target = ri.Image
+		d.BootImageVersion = cmp.Or(ri.Release, in.streams.Default.Architectures[in.arch].Artifacts["aws"].Release)
 	case MarketplaceOwner:
-		t, msg, err := marketplaceTarget(ctx, in, region, img)
-		if err != nil {
-			return d, err
-		}
-		if t == "" {
-			return d.with(Skip, ReasonTargetImageUnavailable, "%s", msg), nil
-		}
-		target = t
+		return decideMarketplace(ctx, d, in, region, img)
 	default:
 		return d.with(Skip, ReasonCustomImage, "AMI %s is owned by account %s, not by RHCOS (%s) or the AWS Marketplace (%s)", current, img.OwnerID, RHCOSOwner, MarketplaceOwner), nil
 	}
@@ -113,36 +96,4 @@ func (aws) decide(ctx context.Context, d Decision, in providerInput) (Decision, 
 	}
 	d.ProviderSpecPatch = []PatchOp{set("/ami/id", target)}
 	return d.with(Update, ReasonImageOutdated, "AMI %s is outdated: the stream's is %s", current, target), nil
-}
-
-// marketplaceTarget returns the newest marketplace AMI of the current AMI's product whose OCP
-// version is not newer than the stream's release, or "" and why there is none.
-func marketplaceTarget(ctx context.Context, in providerInput, region string, current *AWSImage) (string, string, error) {
-	product := marketplaceProduct.FindString(current.Name)
-	if product == "" {
-		return "", fmt.Sprintf("marketplace AMI %s: no product id in its name %q", current.ImageID, current.Name), nil
-	}
-	limit, err := version.ParseGeneric(in.streams.ReleaseVersion)
-	if err != nil {
-		return "", fmt.Sprintf("marketplace AMI %s: coreos-bootimages has no usable releaseVersion (%q)", current.ImageID, in.streams.ReleaseVersion), nil
-	}
-	candidates, err := in.images.AWSImagesByOwner(ctx, region, MarketplaceOwner, product)
-	if err != nil {
-		return "", "", fmt.Errorf("listing marketplace AMIs of product %s in %s: %w", product, region, err)
-	}
-	var usable []AWSImage
-	for _, c := range candidates {
-		m := ocpVersionInName.FindStringSubmatch(c.Name)
-		if m == nil || c.State != "available" {
-			continue
-		}
-		if minor, err := strconv.Atoi(m[1]); err == nil && limit.Major() == 4 && uint(minor) <= limit.Minor() {
-			usable = append(usable, c)
-		}
-	}
-	if len(usable) == 0 {
-		return "", fmt.Sprintf("no available marketplace AMI of product %s for OCP %d.%d or older in %s", product, limit.Major(), limit.Minor(), region), nil
-	}
-	sort.Slice(usable, func(i, j int) bool { return usable[i].CreationDate > usable[j].CreationDate })
-	return usable[0].ImageID, "", nil
 }

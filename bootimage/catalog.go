@@ -31,8 +31,9 @@ var ErrNoCatalog = errors.New("no image catalogue")
 type Catalog interface {
 	// AWSImage returns the AMI id in region, nil when it does not exist.
 	AWSImage(ctx context.Context, region, id string) (*AWSImage, error)
-	// AWSImagesByOwner returns the AMIs of owner in region whose name contains nameContains.
-	AWSImagesByOwner(ctx context.Context, region, owner, nameContains string) ([]AWSImage, error)
+	// AWSMarketplaceImages returns the AMIs of AWS Marketplace product in region, as EC2
+	// DescribeImages lists them for owner aws-marketplace and a name ending with the product id.
+	AWSMarketplaceImages(ctx context.Context, region, product string) ([]AWSImage, error)
 	// GCPImage returns the image name in project, nil when it does not exist.
 	GCPImage(ctx context.Context, project, name string) (*GCPImage, error)
 }

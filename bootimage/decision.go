@@ -93,6 +93,12 @@ type Decision struct {
 	// Azure publisher:offer:sku:version, a vSphere template.
 	Current string `json:"current"`
 	Target  string `json:"target"`
+	// BootImageVersion is the RHCOS release of Target when it is known, for skew enforcement:
+	// the stream's AWS release for RHCOS AMIs, the release in the description of a marketplace AMI.
+	BootImageVersion string `json:"-"`
+	// Marketplace is true when Target was chosen among a marketplace product's AMIs, whose release
+	// may lag the stream's: skew enforcement then records BootImageVersion, as the MCO does.
+	Marketplace bool `json:"-"`
 
 	// ProviderSpecPatch sets only the image field(s) of providerSpec.value; set on Update.
 	ProviderSpecPatch []PatchOp `json:"-"`

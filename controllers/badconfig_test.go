@@ -91,7 +91,7 @@ var _ = Describe("Cloud lookups that keep failing", func() {
 	It("become an Error CloudLookupFailed after the grace period, and heal without any cluster change", func() {
 		server := fakecloud.NewEC2(fixtures.AWSImages())
 		DeferCleanup(server.Close)
-		server.Failing.Store(true)
+		server.Unavailable.Store(true)
 		bootImageCluster(configv1.AWSPlatformType)
 		infra := &configv1.Infrastructure{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: "cluster"}, infra)).To(Succeed())
@@ -107,11 +107,11 @@ var _ = Describe("Cloud lookups that keep failing", func() {
 
 		Eventually(condition(controllers.ConditionBootImageUpdateDegraded), "60s").Should(And(
 			HaveField("Status", metav1.ConditionTrue),
-			HaveField("Message", And(ContainSubstring("MachineSet openshift-machine-api/worker-a: CloudLookupFailed"), ContainSubstring("500")))))
+			HaveField("Message", And(ContainSubstring("MachineSet openshift-machine-api/worker-a: CloudLookupFailed"), ContainSubstring("Unavailable")))))
 		Eventually(machineSetEvents("worker-a")).Should(ContainElement(ContainSubstring("CloudLookupFailed")))
 		Expect(amiOf("worker-a")()).To(Equal(fixtures.OldAWSAMI))
 
-		server.Failing.Store(false)
+		server.Unavailable.Store(false)
 		Eventually(amiOf("worker-a"), "30s").Should(Equal(fixtures.NewAWSAMIUSEast1))
 		Eventually(condition(controllers.ConditionBootImageUpdateDegraded)).Should(HaveField("Status", metav1.ConditionFalse))
 		failures := 0

@@ -22,9 +22,9 @@ const (
 	GCPCredentialsSecret = "gcp-cloud-credentials"
 )
 
-// describeImagesTTL bounds how stale an EC2 answer may be: AMIs are immutable, but one may be
-// deregistered or made available meanwhile.
-const describeImagesTTL = 10 * time.Minute
+// cloudImagesTTL bounds how stale a cloud answer may be: images are immutable, but one may be
+// deregistered, deprecated or made available meanwhile.
+const cloudImagesTTL = 10 * time.Minute
 
 // ClusterCatalog returns the cloud image catalogues of the cluster, configured from its
 // credentials Secrets and Infrastructure, read through c: the manager's cache in the operator, a
@@ -32,7 +32,7 @@ const describeImagesTTL = 10 * time.Minute
 func ClusterCatalog(c client.Reader, rootCAs *x509.CertPool) bootimage.Catalog {
 	var gcpOnce sync.Once
 	return cloud.Catalog{
-		AWS: &cloud.EC2{TTL: describeImagesTTL, RootCAs: rootCAs, Settings: func(ctx context.Context) (cloud.AWSSettings, error) {
+		AWS: &cloud.EC2{TTL: cloudImagesTTL, RootCAs: rootCAs, Settings: func(ctx context.Context) (cloud.AWSSettings, error) {
 			secret, err := credentialsSecret(ctx, c, AWSCredentialsSecret)
 			if err != nil {
 				return cloud.AWSSettings{}, err
@@ -46,14 +46,17 @@ func ClusterCatalog(c client.Reader, rootCAs *x509.CertPool) bootimage.Catalog {
 			infra := &configv1.Infrastructure{}
 			if err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err == nil && infra.Status.PlatformStatus != nil && infra.Status.PlatformStatus.AWS != nil {
 				for _, ep := range infra.Status.PlatformStatus.AWS.ServiceEndpoints {
-					if ep.Name == "ec2" {
+					switch ep.Name {
+					case "ec2":
 						s.Endpoint = ep.URL
+					case "sts":
+						s.STSEndpoint = ep.URL
 					}
 				}
 			}
 			return s, nil
 		}},
-		GCP: &cloud.GCPImages{Settings: func(ctx context.Context) (cloud.GCPSettings, error) {
+		GCP: &cloud.GCPImages{TTL: cloudImagesTTL, Settings: func(ctx context.Context) (cloud.GCPSettings, error) {
 			secret, err := credentialsSecret(ctx, c, GCPCredentialsSecret)
 			if err == bootimage.ErrNoCatalog {
 				gcpOnce.Do(func() {

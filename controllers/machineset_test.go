@@ -318,14 +318,8 @@ var _ = Describe("MachineSet boot images through EC2", func() {
 	It("classifies and pre-flights AMIs with the real SDK at the Infrastructure's ec2 endpoint", func() {
 		server := fakecloud.NewEC2(fixtures.AWSImages())
 		DeferCleanup(server.Close)
-		bootImageCluster(configv1.AWSPlatformType)
-		infra := &configv1.Infrastructure{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: "cluster"}, infra)).To(Succeed())
-		want := infra.DeepCopy()
-		want.Status.PlatformStatus.AWS.ServiceEndpoints = []configv1.AWSServiceEndpoint{{Name: "ec2", URL: server.URL}}
-		Expect(fixtures.SetStatus(ctx, k8s, infra, want)).To(Succeed())
+		awsClusterAt(server)
 		Expect(fixtures.Create(ctx, k8s,
-			fixtures.AWSCredentialsSecret(),
 			fixtures.MachineSet("worker-a", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)),
 			fixtures.MachineSet("custom", fixtures.AWSProviderSpec("us-east-1", fixtures.CustomAMI)),
 		)).To(Succeed())

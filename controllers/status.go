@@ -63,6 +63,8 @@ type progress struct {
 	machineSets, cpms tally
 	errs              []string
 	leftBehind        []string
+	// marketplaceRHCOS is the oldest RHCOS release chosen for a marketplace MachineSet.
+	marketplaceRHCOS string
 }
 
 type tally struct{ total, decided, reconciled, skipped, updating, errored int }
@@ -73,6 +75,11 @@ func (t tally) pending() bool { return t.updating > 0 || t.decided < t.total }
 
 func (p *progress) add(t *tally, d bootimage.Decision) {
 	t.decided++
+	if d.Kind == "MachineSet" && d.Marketplace && d.BootImageVersion != "" && (d.Action == bootimage.NoChange || d.Action == bootimage.Update) {
+		if p.marketplaceRHCOS == "" || bootimage.CompareRHCOSVersions(d.BootImageVersion, p.marketplaceRHCOS) < 0 {
+			p.marketplaceRHCOS = d.BootImageVersion
+		}
+	}
 	switch d.Action {
 	case bootimage.NoChange:
 		t.reconciled++
@@ -95,7 +102,7 @@ func (p progress) pass(bootImages *corev1.ConfigMap) *bootimage.SkewPass {
 	if p.machineSets.pending() {
 		return nil
 	}
-	pass := &bootimage.SkewPass{LeftBehind: p.leftBehind, Errors: p.machineSets.errored}
+	pass := &bootimage.SkewPass{LeftBehind: p.leftBehind, Errors: p.machineSets.errored, RHCOSVersion: p.marketplaceRHCOS}
 	if bootImages != nil {
 		pass.ReleaseVersion = bootImages.Data["releaseVersion"]
 	}

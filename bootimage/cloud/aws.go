@@ -5,16 +5,12 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"fmt"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
@@ -22,8 +18,20 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 )
 
+// marketplaceOwnerAlias is how DescribeImages names the owner of AWS Marketplace AMIs.
+const marketplaceOwnerAlias = "aws-marketplace"
+
+// Cache bounds: an EC2 client per region and credentials version; a DescribeImages answer per
+// AMI id or marketplace product and region. Both far above what one cluster needs.
+const (
+	maxEC2Clients    = 64
+	ec2ClientTTL     = time.Hour
+	maxImageAnswers  = 1024
+	defaultImagesTTL = 10 * time.Minute
+)
+
 // AWSSettings is how to reach EC2, as the cluster says: credentials from the
-// openshift-machine-api/aws-cloud-credentials Secret and the ec2 service endpoint of Infrastructure.
+// openshift-machine-api/aws-cloud-credentials Secret and the service endpoints of Infrastructure.
 type AWSSettings struct {
 	// Version identifies the credentials (the Secret's resourceVersion): clients are rebuilt when it changes.
 	Version string
@@ -34,25 +42,31 @@ type AWSSettings struct {
 	AccessKeyID, SecretAccessKey string
 	// Endpoint overrides the EC2 endpoint (Infrastructure status.platformStatus.aws.serviceEndpoints).
 	Endpoint string
+	// STSEndpoint overrides the STS endpoint for web identity credentials (the same list).
+	STSEndpoint string
 }
 
-// EC2 looks AMIs up with EC2 DescribeImages. Clients are cached per region and settings, results
-// for TTL.
+// EC2 looks AMIs up with EC2 DescribeImages. Clients are kept per region and settings, answers
+// for TTL, both in bounded caches; callers asking the same question at once share one request.
 type EC2 struct {
 	// Settings returns the current settings; bootimage.ErrNoCatalog when there are no credentials.
 	Settings func(context.Context) (AWSSettings, error)
-	TTL      time.Duration
-	// RootCAs, when set, are the CAs trusted for the endpoint (besides AWS_CA_BUNDLE).
+	// TTL bounds how stale an answer may be; 10 minutes when zero.
+	TTL time.Duration
+	// RootCAs, when set, are the only CAs trusted for the endpoints; else the system's, which on
+	// a cluster include the injected trusted CA bundle.
 	RootCAs *x509.CertPool
 
-	mu      sync.Mutex
-	clients map[string]*ec2.Client
-	results map[string]cached
+	init    sync.Once
+	clients *lookups[*ec2.Client]
+	answers *lookups[[]bootimage.AWSImage]
 }
 
-type cached struct {
-	images []bootimage.AWSImage
-	at     time.Time
+func (e *EC2) caches() {
+	e.init.Do(func() {
+		e.clients = newLookups[*ec2.Client](maxEC2Clients)
+		e.answers = newLookups[[]bootimage.AWSImage](maxImageAnswers)
+	})
 }
 
 // AWSImage implements bootimage.Catalog.
@@ -64,11 +78,12 @@ func (e *EC2) AWSImage(ctx context.Context, region, id string) (*bootimage.AWSIm
 	return &images[0], nil
 }
 
-// AWSImagesByOwner implements bootimage.Catalog.
-func (e *EC2) AWSImagesByOwner(ctx context.Context, region, owner, nameContains string) ([]bootimage.AWSImage, error) {
-	return e.describe(ctx, region, "owner/"+owner+"/"+nameContains, &ec2.DescribeImagesInput{
-		Owners:  []string{owner},
-		Filters: []ec2types.Filter{{Name: aws.String("name"), Values: []string{"*" + nameContains + "*"}}},
+// AWSMarketplaceImages implements bootimage.Catalog, with the query the MCO sends: owner
+// aws-marketplace, name matching the product id.
+func (e *EC2) AWSMarketplaceImages(ctx context.Context, region, product string) ([]bootimage.AWSImage, error) {
+	return e.describe(ctx, region, "marketplace/"+product, &ec2.DescribeImagesInput{
+		Owners:  []string{marketplaceOwnerAlias},
+		Filters: []ec2types.Filter{{Name: aws.String("name"), Values: []string{"*" + product + "*"}}},
 	})
 }
 
@@ -82,20 +97,23 @@ func (e *EC2) describe(ctx context.Context, region, query string, in *ec2.Descri
 	if err != nil {
 		return nil, err
 	}
-	key := region + "|" + settings.Version + "|" + settings.Endpoint + "|" + query
-	e.mu.Lock()
-	if c, ok := e.results[key]; ok && time.Since(c.at) < e.TTL {
-		e.mu.Unlock()
-		return c.images, nil
+	e.caches()
+	ttl := e.TTL
+	if ttl == 0 {
+		ttl = defaultImagesTTL
 	}
-	e.mu.Unlock()
+	return e.answers.get(clientKey(region, settings)+"|"+query, ttl, func() ([]bootimage.AWSImage, error) {
+		client, err := e.client(region, settings)
+		if err != nil {
+			return nil, err
+		}
+		return describeImages(ctx, client, region, in)
+	})
+}
 
-	client, err := e.client(ctx, region, settings)
-	if err != nil {
-		return nil, err
-	}
-	var images []bootimage.AWSImage
-	pages := ec2.NewDescribeImagesPaginator(client, in)
+func describeImages(ctx context.Context, client *ec2.Client, region string, in *ec2.DescribeImagesInput) ([]bootimage.AWSImage, error) {
+	images := []bootimage.AWSImage{}
+	pages := ec2.NewDescribeImagesPaginator(observedEC2{client}, in)
 	for pages.HasMorePages() {
 		out, err := pages.NextPage(ctx)
 		var apiErr smithy.APIError
@@ -113,60 +131,49 @@ func (e *EC2) describe(ctx context.Context, region, query string, in *ec2.Descri
 			})
 		}
 	}
-	e.mu.Lock()
-	if e.results == nil {
-		e.results = map[string]cached{}
-	}
-	e.results[key] = cached{images: images, at: time.Now()}
-	e.mu.Unlock()
 	return images, nil
 }
 
-func (e *EC2) client(ctx context.Context, region string, s AWSSettings) (*ec2.Client, error) {
-	key := region + "|" + s.Version + "|" + s.Endpoint
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if c, ok := e.clients[key]; ok {
-		return c, nil
-	}
-	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(region)}
-	if e.RootCAs != nil {
-		opts = append(opts, awsconfig.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
-			tr.TLSClientConfig = &tls.Config{RootCAs: e.RootCAs, MinVersion: tls.VersionTLS12}
-		})))
-	}
-	if len(s.SharedConfig) > 0 {
-		// STS web identity and other profiles come from a shared config file: let the SDK read it.
-		f, err := os.CreateTemp("", "aws-config-*")
+func clientKey(region string, s AWSSettings) string {
+	return region + "|" + s.Version + "|" + s.Endpoint + "|" + s.STSEndpoint
+}
+
+// client returns the EC2 client of region and s. Building one makes no request: credentials are
+// fetched on first use and cached by the client until they expire.
+func (e *EC2) client(region string, s AWSSettings) (*ec2.Client, error) {
+	return e.clients.get(clientKey(region, s), ec2ClientTTL, func() (*ec2.Client, error) {
+		httpClient := e.httpClient()
+		creds, err := awsCredentials(s, region, httpClient)
 		if err != nil {
 			return nil, err
 		}
-		defer os.Remove(f.Name())
-		if _, err := f.Write(s.SharedConfig); err != nil {
-			return nil, err
-		}
-		_ = f.Close()
-		opts = append(opts, awsconfig.WithSharedConfigFiles([]string{f.Name()}), awsconfig.WithSharedCredentialsFiles([]string{f.Name()}))
-	} else {
-		opts = append(opts, awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(s.AccessKeyID, s.SecretAccessKey, "")))
-	}
-	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("loading AWS configuration: %w", err)
-	}
-	// Resolve the credentials now, while the shared config file still exists.
-	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
-		return nil, fmt.Errorf("AWS credentials: %w", err)
-	}
-	cfg.Credentials = aws.NewCredentialsCache(cfg.Credentials)
-	client := ec2.NewFromConfig(cfg, func(o *ec2.Options) {
-		if s.Endpoint != "" {
-			o.BaseEndpoint = aws.String(s.Endpoint)
-		}
+		return ec2.New(ec2.Options{Region: region, Credentials: creds, HTTPClient: httpClient, BaseEndpoint: optional(s.Endpoint)}), nil
 	})
-	if e.clients == nil {
-		e.clients = map[string]*ec2.Client{}
+}
+
+// httpClient is the SDK's default client, which takes HTTPS_PROXY and NO_PROXY from the
+// environment, trusting RootCAs when set.
+func (e *EC2) httpClient() aws.HTTPClient {
+	client := awshttp.NewBuildableClient()
+	if e.RootCAs == nil {
+		return client
 	}
-	e.clients[key] = client
-	return client, nil
+	return client.WithTransportOptions(func(tr *http.Transport) {
+		tr.TLSClientConfig = &tls.Config{RootCAs: e.RootCAs, MinVersion: tls.VersionTLS12}
+	})
+}
+
+// observedEC2 records the metrics of each DescribeImages call.
+type observedEC2 struct{ *ec2.Client }
+
+func (c observedEC2) DescribeImages(ctx context.Context, in *ec2.DescribeImagesInput, opts ...func(*ec2.Options)) (*ec2.DescribeImagesOutput, error) {
+	start := time.Now()
+	out, err := c.Client.DescribeImages(ctx, in, opts...)
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) && (apiErr.ErrorCode() == "InvalidAMIID.NotFound" || apiErr.ErrorCode() == "InvalidAMIID.Unavailable") {
+		observe(apiDescribeImages, start, nil)
+	} else {
+		observe(apiDescribeImages, start, err)
+	}
+	return out, err
 }

@@ -21,15 +21,20 @@ func TestCloud(t *testing.T) {
 
 var ctx = context.Background()
 
+// staticKeysEC2 is an EC2 catalogue of server with static keys.
+func staticKeysEC2(server *fakecloud.EC2) *cloud.EC2 {
+	return &cloud.EC2{TTL: time.Minute, RootCAs: server.RootCAs(), Settings: func(context.Context) (cloud.AWSSettings, error) {
+		return cloud.AWSSettings{Version: "1", AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "secret", Endpoint: server.URL}, nil
+	}}
+}
+
 var _ = Describe("EC2 through aws-sdk-go-v2", func() {
 	var server *fakecloud.EC2
 	var ec2 *cloud.EC2
 	BeforeEach(func() {
 		server = fakecloud.NewEC2(fixtures.AWSImages())
 		DeferCleanup(server.Close)
-		ec2 = &cloud.EC2{TTL: time.Minute, RootCAs: server.RootCAs(), Settings: func(context.Context) (cloud.AWSSettings, error) {
-			return cloud.AWSSettings{Version: "1", AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "secret", Endpoint: server.URL}, nil
-		}}
+		ec2 = staticKeysEC2(server)
 	})
 
 	It("describes an AMI by id in its region", func() {
@@ -45,7 +50,7 @@ var _ = Describe("EC2 through aws-sdk-go-v2", func() {
 	})
 
 	It("lists the marketplace AMIs of a product", func() {
-		imgs, err := ec2.AWSImagesByOwner(ctx, "us-east-1", bootimage.MarketplaceOwner, fixtures.MarketplaceProduct)
+		imgs, err := ec2.AWSMarketplaceImages(ctx, "us-east-1", fixtures.MarketplaceProduct)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(imgs).To(HaveLen(3))
 	})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	compute "cloud.google.com/go/compute/apiv1"
 	"cloud.google.com/go/compute/apiv1/computepb"
@@ -16,8 +17,8 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 )
 
-// GCPSettings is how to reach the compute API, as the cluster says: the service account of the
-// openshift-machine-api/gcp-cloud-credentials Secret and the compute endpoint of Infrastructure.
+// GCPSettings is how to reach the compute API: the service account of the
+// openshift-machine-api/gcp-cloud-credentials Secret.
 type GCPSettings struct {
 	// Version identifies the credentials (the Secret's resourceVersion).
 	Version string
@@ -25,18 +26,32 @@ type GCPSettings struct {
 	CredentialsJSON []byte
 	// Token, when set instead, is a fixed OAuth token (local test endpoints).
 	Token string
-	// Endpoint overrides the compute endpoint (Infrastructure status.platformStatus.gcp.serviceEndpoints).
+	// Endpoint overrides the compute endpoint. Only tests set it: Infrastructure has no GCP
+	// service endpoints (the field is not part of the config.openshift.io/v1 API).
 	Endpoint string
 }
 
-// GCPImages gets compute images for the pre-flight check.
+// GCPImages gets compute images for the pre-flight check. Answers are kept for TTL in a bounded
+// cache, one request per image at a time; the client is replaced when the settings change and
+// closed once the last request using it is done.
 type GCPImages struct {
 	// Settings returns the current settings; bootimage.ErrNoCatalog when there are no credentials.
 	Settings func(context.Context) (GCPSettings, error)
+	// TTL bounds how stale an answer (existence, deprecation) may be; 10 minutes when zero.
+	TTL time.Duration
 
-	mu     sync.Mutex
+	init    sync.Once
+	answers *lookups[*bootimage.GCPImage]
+
+	mu     sync.Mutex // guards client; held only while swapping it, never across a request
+	client *gcpClient
+}
+
+// gcpClient is a compute client and the requests in flight on it.
+type gcpClient struct {
 	key    string
-	client *compute.ImagesClient
+	images *compute.ImagesClient
+	users  sync.WaitGroup
 }
 
 // GCPImage implements bootimage.Catalog.
@@ -45,20 +60,30 @@ func (g *GCPImages) GCPImage(ctx context.Context, project, name string) (*bootim
 	if err != nil {
 		return nil, err
 	}
-	// Not cached: it is asked only when an update is due, and the deprecation state may change.
-	client, err := g.clientFor(ctx, s)
-	if err != nil {
-		return nil, err
+	g.init.Do(func() { g.answers = newLookups[*bootimage.GCPImage](maxImageAnswers) })
+	ttl := g.TTL
+	if ttl == 0 {
+		ttl = defaultImagesTTL
 	}
-	got, err := client.Get(ctx, &computepb.GetImageRequest{Project: project, Image: name})
-	var apiErr *googleapi.Error
-	if errors.As(err, &apiErr) && apiErr.Code == http.StatusNotFound {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &bootimage.GCPImage{Name: got.GetName(), Deprecation: got.GetDeprecated().GetState()}, nil
+	return g.answers.get(gcpClientKey(s)+"|"+project+"/"+name, ttl, func() (*bootimage.GCPImage, error) {
+		client, err := g.acquire(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		defer client.users.Done()
+		start := time.Now()
+		got, err := client.images.Get(ctx, &computepb.GetImageRequest{Project: project, Image: name})
+		var apiErr *googleapi.Error
+		if errors.As(err, &apiErr) && apiErr.Code == http.StatusNotFound {
+			observe(apiImagesGet, start, nil)
+			return nil, nil
+		}
+		observe(apiImagesGet, start, err)
+		if err != nil {
+			return nil, err
+		}
+		return &bootimage.GCPImage{Name: got.GetName(), Deprecation: got.GetDeprecated().GetState()}, nil
+	})
 }
 
 // AWSImage implements bootimage.Catalog: the compute API knows no AMIs.
@@ -66,18 +91,36 @@ func (g *GCPImages) AWSImage(context.Context, string, string) (*bootimage.AWSIma
 	return nil, bootimage.ErrNoCatalog
 }
 
-// AWSImagesByOwner implements bootimage.Catalog.
-func (g *GCPImages) AWSImagesByOwner(context.Context, string, string, string) ([]bootimage.AWSImage, error) {
+// AWSMarketplaceImages implements bootimage.Catalog.
+func (g *GCPImages) AWSMarketplaceImages(context.Context, string, string) ([]bootimage.AWSImage, error) {
 	return nil, bootimage.ErrNoCatalog
 }
 
-func (g *GCPImages) clientFor(ctx context.Context, s GCPSettings) (*compute.ImagesClient, error) {
-	key := s.Version + "|" + s.Endpoint
+func gcpClientKey(s GCPSettings) string { return s.Version + "|" + s.Endpoint }
+
+// acquire returns the client for s, counted as in use until the caller calls users.Done. A client
+// replaced by newer settings is closed once its last user is done, never under one.
+func (g *GCPImages) acquire(ctx context.Context, s GCPSettings) (*gcpClient, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.client != nil && g.key == key {
-		return g.client, nil
+	if g.client == nil || g.client.key != gcpClientKey(s) {
+		images, err := newImagesClient(ctx, s) // no request: the token is fetched on first use
+		if err != nil {
+			return nil, err
+		}
+		if old := g.client; old != nil {
+			go func() {
+				old.users.Wait()
+				_ = old.images.Close()
+			}()
+		}
+		g.client = &gcpClient{key: gcpClientKey(s), images: images}
 	}
+	g.client.users.Add(1)
+	return g.client, nil
+}
+
+func newImagesClient(ctx context.Context, s GCPSettings) (*compute.ImagesClient, error) {
 	var opts []option.ClientOption
 	switch {
 	case s.Token != "":
@@ -94,10 +137,6 @@ func (g *GCPImages) clientFor(ctx context.Context, s GCPSettings) (*compute.Imag
 	if err != nil {
 		return nil, fmt.Errorf("creating GCP compute client: %w", err)
 	}
-	if g.client != nil {
-		_ = g.client.Close()
-	}
-	g.client, g.key = client, key
 	return client, nil
 }
 
@@ -115,12 +154,12 @@ func (c Catalog) AWSImage(ctx context.Context, region, id string) (*bootimage.AW
 	return c.AWS.AWSImage(ctx, region, id)
 }
 
-// AWSImagesByOwner implements bootimage.Catalog.
-func (c Catalog) AWSImagesByOwner(ctx context.Context, region, owner, nameContains string) ([]bootimage.AWSImage, error) {
+// AWSMarketplaceImages implements bootimage.Catalog.
+func (c Catalog) AWSMarketplaceImages(ctx context.Context, region, product string) ([]bootimage.AWSImage, error) {
 	if c.AWS == nil {
 		return nil, bootimage.ErrNoCatalog
 	}
-	return c.AWS.AWSImagesByOwner(ctx, region, owner, nameContains)
+	return c.AWS.AWSMarketplaceImages(ctx, region, product)
 }
 
 // GCPImage implements bootimage.Catalog.

@@ -44,11 +44,11 @@ func (s *Static) AWSImage(_ context.Context, region, id string) (*bootimage.AWSI
 	return nil, nil
 }
 
-// AWSImagesByOwner implements bootimage.Catalog.
-func (s *Static) AWSImagesByOwner(_ context.Context, region, owner, nameContains string) ([]bootimage.AWSImage, error) {
+// AWSMarketplaceImages implements bootimage.Catalog.
+func (s *Static) AWSMarketplaceImages(_ context.Context, region, product string) ([]bootimage.AWSImage, error) {
 	var out []bootimage.AWSImage
 	for _, img := range s.AMIs {
-		if img.Region == region && img.OwnerID == owner && strings.Contains(img.Name, nameContains) {
+		if img.Region == region && img.OwnerID == bootimage.MarketplaceOwner && strings.Contains(img.Name, product) {
 			out = append(out, img)
 		}
 	}

@@ -10,20 +10,48 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 )
 
-// EC2 answers the EC2 Query API's DescribeImages from a fixed list of AMIs.
+// EC2 answers the EC2 Query API's DescribeImages from a fixed list of AMIs, as EC2 does: by image
+// id, by owner (an account or the alias aws-marketplace) and by name pattern.
 type EC2 struct {
 	*httptest.Server
 	// Calls counts DescribeImages requests.
 	Calls atomic.Int64
-	// Failing, while true, answers every request with a 500 InternalError, as EC2 does in an outage.
-	Failing atomic.Bool
-	amis    []bootimage.AWSImage
+	// Unavailable, while true, answers every request with HTTP 503 Unavailable, as EC2 does when
+	// it is throttling or failing.
+	Unavailable atomic.Bool
+	amis        []bootimage.AWSImage
+
+	mu       sync.Mutex
+	requests []DescribeImagesRequest
+}
+
+// DescribeImagesRequest is one DescribeImages request as the server received it.
+type DescribeImagesRequest struct {
+	// Region and AccessKeyID are those of the request's SigV4 signature.
+	Region, AccessKeyID string
+	// SessionToken is the X-Amz-Security-Token header, set with temporary (STS) credentials.
+	SessionToken string
+	ImageIDs     []string
+	Owners       []string
+	NameFilters  []string
+}
+
+// ownerAliases are the owner aliases EC2 accepts in DescribeImages, by the account they stand for.
+var ownerAliases = map[string]string{"aws-marketplace": bootimage.MarketplaceOwner}
+
+// Requests returns the DescribeImages requests received so far.
+func (e *EC2) Requests() []DescribeImagesRequest {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.requests)
 }
 
 // NewEC2 starts an HTTPS EC2 endpoint serving amis (OpenShift accepts only https endpoints);
@@ -43,6 +71,7 @@ type ec2Image struct {
 	ImageID      string `xml:"imageId"`
 	ImageState   string `xml:"imageState"`
 	OwnerID      string `xml:"imageOwnerId"`
+	OwnerAlias   string `xml:"imageOwnerAlias,omitempty"`
 	Name         string `xml:"name"`
 	Description  string `xml:"description"`
 	CreationDate string `xml:"creationDate"`
@@ -62,45 +91,55 @@ type ec2ErrorResponse struct {
 }
 
 func (e *EC2) serve(w http.ResponseWriter, r *http.Request) {
+	if e.Unavailable.Load() {
+		writeXML(w, http.StatusServiceUnavailable, ec2ErrorResponse{Code: "Unavailable", Message: "The service is unavailable. Please try again shortly.", RequestID: "fake"})
+		return
+	}
 	if err := r.ParseForm(); err != nil || r.Form.Get("Action") != "DescribeImages" {
 		writeXML(w, http.StatusBadRequest, ec2ErrorResponse{Code: "InvalidAction", Message: "only DescribeImages is served", RequestID: "fake"})
 		return
 	}
 	e.Calls.Add(1)
-	if e.Failing.Load() {
-		writeXML(w, http.StatusInternalServerError, ec2ErrorResponse{Code: "InternalError", Message: "An internal error has occurred", RequestID: "fake"})
-		return
-	}
-	region := regionOf(r)
-	ids, owners := formList(r, "ImageId"), formList(r, "Owner")
-	var nameFilters []string
+	req := DescribeImagesRequest{Region: credentialScope(r, 2), AccessKeyID: credentialScope(r, 0), SessionToken: r.Header.Get("X-Amz-Security-Token"),
+		ImageIDs: formList(r, "ImageId"), Owners: formList(r, "Owner")}
 	for i := 1; r.Form.Has(fmt.Sprintf("Filter.%d.Name", i)); i++ {
 		if r.Form.Get(fmt.Sprintf("Filter.%d.Name", i)) == "name" {
-			nameFilters = append(nameFilters, formList(r, fmt.Sprintf("Filter.%d.Value", i))...)
+			req.NameFilters = append(req.NameFilters, formList(r, fmt.Sprintf("Filter.%d.Value", i))...)
 		}
 	}
+	e.mu.Lock()
+	e.requests = append(e.requests, req)
+	e.mu.Unlock()
 	resp := describeImagesResponse{RequestID: "fake"}
 	for _, img := range e.amis {
-		if img.Region != region || (len(ids) > 0 && !contains(ids, img.ImageID)) || (len(owners) > 0 && !contains(owners, img.OwnerID)) || !matchesAny(nameFilters, img.Name) {
+		alias := ""
+		for a, account := range ownerAliases {
+			if account == img.OwnerID {
+				alias = a
+			}
+		}
+		ownerMatches := len(req.Owners) == 0 || slices.Contains(req.Owners, img.OwnerID) || (alias != "" && slices.Contains(req.Owners, alias))
+		if img.Region != req.Region || (len(req.ImageIDs) > 0 && !slices.Contains(req.ImageIDs, img.ImageID)) || !ownerMatches || !matchesAny(req.NameFilters, img.Name) {
 			continue
 		}
-		resp.Images = append(resp.Images, ec2Image{ImageID: img.ImageID, ImageState: img.State, OwnerID: img.OwnerID, Name: img.Name, Description: img.Description, CreationDate: img.CreationDate})
+		resp.Images = append(resp.Images, ec2Image{ImageID: img.ImageID, ImageState: img.State, OwnerID: img.OwnerID, OwnerAlias: alias, Name: img.Name, Description: img.Description, CreationDate: img.CreationDate})
 	}
 	// EC2 fails a lookup by id of an AMI it does not know, rather than answering with none.
-	if len(ids) > 0 && len(resp.Images) < len(ids) {
-		writeXML(w, http.StatusBadRequest, ec2ErrorResponse{Code: "InvalidAMIID.NotFound", Message: fmt.Sprintf("The image id '%v' does not exist", ids), RequestID: "fake"})
+	if len(req.ImageIDs) > 0 && len(resp.Images) < len(req.ImageIDs) {
+		writeXML(w, http.StatusBadRequest, ec2ErrorResponse{Code: "InvalidAMIID.NotFound", Message: fmt.Sprintf("The image id '%v' does not exist", req.ImageIDs), RequestID: "fake"})
 		return
 	}
 	writeXML(w, http.StatusOK, resp)
 }
 
-// regionOf reads the region from the SigV4 credential scope of the request.
-func regionOf(r *http.Request) string {
+// credentialScope returns part i of the request's SigV4 credential
+// (access key id/date/region/service/aws4_request).
+func credentialScope(r *http.Request, i int) string {
 	auth := r.Header.Get("Authorization")
-	if i := strings.Index(auth, "Credential="); i >= 0 {
-		parts := strings.Split(auth[i+len("Credential="):], "/")
-		if len(parts) > 2 {
-			return parts[2]
+	if at := strings.Index(auth, "Credential="); at >= 0 {
+		cred, _, _ := strings.Cut(auth[at+len("Credential="):], ",")
+		if parts := strings.Split(cred, "/"); len(parts) > i {
+			return parts[i]
 		}
 	}
 	return ""
@@ -112,15 +151,6 @@ func formList(r *http.Request, prefix string) []string {
 		out = append(out, r.Form.Get(fmt.Sprintf("%s.%d", prefix, i)))
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func matchesAny(patterns []string, name string) bool {

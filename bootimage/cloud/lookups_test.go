@@ -1,0 +1,130 @@
+package cloud_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
+	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
+)
+
+// requestCount reads bootimage_cloud_requests_total{api, result} from controller-runtime's registry.
+func requestCount(api, result string) float64 {
+	GinkgoHelper()
+	families, err := metrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != "bootimage_cloud_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if label(m, "api") == api && label(m, "result") == result {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// concurrently runs f from n goroutines at once and waits for them.
+func concurrently(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			defer GinkgoRecover()
+			f(i)
+		})
+	}
+	wg.Wait()
+}
+
+var _ = Describe("Cloud lookups shared by every MachineSet", func() {
+	It("sends one DescribeImages per marketplace product and region, however many ask at once", func() {
+		server := fakecloud.NewEC2(fixtures.AWSImages())
+		DeferCleanup(server.Close)
+		ec2 := staticKeysEC2(server)
+		before := requestCount("ec2:DescribeImages", "success")
+
+		concurrently(50, func(i int) {
+			region := []string{"us-east-1", "us-west-2"}[i%2]
+			_, err := ec2.AWSMarketplaceImages(ctx, region, fixtures.MarketplaceProduct)
+			Expect(err).NotTo(HaveOccurred())
+			_, err = ec2.AWSImage(ctx, region, fixtures.OldAWSAMI)
+			Expect(err).NotTo(HaveOccurred())
+		})
+
+		Expect(server.Requests()).To(ConsistOf(
+			And(HaveField("Region", "us-east-1"), HaveField("Owners", []string{"aws-marketplace"}), HaveField("NameFilters", []string{"*" + fixtures.MarketplaceProduct + "*"})),
+			And(HaveField("Region", "us-west-2"), HaveField("Owners", []string{"aws-marketplace"})),
+			And(HaveField("Region", "us-east-1"), HaveField("ImageIDs", []string{fixtures.OldAWSAMI})),
+			And(HaveField("Region", "us-west-2"), HaveField("ImageIDs", []string{fixtures.OldAWSAMI})),
+		))
+		Expect(requestCount("ec2:DescribeImages", "success") - before).To(BeEquivalentTo(4))
+	})
+
+	It("asks again after a failure instead of remembering it", func() {
+		server := fakecloud.NewEC2(fixtures.AWSImages())
+		DeferCleanup(server.Close)
+		ec2 := staticKeysEC2(server)
+		before := requestCount("ec2:DescribeImages", "error")
+		server.Unavailable.Store(true)
+		_, err := ec2.AWSImage(ctx, "us-east-1", fixtures.OldAWSAMI)
+		Expect(err).To(MatchError(ContainSubstring("Unavailable")))
+		Expect(requestCount("ec2:DescribeImages", "error") - before).To(BeNumerically(">=", 1))
+
+		server.Unavailable.Store(false)
+		img, err := ec2.AWSImage(ctx, "us-east-1", fixtures.OldAWSAMI)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(img.ImageID).To(Equal(fixtures.OldAWSAMI))
+	})
+
+	It("sends one images.get per image, and never closes a GCP client under a request when the credentials rotate", func() {
+		var images []fakecloud.ComputeImage
+		for i := range 10 {
+			images = append(images, fakecloud.ComputeImage{Project: "rhcos-cloud", Name: fmt.Sprintf("rhcos-%d", i)})
+		}
+		server := fakecloud.NewCompute(images)
+		DeferCleanup(server.Close)
+		var mu sync.Mutex
+		version := 0
+		gcp := &cloud.GCPImages{Settings: func(context.Context) (cloud.GCPSettings, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return cloud.GCPSettings{Version: fmt.Sprint(version), Token: "t", Endpoint: server.URL}, nil
+		}}
+
+		concurrently(50, func(i int) {
+			img, err := gcp.GCPImage(ctx, "rhcos-cloud", images[i%10].Name)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(img).To(Equal(&bootimage.GCPImage{Name: images[i%10].Name}))
+		})
+		Expect(server.Calls.Load()).To(BeEquivalentTo(10))
+
+		concurrently(50, func(i int) {
+			if i%10 == 0 {
+				mu.Lock()
+				version++ // a rotated Secret: a new client, the old one closed once idle
+				mu.Unlock()
+			}
+			_, err := gcp.GCPImage(ctx, "rhcos-cloud", images[i%10].Name)
+			Expect(err).NotTo(HaveOccurred())
+		})
+	})
+})
