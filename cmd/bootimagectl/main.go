@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -162,7 +163,29 @@ func imageCatalog(in planInputs, c client.Reader, awsImages string) (bootimage.C
 	if cc, ok := cloudCredentials[platform]; ok && in.secrets[cc.secret] == nil {
 		notes = append(notes, fmt.Sprintf("No Secret %s/%s: %s", controllers.MachineAPINamespace, cc.secret, cc.without))
 	}
-	return controllers.ClusterCatalog(c, nil), notes, nil
+	rootCAs, err := awsCABundle()
+	if err != nil {
+		return nil, nil, err
+	}
+	return controllers.ClusterCatalog(c, rootCAs), notes, nil
+}
+
+// awsCABundle reads AWS_CA_BUNDLE, the AWS SDK's and CLI's variable for a private CA, into the
+// CAs trusted for the cloud endpoints; nil (the system's) when it is not set.
+func awsCABundle() (*x509.CertPool, error) {
+	path := os.Getenv("AWS_CA_BUNDLE")
+	if path == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("AWS_CA_BUNDLE: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("AWS_CA_BUNDLE %s holds no PEM certificate", path)
+	}
+	return pool, nil
 }
 
 // cloudCredentials name, per platform, the Secret its image catalogue needs and what is lost

@@ -140,7 +140,7 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 		if err := os.WriteFile(caBundle, ec2.CertificatePEM(), 0o600); err != nil {
 			return res, err
 		}
-		operatorEnv = append(operatorEnv, "AWS_CA_BUNDLE="+caBundle)
+		operatorEnv = append(operatorEnv, "SSL_CERT_FILE="+caBundle)
 		infra.Status.PlatformStatus.AWS.ServiceEndpoints = []configv1.AWSServiceEndpoint{{Name: "ec2", URL: ec2.URL}}
 		if err := fixtures.Create(ctx, c, fixtures.AWSCredentialsSecret()); err != nil {
 			return res, err

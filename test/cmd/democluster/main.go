@@ -88,7 +88,8 @@ func run() error {
 		"--health-probe-bind-address", "127.0.0.1:18081",
 	)
 	operator.Stdout, operator.Stderr = os.Stdout, os.Stderr
-	operator.Env = append(os.Environ(), "AWS_CA_BUNDLE="+caBundle)
+	// The operator trusts the system's CAs, as in a pod where the cluster's bundle is mounted there.
+	operator.Env = append(os.Environ(), "SSL_CERT_FILE="+caBundle)
 	// Ctrl-C reaches the operator through the terminal; cancel covers other stops.
 	operator.Cancel = func() error { return operator.Process.Signal(os.Interrupt) }
 	say("Starting the operator (Ctrl-C stops everything)")
