@@ -22,6 +22,8 @@ type bootImageSteps struct {
 	Inputs   clusterInputs
 	Recorder record.EventRecorder
 	Tracker  *Tracker
+	// Templates imports vSphere templates before a vSphere update is patched in.
+	Templates *TemplateImporter
 }
 
 // target is one object to reconcile.
@@ -52,6 +54,11 @@ func (s bootImageSteps) reconcile(ctx context.Context, t target) (ctrl.Result, e
 	next := persisted.Next(d.Target, generation)
 	if t.refine != nil {
 		d = t.refine(d, next)
+	}
+	if d.Action == bootimage.Update && d.VSphere != nil {
+		if again, err := s.importTemplate(ctx, t, d); again || err != nil {
+			return vsphereResult(err)
+		}
 	}
 	if d.Action == bootimage.Update {
 		if err := s.update(ctx, t, key, d, persisted, next, generation); err != nil {

@@ -32,6 +32,8 @@ type clusterInputs struct {
 	Gates   featuregates.Source
 	Images  bootimage.Catalog
 	Streams *bootimage.StreamCache
+	// Templates reads vCenter templates for vSphere decisions.
+	Templates bootimage.VSphereTemplates
 }
 
 // ready is false until MachineConfiguration/cluster exists and its status was computed for its
@@ -45,7 +47,7 @@ func (in clusterInputs) load(ctx context.Context) (cluster bootimage.Cluster, ge
 	if mc.Status.ObservedGeneration != mc.Generation {
 		return cluster, 0, false, nil
 	}
-	objs := bootimage.ClusterObjects{Effective: mc.Status.ManagedBootImagesStatus, Images: in.Images, Streams: in.Streams}
+	objs := bootimage.ClusterObjects{Effective: mc.Status.ManagedBootImagesStatus, Images: in.Images, Streams: in.Streams, Templates: in.Templates}
 	if objs.Infrastructure, err = getOptional(ctx, in.Client, client.ObjectKey{Name: "cluster"}, &configv1.Infrastructure{}); err != nil {
 		return cluster, 0, false, err
 	}

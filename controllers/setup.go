@@ -26,6 +26,10 @@ type Config struct {
 	Images bootimage.Catalog
 	// CloudRootCAs, when set, are trusted for cloud endpoints (tests trust a local CA).
 	CloudRootCAs *x509.CertPool
+	// OVACacheDir is the writable directory for downloaded OVAs; empty means DefaultOVACacheDir.
+	OVACacheDir string
+	// AfterTemplateStep is a test seam: see TemplateImporter.AfterStep.
+	AfterTemplateStep func(step string) error
 	// BeforeMigrationWrite is a test seam: see migrations.Runner.BeforeWrite.
 	BeforeMigrationWrite func(ctx context.Context, migration string) error
 }
@@ -55,8 +59,13 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	if images == nil {
 		images = clusterCatalog(mgr.GetClient(), cfg.CloudRootCAs)
 	}
-	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: images, Streams: &bootimage.StreamCache{}}
-	steps := bootImageSteps{Client: mgr.GetClient(), Inputs: inputs, Recorder: recorder, Tracker: tracker}
+	vcenters, templates := newVSphere(mgr.GetAPIReader(), cfg.CloudRootCAs, cfg.OVACacheDir)
+	templates.AfterStep = cfg.AfterTemplateStep
+	if err := mgr.Add(vcenters); err != nil {
+		return err
+	}
+	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: images, Streams: &bootimage.StreamCache{}, Templates: vcenters}
+	steps := bootImageSteps{Client: mgr.GetClient(), Inputs: inputs, Recorder: recorder, Tracker: tracker, Templates: templates}
 	machineSets := &MachineSetReconciler{steps}
 	if err := machineSets.SetupWithManager(mgr); err != nil {
 		return err
