@@ -2,6 +2,7 @@ package bootimage
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"path"
@@ -130,21 +131,22 @@ func (vsphere) decide(ctx context.Context, d Decision, in providerInput) (Decisi
 	computed := fmt.Sprintf("%s-rhcos-%s", in.infraNam, fd.Name)
 	name, value := computed, computed
 	var found *VSphereTemplate
+	var leftovers []string
 	if template != computed && inFolder(at.Folder, template) {
-		t, err := in.templates.VSphereTemplate(ctx, at, path.Base(template))
+		t, left, err := managedTemplate(ctx, in.templates, at, path.Base(template))
 		if err != nil {
 			return vcenterError(d, at, template, err)
 		}
 		if t != nil {
-			name, value, found = path.Base(template), template, t
+			name, value, found, leftovers = path.Base(template), template, t, left
 		}
 	}
 	if found == nil {
-		t, err := in.templates.VSphereTemplate(ctx, at, computed)
+		t, left, err := managedTemplate(ctx, in.templates, at, computed)
 		if err != nil {
 			return vcenterError(d, at, computed, err)
 		}
-		found = t
+		found, leftovers = t, left
 	}
 	if found != nil && found.Version == "" {
 		return d.with(Skip, ReasonCustomImage, "template %s has no RHCOS product version: not an RHCOS template, left alone", found.Path), nil
@@ -157,7 +159,7 @@ func (vsphere) decide(ctx context.Context, d Decision, in providerInput) (Decisi
 		return d.with(Error, ReasonTemplateNameTooLong, "template name %s is longer than vSphere's %d characters", name, MaxVSphereNameLength), nil
 	}
 	d.ProviderSpecPatch = []PatchOp{set("/template", value)}
-	if found != nil && found.Version == art.Release {
+	if found != nil && found.Version == art.Release && len(leftovers) == 0 {
 		if template == value {
 			d.ProviderSpecPatch = nil
 			return d.with(NoChange, ReasonUpToDate, "template %s is RHCOS %s, the stream's", found.Path, art.Release), nil
@@ -177,7 +179,46 @@ func (vsphere) decide(ctx context.Context, d Decision, in providerInput) (Decisi
 		return d.with(Update, ReasonImageOutdated, "template %s is not in the workspace folder %s: importing the stream's OVA (RHCOS %s) as %s", template, at.Folder, art.Release, name), nil
 	}
 	d.VSphere.DiskType = found.DiskType
+	if found.Version == art.Release {
+		return d.with(Update, ReasonImageOutdated, "template %s is RHCOS %s, the stream's, but an interrupted swap left %s: finishing it", found.Path, art.Release, strings.Join(leftovers, ", ")), nil
+	}
 	return d.with(Update, ReasonImageOutdated, "template %s is RHCOS %s, the stream's is %s: importing its OVA", found.Path, found.Version, art.Release), nil
+}
+
+// VSphereSwapNames are the names a template swap of name uses, the MCO's: the template being
+// imported and the one being replaced. They have a fixed length, so they fit vSphere's limit.
+func VSphereSwapNames(name string) (importing, replaced string) {
+	h := sha256.Sum256([]byte(name))
+	return fmt.Sprintf("mco-tmp-%x", h[:4]), fmt.Sprintf("mco-old-%x", h[:4])
+}
+
+// managedTemplate returns template name in at's folder, or the template an interrupted swap
+// renamed away from it, and the swap's other leftovers.
+func managedTemplate(ctx context.Context, templates VSphereTemplates, at VSphereLocation, name string) (*VSphereTemplate, []string, error) {
+	importing, replaced := VSphereSwapNames(name)
+	t, err := templates.VSphereTemplate(ctx, at, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	old, err := templates.VSphereTemplate(ctx, at, replaced)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case t == nil && old != nil:
+		return old, []string{replaced}, nil
+	case t == nil:
+		return nil, nil, nil
+	case old != nil:
+		return t, []string{replaced}, nil
+	}
+	// An import left behind next to an outdated template is reused by the next swap; next to a
+	// current one it is a leftover to delete.
+	next, err := templates.VSphereTemplate(ctx, at, importing)
+	if err != nil || next == nil {
+		return t, nil, err
+	}
+	return t, []string{importing}, nil
 }
 
 func vcenterError(d Decision, at VSphereLocation, name string, err error) (Decision, error) {

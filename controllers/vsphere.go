@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/x509"
 	"fmt"
 	"sync"
@@ -68,13 +67,6 @@ type TemplateImporter struct {
 	locks map[string]*sync.Mutex
 }
 
-// temporaryNames are the names of the template being imported and of the one being replaced:
-// fixed length, so they fit vSphere's 80 characters for any template name.
-func temporaryNames(name string) (importing, replaced string) {
-	h := sha256.Sum256([]byte(name))
-	return fmt.Sprintf("mco-tmp-%x", h[:4]), fmt.Sprintf("mco-old-%x", h[:4])
-}
-
 // Ensure makes template imp.Name current, recovering first from an interrupted earlier run.
 // imported is false when the template was current already (another MachineSet of the same
 // failure domain imported it): the caller's decision is stale and must be taken again.
@@ -83,7 +75,7 @@ func (t *TemplateImporter) Ensure(ctx context.Context, imp bootimage.VSphereImpo
 	defer unlock()
 	log := logf.FromContext(ctx).WithValues("server", imp.Server, "folder", imp.Folder, "template", imp.Name)
 	at := imp.VSphereLocation
-	importing, replaced := temporaryNames(imp.Name)
+	importing, replaced := bootimage.VSphereSwapNames(imp.Name)
 	current, err := t.Store.VSphereTemplate(ctx, at, imp.Name)
 	if err != nil {
 		return false, err

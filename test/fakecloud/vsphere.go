@@ -5,13 +5,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"strconv"
 
 	"github.com/vmware/govmomi"
 	"github.com/vmware/govmomi/find"
-	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vapi/rest"
 	"github.com/vmware/govmomi/vapi/tags"
@@ -53,14 +53,14 @@ func NewVCenter(ctx context.Context) (*VCenter, error) {
 	}
 	model.Service.TLS = new(tls.Config)
 	model.Service.RegisterEndpoints = true
-	model.Service.Listen = &url.URL{User: url.UserPassword(VCenterUsername, VCenterPassword)}
-	server := model.Service.NewServer()
-	host, port, err := net.SplitHostPort(server.URL.Host)
+	// Infrastructure accepts vCenter ports up to 32767, below Linux's ephemeral range.
+	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	p, _ := strconv.Atoi(port)
-	v := &VCenter{model: model, server: server, Server: host, Port: int32(p)}
+	model.Service.Listen = &url.URL{Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), User: url.UserPassword(VCenterUsername, VCenterPassword)}
+	server := model.Service.NewServer()
+	v := &VCenter{model: model, server: server, Server: "127.0.0.1", Port: int32(port)}
 	if v.Client, err = govmomi.NewClient(ctx, server.URL, true); err != nil {
 		v.Close()
 		return nil, err
@@ -72,6 +72,19 @@ func NewVCenter(ctx context.Context) (*VCenter, error) {
 	}
 	v.Tags = tags.NewManager(rc)
 	return v, nil
+}
+
+// freePort returns a TCP port of 127.0.0.1 between 20000 and 32767 that is free now.
+func freePort() (int, error) {
+	for range 100 {
+		port := 20000 + rand.IntN(32767-20000)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err == nil {
+			_ = l.Close()
+			return port, nil
+		}
+	}
+	return 0, fmt.Errorf("no free port between 20000 and 32767")
 }
 
 // RootCAs trusts the simulator's certificate.
@@ -174,13 +187,4 @@ func (v *VCenter) Sessions(ctx context.Context, user string) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-// Folder returns the folder at inventory path p.
-func (v *VCenter) Folder(ctx context.Context, p string) (*object.Folder, error) {
-	f, err := find.NewFinder(v.Client.Client, false).Folder(ctx, p)
-	if err != nil {
-		return nil, fmt.Errorf("folder %s: %w", p, err)
-	}
-	return f, nil
 }
