@@ -249,7 +249,7 @@ func architecture(d Decision, cluster Cluster, obj Object, streams *Streams) (st
 // the hot-loop guard.
 func updateChecks(update Decision, obj Object) Decision {
 	refuse := update
-	refuse.ProviderSpecPatch, refuse.UserData = nil, nil
+	refuse.ProviderSpecPatch, refuse.UserData, refuse.VSphere = nil, nil, nil
 	d := update
 	if obj.UserData != nil {
 		upgraded, from, err := UpgradeUserData(obj.UserData)

@@ -223,7 +223,7 @@ func managedTemplate(ctx context.Context, templates VSphereTemplates, at VSphere
 
 func vcenterError(d Decision, at VSphereLocation, name string, err error) (Decision, error) {
 	if errors.Is(err, ErrNoCatalog) {
-		return d.with(Skip, ReasonVCenterNotConsulted, "template %s: no credentials for vCenter %s, so its RHCOS version is unknown", name, at.Server), nil
+		return d.with(Skip, ReasonVCenterNotConsulted, "template %s: no credentials for vCenter %s (%v), so its RHCOS version is unknown", name, at.Server, err), nil
 	}
 	return d, fmt.Errorf("looking up template %s in vCenter %s folder %s: %w", name, at.Server, at.Folder, err)
 }

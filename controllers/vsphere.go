@@ -248,14 +248,25 @@ func vsphereResult(err error) (ctrl.Result, error) {
 	return ctrl.Result{RequeueAfter: vsphereRequeue}, nil
 }
 
-// newVSphere returns the vCenter adapter and the importer of the operator: credentials from
-// Secret kube-system/vsphere-creds, read directly (the RBAC grants that one Secret, not a watch).
+// newVSphere returns the vCenter adapter and the importer of the operator.
 func newVSphere(reader client.Reader, rootCAs *x509.CertPool, cacheDir string) (*cloud.VCenters, *TemplateImporter) {
-	vcenters := &cloud.VCenters{RootCAs: rootCAs, Credentials: func(ctx context.Context, server string) (cloud.VSphereCredentials, error) {
+	vcenters := &cloud.VCenters{RootCAs: rootCAs, Credentials: VSphereCredentials(reader)}
+	if cacheDir == "" {
+		cacheDir = DefaultOVACacheDir
+	}
+	importer := &TemplateImporter{Store: vcenters, Reader: reader, OVAs: &cloud.OVACache{Dir: cacheDir, MaxBytes: DefaultOVACacheBytes}}
+	return vcenters, importer
+}
+
+// VSphereCredentials reads a vCenter's login from Secret kube-system/vsphere-creds, directly: the
+// RBAC grants that one Secret, not a watch. Without the Secret or the server's keys it answers
+// bootimage.ErrNoCatalog.
+func VSphereCredentials(reader client.Reader) func(ctx context.Context, server string) (cloud.VSphereCredentials, error) {
+	return func(ctx context.Context, server string) (cloud.VSphereCredentials, error) {
 		secret := &corev1.Secret{}
 		err := reader.Get(ctx, client.ObjectKey{Namespace: VSphereCredentialsNamespace, Name: VSphereCredentialsSecret}, secret)
-		if apierrors.IsNotFound(err) {
-			return cloud.VSphereCredentials{}, bootimage.ErrNoCatalog
+		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+			return cloud.VSphereCredentials{}, fmt.Errorf("%w: Secret %s/%s: %v", bootimage.ErrNoCatalog, VSphereCredentialsNamespace, VSphereCredentialsSecret, err)
 		}
 		if err != nil {
 			return cloud.VSphereCredentials{}, fmt.Errorf("reading Secret %s/%s: %w", VSphereCredentialsNamespace, VSphereCredentialsSecret, err)
@@ -265,10 +276,5 @@ func newVSphere(reader client.Reader, rootCAs *x509.CertPool, cacheDir string) (
 			return cloud.VSphereCredentials{}, fmt.Errorf("%w: Secret %s/%s has no %s.username and %s.password", bootimage.ErrNoCatalog, VSphereCredentialsNamespace, VSphereCredentialsSecret, server, server)
 		}
 		return cloud.VSphereCredentials{Version: secret.ResourceVersion, Username: string(user), Password: string(pass)}, nil
-	}}
-	if cacheDir == "" {
-		cacheDir = DefaultOVACacheDir
 	}
-	importer := &TemplateImporter{Store: vcenters, Reader: reader, OVAs: &cloud.OVACache{Dir: cacheDir, MaxBytes: DefaultOVACacheBytes}}
-	return vcenters, importer
 }

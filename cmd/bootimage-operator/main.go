@@ -39,6 +39,7 @@ type options struct {
 	leaderElect    bool
 	metricsAddr    string
 	probeAddr      string
+	ovaCacheDir    string
 }
 
 func main() {
@@ -61,6 +62,7 @@ func run(ctx context.Context, args []string) error {
 	fs.BoolVar(&opts.leaderElect, "leader-elect", true, "Hold a Lease in "+leaseNS+" so only one replica acts.")
 	fs.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; \"0\" turns it off.")
 	fs.StringVar(&opts.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz; \"0\" turns them off.")
+	fs.StringVar(&opts.ovaCacheDir, "ova-cache-dir", controllers.DefaultOVACacheDir, "Writable directory for downloaded vSphere OVAs.")
 	logConfig := textlogger.NewConfig()
 	logConfig.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -102,7 +104,7 @@ func run(ctx context.Context, args []string) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	if err := controllers.Setup(mgr, controllers.Config{ReleaseVersion: opts.releaseVersion}); err != nil {
+	if err := controllers.Setup(mgr, controllers.Config{ReleaseVersion: opts.releaseVersion, OVACacheDir: opts.ovaCacheDir}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}
 	go func() {

@@ -1,10 +1,11 @@
 // Command bootimagectl shows what bootimage-operator would do, writing nothing.
 //
-//	bootimagectl plan [--kubeconfig FILE | -f FILE|DIR ...] [--aws-images FILE] [--release-version V] [-o table|json]
+//	bootimagectl plan [--kubeconfig FILE | -f FILE|DIR ...] [--aws-images FILE] [--vcenter-ca FILE] [--release-version V] [-o table|json]
 package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -64,6 +65,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	kubeconfig := fs.String("kubeconfig", "", "Read the cluster of this kubeconfig (default $KUBECONFIG) instead of files.")
 	fs.Var(&files, "f", "A YAML or JSON file, or a folder of them (repeatable): Infrastructure, FeatureGate, ClusterVersion, MachineConfiguration, ConfigMap, MachineSet, ControlPlaneMachineSet, Secret, Node, and Lists of them.")
 	awsImages := fs.String("aws-images", "", "A JSON array of AMIs {imageId, ownerId, name, description, creationDate, region, state} to classify AWS images with.")
+	vcenterCA := fs.String("vcenter-ca", "", "PEM CAs to trust for vCenter on a live cluster (default: the system's). vCenter is only read.")
 	releaseVersion := fs.String("release-version", "", "Release version whose feature gates apply (default: ClusterVersion status.desired.version).")
 	output := fs.String("o", "table", "Output format: table or json.")
 	if err := fs.Parse(args); err != nil {
@@ -76,10 +78,13 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bootimagectl plan: -o must be table or json, not %q\n", *output)
 		return exitUnusable
 	}
-	in, err := planSource(ctx, files, *kubeconfig)
+	in, err := planSource(ctx, files, *kubeconfig, *vcenterCA)
 	if err != nil {
 		fmt.Fprintf(stderr, "bootimagectl plan: %v\n", err)
 		return exitUnusable
+	}
+	if in.vcenters != nil {
+		defer in.vcenters.Close(ctx)
 	}
 	var images bootimage.Catalog
 	if *awsImages != "" {
@@ -105,7 +110,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func planSource(ctx context.Context, files []string, kubeconfig string) (planInputs, error) {
+func planSource(ctx context.Context, files []string, kubeconfig, vcenterCA string) (planInputs, error) {
 	scheme := controllers.NewScheme()
 	if len(files) > 0 {
 		objs, err := loadFiles(scheme, files)
@@ -128,5 +133,21 @@ func planSource(ctx context.Context, files []string, kubeconfig string) (planInp
 	if err != nil {
 		return planInputs{}, err
 	}
-	return fromCluster(ctx, c)
+	in, err := fromCluster(ctx, c)
+	if err != nil {
+		return planInputs{}, err
+	}
+	// A live plan reads vSphere templates with the operator's credentials; it never writes.
+	in.vcenters = &cloud.VCenters{Credentials: controllers.VSphereCredentials(c)}
+	if vcenterCA != "" {
+		pem, err := os.ReadFile(vcenterCA)
+		if err != nil {
+			return planInputs{}, err
+		}
+		in.vcenters.RootCAs = x509.NewCertPool()
+		if !in.vcenters.RootCAs.AppendCertsFromPEM(pem) {
+			return planInputs{}, fmt.Errorf("--vcenter-ca %s: no PEM certificate", vcenterCA)
+		}
+	}
+	return in, nil
 }

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/cpms"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
@@ -35,6 +36,8 @@ type planInputs struct {
 	cpms        []*machinev1.ControlPlaneMachineSet
 	secrets     map[string]*corev1.Secret
 	nodes       []*corev1.Node
+	// vcenters reads vSphere templates on a live cluster; nil offline.
+	vcenters *cloud.VCenters
 	// secretsComplete says a Secret missing from secrets does not exist (a cluster), rather than
 	// was not given (files).
 	secretsComplete bool
@@ -155,6 +158,9 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, images boot
 	}
 	if objs.Gates != nil {
 		objs.Effective = bootimage.EffectiveConfiguration(spec, bootimage.PlatformOf(in.infra), gates).Status
+	}
+	if in.vcenters != nil {
+		objs.Templates = in.vcenters
 	}
 	cluster := bootimage.NewCluster(objs)
 
