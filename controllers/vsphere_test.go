@@ -1,7 +1,6 @@
 package controllers_test
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path"
@@ -12,11 +11,12 @@ import (
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
@@ -97,18 +97,7 @@ func (w *vsphereWorld) serveStream(ova []byte, sha256 string) {
 // seedTemplate imports an OVA of release as template name in folder, as the installer did.
 func (w *vsphereWorld) seedTemplate(folder, name, release string) {
 	GinkgoHelper()
-	ova := filepath.Join(GinkgoT().TempDir(), "seed.ova")
-	Expect(os.WriteFile(ova, fakecloud.OVA(release), 0o600)).To(Succeed())
-	admin := &cloud.VCenters{RootCAs: w.vc.RootCAs(), Credentials: func(context.Context, string) (cloud.VSphereCredentials, error) {
-		return cloud.VSphereCredentials{Version: "seed", Username: fakecloud.VCenterUsername, Password: fakecloud.VCenterPassword}, nil
-	}}
-	defer admin.Close(ctx)
-	at := bootimage.VSphereLocation{Server: w.vc.Server, Port: w.vc.Port, Datacenter: fakecloud.VCenterDatacenter, Folder: folder}
-	imp := bootimage.VSphereImport{
-		VSphereLocation: at, ComputeCluster: fakecloud.VCenterCluster, ResourcePool: fakecloud.VCenterPool,
-		Datastore: fakecloud.VCenterDatastore, Network: fakecloud.VCenterNetwork, InfrastructureName: "demo-x7k2p",
-	}
-	Expect(admin.ImportTemplate(ctx, imp, name, ova, "thick")).To(Succeed())
+	Expect(w.vc.SeedTemplate(ctx, folder, name, release, "demo-x7k2p")).To(Succeed())
 }
 
 // start runs the operator against the simulator; failAt, when set, fails the swap once after
@@ -279,5 +268,35 @@ var _ = Describe("vSphere MachineSet boot images, against vcsim", func() {
 		Expect(w.version(path.Join(w.ws.Folder, installerTemplate))()).To(Equal(oldRHCOS))
 		Expect(filepath.Glob(filepath.Join(w.cacheDir, "*.ova"))).To(BeEmpty(), "a corrupt download never enters the cache")
 		Expect(resourceVersionOf("worker-a")()).To(Equal(ms.ResourceVersion))
+	})
+})
+
+var _ = Describe("The shipped RBAC on vSphere", func() {
+	It("lets the operator read Secret kube-system/vsphere-creds and no other Secret there", func() {
+		rbac, err := fixtures.ManifestObjects("01-rbac.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		for _, obj := range rbac {
+			Expect(k8s.Create(ctx, obj)).To(Succeed())
+			DeferCleanup(k8s.Delete, ctx, obj)
+		}
+		for _, name := range []string{controllers.VSphereCredentialsSecret, "other-secret"} {
+			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: controllers.VSphereCredentialsNamespace, Name: name}}
+			Expect(k8s.Create(ctx, secret)).To(Succeed())
+			DeferCleanup(k8s.Delete, ctx, secret)
+		}
+		cfg := rest.CopyConfig(env.Config)
+		cfg.Impersonate.UserName = "system:serviceaccount:openshift-machine-config-operator:bootimage-operator"
+		asOperator, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+		Expect(err).NotTo(HaveOccurred())
+
+		key := func(name string) client.ObjectKey {
+			return client.ObjectKey{Namespace: controllers.VSphereCredentialsNamespace, Name: name}
+		}
+		// RBAC changes reach the authorizer's cache shortly after they are written.
+		Eventually(func() error { return asOperator.Get(ctx, key(controllers.VSphereCredentialsSecret), &corev1.Secret{}) }).Should(Succeed())
+		Expect(apierrors.IsForbidden(asOperator.Get(ctx, key("other-secret"), &corev1.Secret{}))).To(BeTrue())
+		Expect(apierrors.IsForbidden(asOperator.List(ctx, &corev1.SecretList{}, client.InNamespace(controllers.VSphereCredentialsNamespace)))).To(BeTrue())
+		Expect(apierrors.IsNotFound(asOperator.Get(ctx, key(controllers.InstallConfigConfigMap), &corev1.ConfigMap{}))).To(BeTrue(), "the install config may be read")
+		Expect(apierrors.IsForbidden(asOperator.Get(ctx, key("other-config"), &corev1.ConfigMap{}))).To(BeTrue())
 	})
 })

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,13 +18,10 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
-	"github.com/bootimage-operator/bootimage-operator/manifests"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
@@ -64,7 +59,9 @@ var _ = Describe("The operator process on a real API server, with only the shipp
 
 	It("serves probes, holds the Lease, updates a MachineSet as its ServiceAccount, and releases the Lease on shutdown", func() {
 		ctx := context.Background()
-		for _, obj := range manifestObjects("01-rbac.yaml") {
+		rbac, err := fixtures.ManifestObjects("01-rbac.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		for _, obj := range rbac {
 			Expect(env.Client.Create(ctx, obj)).To(Succeed())
 		}
 		Expect(fixtures.Create(ctx, env.Client,
@@ -152,18 +149,3 @@ var _ = Describe("The operator process on a real API server, with only the shipp
 		Expect(lease.Spec.HolderIdentity).To(Or(BeNil(), PointTo(BeEmpty())), "released on shutdown")
 	})
 })
-
-// manifestObjects decodes the shipped manifest file name.
-func manifestObjects(name string) []client.Object {
-	GinkgoHelper()
-	data, err := os.ReadFile(filepath.Join(manifests.RepoRoot(), "manifests", name))
-	Expect(err).NotTo(HaveOccurred())
-	decoder := serializer.NewCodecFactory(clientgoscheme.Scheme).UniversalDeserializer()
-	var objs []client.Object
-	for _, doc := range strings.Split(string(data), "\n---\n") {
-		obj, _, err := decoder.Decode([]byte(doc), nil, nil)
-		Expect(err).NotTo(HaveOccurred())
-		objs = append(objs, obj.(client.Object))
-	}
-	return objs
-}

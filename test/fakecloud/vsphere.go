@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
 
 	"github.com/vmware/govmomi"
@@ -19,6 +20,9 @@ import (
 
 	// The vCenter REST API (tags) of the simulator.
 	_ "github.com/vmware/govmomi/vapi/simulator"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 )
 
 // The simulated vCenter's inventory (govmomi's VPX model) and the login it accepts.
@@ -187,4 +191,35 @@ func (v *VCenter) Sessions(ctx context.Context, user string) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// CAFile writes the simulator's certificate as PEM and returns the file's path.
+func (v *VCenter) CAFile() (string, error) {
+	return v.server.CertificateFile()
+}
+
+// SeedTemplate imports an OVA of RHCOS release as template name into folder, tagged with
+// infrastructureName, as the installer does, through the operator's own adapter.
+func (v *VCenter) SeedTemplate(ctx context.Context, folder, name, release, infrastructureName string) error {
+	f, err := os.CreateTemp("", "seed-*.ova")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(OVA(release)); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	admin := &cloud.VCenters{RootCAs: v.RootCAs(), Credentials: func(context.Context, string) (cloud.VSphereCredentials, error) {
+		return cloud.VSphereCredentials{Version: "seed", Username: VCenterUsername, Password: VCenterPassword}, nil
+	}}
+	defer admin.Close(ctx)
+	imp := bootimage.VSphereImport{
+		VSphereLocation: bootimage.VSphereLocation{Server: v.Server, Port: v.Port, Datacenter: VCenterDatacenter, Folder: folder},
+		ComputeCluster:  VCenterCluster, ResourcePool: VCenterPool, Datastore: VCenterDatastore, Network: VCenterNetwork,
+		InfrastructureName: infrastructureName,
+	}
+	return admin.ImportTemplate(ctx, imp, name, f.Name(), "thick")
 }
