@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
+	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
 
 const (
@@ -102,7 +104,7 @@ func (w *vsphereWorld) seedTemplate(folder, name, release string) {
 
 // start runs the operator against the simulator; failAt, when set, fails the swap once after
 // that step.
-func (w *vsphereWorld) start(failAt string) {
+func (w *vsphereWorld) start(failAt string) *testenv.Manager {
 	GinkgoHelper()
 	failed := false
 	mgr := startOperator(controllers.Config{CloudRootCAs: w.vc.RootCAs(), OVACacheDir: w.cacheDir, AfterTemplateStep: func(step string) error {
@@ -117,6 +119,7 @@ func (w *vsphereWorld) start(failAt string) {
 		return nil
 	}})
 	DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
+	return mgr
 }
 
 func (w *vsphereWorld) swapSteps() []string {
@@ -218,6 +221,26 @@ var _ = Describe("vSphere MachineSet boot images, against vcsim", func() {
 		Expect(w.version(path.Join(customer, "golden"))()).To(Equal(oldRHCOS))
 		Expect(w.version(path.Join(customer, computedTemplate))()).To(Equal(oldRHCOS))
 		Expect(w.swapSteps()).To(Equal([]string{"imported", "renamed-in", "deleted-old"}), "a new template: nothing to rename away")
+	})
+
+	It("detects a hot loop by the release: a template reverted after three imports is left alone", func() {
+		w.serveStream(w.newOVA, fakecloud.SHA256(w.newOVA))
+		Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet("worker-a", fixtures.VSphereProviderSpecAt(installerTemplate, w.ws)))).To(Succeed())
+		current := path.Join(w.ws.Folder, installerTemplate)
+		for i := range bootimage.HotLoopLimit {
+			// The operator imports, and restarts: the count is kept in the MachineSet.
+			mgr := w.start("")
+			Eventually(func() string { return getMachineSet("worker-a").Annotations[bootimage.AttemptsAnnotation] }).Should(ContainSubstring(fmt.Sprintf(`"count":%d`, i+1)))
+			Expect(mgr.Stop()).To(Succeed())
+			Expect(w.version(current)()).To(Equal(fixtures.StreamRelease))
+			// Someone puts the old template back.
+			Expect(w.vc.Destroy(ctx, current)).To(Succeed())
+			w.seedTemplate(w.ws.Folder, installerTemplate, oldRHCOS)
+		}
+		w.start("")
+		Eventually(machineSetEvents("worker-a")).Should(ContainElement(HavePrefix("HotLoopDetected: Boot image update failed: refusing to reconcile machineset worker-a, hot loop detected")))
+		Expect(w.version(current)()).To(Equal(oldRHCOS))
+		Expect(w.swapSteps()).To(HaveLen(4 * bootimage.HotLoopLimit))
 	})
 
 	DescribeTable("recovers a swap interrupted after each step",

@@ -122,9 +122,9 @@ func (v *VCenters) DestroyTemplate(ctx context.Context, at bootimage.VSphereLoca
 
 // ImportTemplate imports the OVA at ovaPath as template name in imp's failure domain, as the
 // installer does: one network mapped, disks provisioned as diskType ("" leaves it to the
-// datastore's policy), EFI secure boot turned off when the OVA enables it, marked as a template
-// and tagged with the cluster's tag and imp.TagIDs. A failed upload aborts the lease, so vCenter
-// removes the partial VM.
+// datastore's policy), EFI secure boot turned off when the OVA enables it, tagged with the
+// cluster's tag and imp.TagIDs, and marked as a template last, so that only a complete import is
+// a template. A failed upload aborts the lease, so vCenter removes the partial VM.
 func (v *VCenters) ImportTemplate(ctx context.Context, imp bootimage.VSphereImport, name, ovaPath, diskType string) error {
 	s, finder, err := v.finder(ctx, imp.VSphereLocation)
 	if err != nil {
@@ -209,14 +209,15 @@ func (v *VCenters) ImportTemplate(ctx context.Context, imp bootimage.VSphereImpo
 			return fmt.Errorf("turning secure boot off on %s: %w", name, err)
 		}
 	}
-	if err := vm.MarkAsTemplate(ctx); err != nil {
-		return fmt.Errorf("marking %s as a template: %w", name, err)
-	}
 	manager := tags.NewManager(s.rest)
 	for _, tag := range append([]string{imp.InfrastructureName}, imp.TagIDs...) {
 		if err := manager.AttachTag(ctx, tag, vm.Reference()); err != nil {
 			return fmt.Errorf("attaching tag %s to %s: %w", tag, name, err)
 		}
+	}
+	// Last: being a template is what marks an import complete.
+	if err := vm.MarkAsTemplate(ctx); err != nil {
+		return fmt.Errorf("marking %s as a template: %w", name, err)
 	}
 	return nil
 }
@@ -379,11 +380,9 @@ func (v *VCenters) session(ctx context.Context, at bootimage.VSphereLocation) (*
 		if s.version == creds.Version && time.Since(s.checked) < sessionCheckInterval {
 			return s, nil
 		}
-		if s.version == creds.Version {
-			if active, err := s.manager.SessionIsActive(ctx); err == nil && active {
-				s.checked = time.Now()
-				return s, nil
-			}
+		if s.version == creds.Version && s.active(ctx) {
+			s.checked = time.Now()
+			return s, nil
 		}
 		s.logout(ctx)
 		delete(v.sessions, at.Server)
@@ -425,6 +424,17 @@ func (v *VCenters) login(ctx context.Context, at bootimage.VSphereLocation, cred
 	}
 	logf.FromContext(ctx).Info("Logged in to vCenter", "server", host, "user", creds.Username)
 	return &vcenterSession{version: creds.Version, vim: vim, manager: manager, rest: restClient, checked: time.Now()}, nil
+}
+
+// active reports whether vCenter still knows both sessions (SOAP and REST expire apart). Reading
+// one's own session needs no privilege, unlike SessionIsActive.
+func (s *vcenterSession) active(ctx context.Context) bool {
+	user, err := s.manager.UserSession(ctx)
+	if err != nil || user == nil {
+		return false
+	}
+	r, err := s.rest.Session(ctx)
+	return err == nil && r != nil
 }
 
 func (s *vcenterSession) logout(ctx context.Context) {

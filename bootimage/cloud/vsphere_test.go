@@ -81,6 +81,13 @@ var _ = Describe("vCenter through govmomi, against vcsim", Ordered, func() {
 			Expect(err).NotTo(HaveOccurred())
 		}
 		Expect(vc.Sessions(ctx, fakecloud.VCenterUsername)).To(Equal(before + 1))
+
+		own.Credentials = func(context.Context, string) (cloud.VSphereCredentials, error) {
+			return cloud.VSphereCredentials{Version: "2", Username: fakecloud.VCenterUsername, Password: fakecloud.VCenterPassword}, nil
+		}
+		_, err = own.VSphereTemplate(ctx, at, imp.Name)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(vc.Sessions(ctx, fakecloud.VCenterUsername)).To(Equal(before+1), "new credentials replace the session")
 		own.Close(ctx)
 		Expect(vc.Sessions(ctx, fakecloud.VCenterUsername)).To(Equal(before))
 	})

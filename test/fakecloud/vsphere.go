@@ -178,6 +178,19 @@ func (v *VCenter) Rename(ctx context.Context, p, name string) error {
 	return task.Wait(ctx)
 }
 
+// Destroy deletes the VM at inventory path p.
+func (v *VCenter) Destroy(ctx context.Context, p string) error {
+	vm, err := find.NewFinder(v.Client.Client, false).VirtualMachine(ctx, p)
+	if err != nil {
+		return err
+	}
+	task, err := vm.Destroy(ctx)
+	if err != nil {
+		return err
+	}
+	return task.Wait(ctx)
+}
+
 // Sessions counts the sessions of user.
 func (v *VCenter) Sessions(ctx context.Context, user string) (int, error) {
 	var sm mo.SessionManager
