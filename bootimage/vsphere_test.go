@@ -66,7 +66,7 @@ var _ = Describe("vSphere decisions", func() {
 		d := vsphere(installed)
 		Expect(d).To(And(HaveField("Action", bootimage.Update), HaveField("Reason", bootimage.ReasonImageOutdated)))
 		Expect(d.Current).To(Equal(installed + "@9.4.20240101-0"))
-		Expect(d.Target).To(Equal(installed + "@" + release), "the name is stable, so the target carries the version")
+		Expect(d.Target).To(Equal(installed+"@"+release), "the name is stable, so the target carries the version")
 		Expect(*d.VSphere).To(Equal(bootimage.VSphereImport{
 			VSphereLocation: bootimage.VSphereLocation{Server: ws.Server, Port: 443, Datacenter: "dc1", Folder: folder},
 			Name:            installed, ComputeCluster: "/dc1/host/c1", ResourcePool: ws.ResourcePool, Datastore: ws.Datastore, Network: "ci-segment",

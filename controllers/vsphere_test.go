@@ -52,9 +52,8 @@ func newVSphereWorld() *vsphereWorld {
 	vc, err := fakecloud.NewVCenter(ctx)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(vc.Close)
-	folder, err := vc.CreateFolder(ctx, "demo-x7k2p")
+	folder, err := vc.ClusterFolder(ctx, "demo-x7k2p")
 	Expect(err).NotTo(HaveOccurred())
-	Expect(vc.CreateTag(ctx, "demo-x7k2p")).To(Succeed())
 	w := &vsphereWorld{vc: vc, ovas: fakecloud.NewOVAServer(), cacheDir: GinkgoT().TempDir(), newOVA: fakecloud.OVA(fixtures.StreamRelease)}
 	DeferCleanup(w.ovas.Close)
 	w.ws = fixtures.VSphereWorkspace{

@@ -25,12 +25,9 @@ var _ = Describe("vCenter through govmomi, against vcsim", Ordered, func() {
 		vc, err = fakecloud.NewVCenter(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(vc.Close)
-		folder, err := vc.CreateFolder(ctx, "infra-1")
+		folder, err := vc.ClusterFolder(ctx, "infra-1")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(vc.CreateTag(ctx, "infra-1")).To(Succeed())
-		vcenters = &cloud.VCenters{RootCAs: vc.RootCAs(), Credentials: func(context.Context, string) (cloud.VSphereCredentials, error) {
-			return cloud.VSphereCredentials{Version: "1", Username: fakecloud.VCenterUsername, Password: fakecloud.VCenterPassword}, nil
-		}}
+		vcenters = &cloud.VCenters{RootCAs: vc.RootCAs(), Credentials: vc.Credentials("1")}
 		DeferCleanup(vcenters.Close, context.Background())
 		at = bootimage.VSphereLocation{Server: vc.Server, Port: vc.Port, Datacenter: fakecloud.VCenterDatacenter, Folder: folder}
 		imp = bootimage.VSphereImport{
@@ -82,9 +79,7 @@ var _ = Describe("vCenter through govmomi, against vcsim", Ordered, func() {
 		}
 		Expect(vc.Sessions(ctx, fakecloud.VCenterUsername)).To(Equal(before + 1))
 
-		own.Credentials = func(context.Context, string) (cloud.VSphereCredentials, error) {
-			return cloud.VSphereCredentials{Version: "2", Username: fakecloud.VCenterUsername, Password: fakecloud.VCenterPassword}, nil
-		}
+		own.Credentials = vc.Credentials("2")
 		_, err = own.VSphereTemplate(ctx, at, imp.Name)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(vc.Sessions(ctx, fakecloud.VCenterUsername)).To(Equal(before+1), "new credentials replace the session")

@@ -31,9 +31,8 @@ var _ = Describe("bootimagectl plan on vSphere", Ordered, func() {
 		vc, err = fakecloud.NewVCenter(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(vc.Close)
-		folder, err := vc.CreateFolder(ctx, "demo-x7k2p")
+		folder, err := vc.ClusterFolder(ctx, "demo-x7k2p")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(vc.CreateTag(ctx, "demo-x7k2p")).To(Succeed())
 		Expect(vc.SeedTemplate(ctx, folder, template, "9.4.20240101-0", "demo-x7k2p")).To(Succeed())
 		ws = fixtures.VSphereWorkspace{Server: vc.Server, Datacenter: fakecloud.VCenterDatacenter, Folder: folder, Datastore: fakecloud.VCenterDatastore, ResourcePool: fakecloud.VCenterPool}
 		infra := fixtures.Infrastructure(configv1.VSpherePlatformType)

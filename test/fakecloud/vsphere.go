@@ -117,6 +117,23 @@ func (v *VCenter) CreateFolder(ctx context.Context, name string) (string, error)
 	return root.InventoryPath + "/" + name, nil
 }
 
+// ClusterFolder prepares vCenter for a cluster as the installer does: its folder under /DC0/vm and
+// its tag, both named infrastructureName. It returns the folder's inventory path.
+func (v *VCenter) ClusterFolder(ctx context.Context, infrastructureName string) (string, error) {
+	folder, err := v.CreateFolder(ctx, infrastructureName)
+	if err != nil {
+		return "", err
+	}
+	return folder, v.CreateTag(ctx, infrastructureName)
+}
+
+// Credentials returns the simulator's login, as the operator reads it, with version.
+func (v *VCenter) Credentials(version string) func(context.Context, string) (cloud.VSphereCredentials, error) {
+	return func(context.Context, string) (cloud.VSphereCredentials, error) {
+		return cloud.VSphereCredentials{Version: version, Username: VCenterUsername, Password: VCenterPassword}, nil
+	}
+}
+
 // CreateTag creates tag name in category openshift-<name>, as the installer tags a cluster.
 func (v *VCenter) CreateTag(ctx context.Context, name string) error {
 	category, err := v.Tags.CreateCategory(ctx, &tags.Category{Name: "openshift-" + name, Cardinality: "SINGLE", AssociableTypes: []string{"VirtualMachine"}})
@@ -225,9 +242,7 @@ func (v *VCenter) SeedTemplate(ctx context.Context, folder, name, release, infra
 	if err := f.Close(); err != nil {
 		return err
 	}
-	admin := &cloud.VCenters{RootCAs: v.RootCAs(), Credentials: func(context.Context, string) (cloud.VSphereCredentials, error) {
-		return cloud.VSphereCredentials{Version: "seed", Username: VCenterUsername, Password: VCenterPassword}, nil
-	}}
+	admin := &cloud.VCenters{RootCAs: v.RootCAs(), Credentials: v.Credentials("seed")}
 	defer admin.Close(ctx)
 	imp := bootimage.VSphereImport{
 		VSphereLocation: bootimage.VSphereLocation{Server: v.Server, Port: v.Port, Datacenter: VCenterDatacenter, Folder: folder},
