@@ -31,6 +31,10 @@ const DefaultOVACacheDir = "/var/cache/bootimage-operator"
 // DefaultOVACacheBytes bounds the OVA cache: an RHCOS OVA is about 1.2 GB.
 const DefaultOVACacheBytes = 4 << 30
 
+// importTimeout bounds one template import, download and upload included, so a stalled vCenter
+// or mirror cannot hold a worker for ever.
+const importTimeout = time.Hour
+
 // ReasonTemplateImportFailed is the reason of an Error decision whose vCenter import failed.
 const ReasonTemplateImportFailed = "TemplateImportFailed"
 
@@ -73,6 +77,8 @@ type TemplateImporter struct {
 func (t *TemplateImporter) Ensure(ctx context.Context, imp bootimage.VSphereImport) (imported bool, err error) {
 	unlock := t.lock(imp.Key())
 	defer unlock()
+	ctx, cancel := context.WithTimeout(ctx, importTimeout)
+	defer cancel()
 	log := logf.FromContext(ctx).WithValues("server", imp.Server, "folder", imp.Folder, "template", imp.Name)
 	at := imp.VSphereLocation
 	importing, replaced := bootimage.VSphereSwapNames(imp.Name)

@@ -226,11 +226,14 @@ var _ = Describe("vSphere MachineSet boot images, against vcsim", func() {
 		w.serveStream(w.newOVA, fakecloud.SHA256(w.newOVA))
 		Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet("worker-a", fixtures.VSphereProviderSpecAt(installerTemplate, w.ws)))).To(Succeed())
 		current := path.Join(w.ws.Folder, installerTemplate)
+		sessions, err := w.vc.Sessions(ctx, fakecloud.VCenterUsername)
+		Expect(err).NotTo(HaveOccurred())
 		for i := range bootimage.HotLoopLimit {
 			// The operator imports, and restarts: the count is kept in the MachineSet.
 			mgr := w.start("")
 			Eventually(func() string { return getMachineSet("worker-a").Annotations[bootimage.AttemptsAnnotation] }).Should(ContainSubstring(fmt.Sprintf(`"count":%d`, i+1)))
 			Expect(mgr.Stop()).To(Succeed())
+			Expect(w.vc.Sessions(ctx, fakecloud.VCenterUsername)).To(Equal(sessions), "the operator logged out of vCenter on shutdown")
 			Expect(w.version(current)()).To(Equal(fixtures.StreamRelease))
 			// Someone puts the old template back.
 			Expect(w.vc.Destroy(ctx, current)).To(Succeed())

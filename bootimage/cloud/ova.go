@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -24,7 +25,8 @@ type OVACache struct {
 	Dir string
 	// MaxBytes bounds an OVA's size, and so the cache's.
 	MaxBytes int64
-	// Client downloads; nil uses http.DefaultClient (proxy from the environment).
+	// Client downloads; nil uses the default transport (proxy from the environment) with a
+	// timeout for the response headers.
 	Client *http.Client
 
 	mu sync.Mutex
@@ -62,7 +64,9 @@ func (c *OVACache) download(ctx context.Context, location, sum, final string) er
 	}
 	client := c.Client
 	if client == nil {
-		client = http.DefaultClient
+		transport := http.DefaultTransport.(*http.Transport).Clone()
+		transport.ResponseHeaderTimeout = time.Minute
+		client = &http.Client{Transport: transport}
 	}
 	resp, err := client.Do(req)
 	if err != nil {
