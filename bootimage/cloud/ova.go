@@ -77,7 +77,7 @@ func (c *OVACache) download(ctx context.Context, location, sum, final string) er
 		return fmt.Errorf("downloading OVA %s: HTTP %s", location, resp.Status)
 	}
 	if resp.ContentLength > c.MaxBytes {
-		return fmt.Errorf("OVA %s (sha256 %s) is %d bytes, more than the cache's %d", location, sum, resp.ContentLength, c.MaxBytes)
+		return fmt.Errorf("OVA %s (sha256 %s) is %d bytes, larger than the cache's %d bytes", location, sum, resp.ContentLength, c.MaxBytes)
 	}
 	tmp, err := os.CreateTemp(c.Dir, ".download-*")
 	if err != nil {
