@@ -73,10 +73,6 @@ type VSphereImport struct {
 	// InfrastructureName is the cluster's tag, attached as the installer does, with TagIDs.
 	InfrastructureName string
 	TagIDs             []string
-	// DiskType is the existing template's disk provisioning; NewTemplate is true when there is no
-	// template yet and the install config must say.
-	DiskType    string
-	NewTemplate bool
 }
 
 // Key identifies the template an import writes: imports of one key must not run at once.
@@ -170,7 +166,7 @@ func (vsphere) decide(ctx context.Context, d Decision, in providerInput) (Decisi
 		VSphereLocation: at, Name: name,
 		ComputeCluster: fd.Topology.ComputeCluster, ResourcePool: fd.Topology.ResourcePool, Datastore: fd.Topology.Datastore,
 		Release: art.Release, OVALocation: ova.Location, OVASHA256: ova.Sha256,
-		InfrastructureName: in.infraNam, TagIDs: tagIDs, NewTemplate: found == nil,
+		InfrastructureName: in.infraNam, TagIDs: tagIDs,
 	}
 	if len(fd.Topology.Networks) > 0 {
 		d.VSphere.Network = fd.Topology.Networks[0]
@@ -178,7 +174,6 @@ func (vsphere) decide(ctx context.Context, d Decision, in providerInput) (Decisi
 	if found == nil {
 		return d.with(Update, ReasonImageOutdated, "template %s is not in the workspace folder %s: importing the stream's OVA (RHCOS %s) as %s", template, at.Folder, art.Release, name), nil
 	}
-	d.VSphere.DiskType = found.DiskType
 	if found.Version == art.Release {
 		return d.with(Update, ReasonImageOutdated, "template %s is RHCOS %s, the stream's, but an interrupted swap left %s: finishing it", found.Path, art.Release, strings.Join(leftovers, ", ")), nil
 	}

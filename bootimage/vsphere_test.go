@@ -62,7 +62,7 @@ var _ = Describe("vSphere decisions", func() {
 		return d
 	}
 
-	It("imports the stream's OVA over an outdated template, keeping its name and disk provisioning", func() {
+	It("imports the stream's OVA over an outdated template, keeping its name", func() {
 		d := vsphere(installed)
 		Expect(d).To(And(HaveField("Action", bootimage.Update), HaveField("Reason", bootimage.ReasonImageOutdated)))
 		Expect(d.Current).To(Equal(installed + "@9.4.20240101-0"))
@@ -70,7 +70,7 @@ var _ = Describe("vSphere decisions", func() {
 		Expect(*d.VSphere).To(Equal(bootimage.VSphereImport{
 			VSphereLocation: bootimage.VSphereLocation{Server: ws.Server, Port: 443, Datacenter: "dc1", Folder: folder},
 			Name:            installed, ComputeCluster: "/dc1/host/c1", ResourcePool: ws.ResourcePool, Datastore: ws.Datastore, Network: "ci-segment",
-			Release: release, OVALocation: "https://mirror/rhcos.ova", OVASHA256: ovaSHA, InfrastructureName: "demo-x7k2p", DiskType: "eagerZeroedThick",
+			Release: release, OVALocation: "https://mirror/rhcos.ova", OVASHA256: ovaSHA, InfrastructureName: "demo-x7k2p",
 		}))
 		_, after := applyPatch(fixtures.VSphereProviderSpecAt(installed, ws), d)
 		Expect(after["template"]).To(Equal(installed))
@@ -87,7 +87,8 @@ var _ = Describe("vSphere decisions", func() {
 			templates.byPath["/dc1/vm/customer/golden"] = bootimage.VSphereTemplate{Version: "9.4.20240101-0"}
 			d := vsphere(template)
 			Expect(d.Action).To(Equal(bootimage.Update), template)
-			Expect(d.VSphere).To(And(HaveField("Name", computed), HaveField("NewTemplate", BeTrue()), HaveField("Folder", folder)), template)
+			Expect(d.VSphere).To(And(HaveField("Name", computed), HaveField("Folder", folder)), template)
+			Expect(d.Message).To(ContainSubstring("is not in the workspace folder " + folder + ": importing the stream's OVA"))
 			_, after := applyPatch(fixtures.VSphereProviderSpecAt(template, ws), d)
 			Expect(after["template"]).To(Equal(computed))
 		}
@@ -104,7 +105,8 @@ var _ = Describe("vSphere decisions", func() {
 		templates.byPath[folder+"/"+replaced] = templates.byPath[folder+"/"+installed]
 		delete(templates.byPath, folder+"/"+installed)
 		d := vsphere(installed)
-		Expect(d.VSphere).To(And(HaveField("Name", installed), HaveField("NewTemplate", BeFalse())))
+		Expect(d.VSphere).To(HaveField("Name", installed))
+		Expect(d.Current).To(Equal(installed + "@9.4.20240101-0"))
 
 		templates.byPath[folder+"/"+installed] = bootimage.VSphereTemplate{Version: release, IsTemplate: true}
 		delete(templates.byPath, folder+"/"+replaced)

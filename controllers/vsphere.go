@@ -160,8 +160,12 @@ func (t *TemplateImporter) importOVA(ctx context.Context, imp bootimage.VSphereI
 	if err := t.Store.DestroyTemplate(ctx, imp.VSphereLocation, name); err != nil {
 		return err
 	}
-	diskType := imp.DiskType
-	if current == nil {
+	// The new template is provisioned as the one it replaces; a new failure domain's as the
+	// install config says.
+	var diskType string
+	if current != nil {
+		diskType = current.DiskType
+	} else {
 		dt, err := t.installConfigDiskType(ctx)
 		if err != nil {
 			return err
