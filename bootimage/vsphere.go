@@ -229,6 +229,7 @@ func inFolder(folder, template string) bool {
 	return !strings.HasPrefix(template, "/") || path.Dir(path.Clean(template)) == folder
 }
 
+// String names the fields a workspace is matched on.
 func (w vsphereWorkspace) String() string {
 	s := fmt.Sprintf("server: %s, datacenter: %s, datastore: %s, resourcePool: %s", w.Server, w.Datacenter, w.Datastore, w.ResourcePool)
 	if w.VMGroup != "" {
