@@ -108,8 +108,8 @@ func (vsphere) decide(ctx context.Context, d Decision, in providerInput) (Decisi
 	if err := in.spec.field("tagIDs", &tagIDs); err != nil {
 		return d.with(Error, ReasonInvalidProviderSpec, "providerSpec: %v", err), nil
 	}
-	if ws == nil || ws.Server == "" || ws.Datacenter == "" || ws.Folder == "" {
-		return d.with(Error, ReasonInvalidProviderSpec, "providerSpec: workspace.server, datacenter and folder must be set: the operator manages templates in the cluster's workspace folder only"), nil
+	if ws == nil || ws.Server == "" || ws.Datacenter == "" || !strings.HasPrefix(ws.Folder, "/") {
+		return d.with(Error, ReasonInvalidProviderSpec, "providerSpec: workspace.server, datacenter and folder (an inventory path) must be set: the operator manages templates in the cluster's workspace folder only"), nil
 	}
 	vcenter, fd, ok := failureDomainOf(in.vsphere, *ws)
 	if !ok {

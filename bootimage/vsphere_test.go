@@ -157,7 +157,7 @@ var _ = Describe("vSphere decisions", func() {
 		}, bootimage.Error, bootimage.ReasonTemplateNameTooLong, "longer than vSphere's 80 characters"),
 		Entry("a providerSpec without a workspace folder", "x", func(_ *bootimage.Cluster, o *bootimage.Object) {
 			o.ProviderSpec = []byte(`{"template": "x", "workspace": {"server": "vcenter.example.com"}}`)
-		}, bootimage.Error, bootimage.ReasonInvalidProviderSpec, "workspace.server, datacenter and folder must be set"),
+		}, bootimage.Error, bootimage.ReasonInvalidProviderSpec, "workspace.server, datacenter and folder (an inventory path) must be set"),
 	)
 
 	It("returns a failed vCenter read as transient", func() {

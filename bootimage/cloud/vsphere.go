@@ -3,7 +3,6 @@ package cloud
 import (
 	"context"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -65,11 +64,7 @@ type vcenterSession struct {
 
 // VSphereTemplate implements bootimage.VSphereTemplates.
 func (v *VCenters) VSphereTemplate(ctx context.Context, at bootimage.VSphereLocation, name string) (*bootimage.VSphereTemplate, error) {
-	_, finder, err := v.finder(ctx, at)
-	if err != nil {
-		return nil, err
-	}
-	vm, err := findVM(ctx, finder, at, name)
+	vm, err := v.findVM(ctx, at, name)
 	if err != nil || vm == nil {
 		return nil, err
 	}
@@ -102,11 +97,7 @@ func (v *VCenters) RenameTemplate(ctx context.Context, at bootimage.VSphereLocat
 
 // DestroyTemplate deletes VM name in at.Folder, if it is there.
 func (v *VCenters) DestroyTemplate(ctx context.Context, at bootimage.VSphereLocation, name string) error {
-	_, finder, err := v.finder(ctx, at)
-	if err != nil {
-		return err
-	}
-	vm, err := findVM(ctx, finder, at, name)
+	vm, err := v.findVM(ctx, at, name)
 	if err != nil || vm == nil {
 		return err
 	}
@@ -329,25 +320,30 @@ func diskType(vm mo.VirtualMachine) string {
 }
 
 // findVM returns the VM name directly inside at.Folder, nil when there is none. The lookup is by
-// inventory path, so a VM of the same name in another folder is never found.
-func findVM(ctx context.Context, finder *find.Finder, at bootimage.VSphereLocation, name string) (*object.VirtualMachine, error) {
-	vm, err := finder.VirtualMachine(ctx, path.Join(at.Folder, name))
-	var notFound *find.NotFoundError
-	if errors.As(err, &notFound) {
+// inventory path, one call, so a VM of the same name in another folder is never found.
+func (v *VCenters) findVM(ctx context.Context, at bootimage.VSphereLocation, name string) (*object.VirtualMachine, error) {
+	s, err := v.session(ctx, at)
+	if err != nil {
+		return nil, err
+	}
+	p := path.Join(at.Folder, name)
+	ref, err := object.NewSearchIndex(s.vim).FindByInventoryPath(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("finding VM %s in vCenter %s: %w", p, at.Server, err)
+	}
+	if ref == nil {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("finding VM %s in %s: %w", name, at.Folder, err)
+	vm, ok := ref.(*object.VirtualMachine)
+	if !ok {
+		return nil, fmt.Errorf("%s in vCenter %s is a %s, not a VM", p, at.Server, ref.Reference().Type)
 	}
+	vm.InventoryPath = p
 	return vm, nil
 }
 
 func (v *VCenters) vm(ctx context.Context, at bootimage.VSphereLocation, name string) (*object.VirtualMachine, error) {
-	_, finder, err := v.finder(ctx, at)
-	if err != nil {
-		return nil, err
-	}
-	vm, err := findVM(ctx, finder, at, name)
+	vm, err := v.findVM(ctx, at, name)
 	if err == nil && vm == nil {
 		err = fmt.Errorf("VM %s not found in %s", name, at.Folder)
 	}
