@@ -23,7 +23,6 @@ import (
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
-	"k8s.io/utils/ptr"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
@@ -195,7 +194,7 @@ func (v *VCenters) ImportTemplate(ctx context.Context, imp bootimage.VSphereImpo
 		if err != nil {
 			return fmt.Errorf("reading boot options of %s: %w", name, err)
 		}
-		opts.EfiSecureBootEnabled = ptr.To(false)
+		opts.EfiSecureBootEnabled = types.NewBool(false)
 		if err := vm.SetBootOptions(ctx, opts); err != nil {
 			return fmt.Errorf("turning secure boot off on %s: %w", name, err)
 		}
