@@ -19,6 +19,8 @@ type ClusterObjects struct {
 	ControlPlaneArch string
 	Images           Catalog
 	Streams          *StreamCache
+	// Templates reads vCenter templates; nil when vCenter is not consulted.
+	Templates VSphereTemplates
 }
 
 // NewCluster assembles the input of Decide from the cluster's objects, the same way for the
@@ -27,10 +29,12 @@ func NewCluster(o ClusterObjects) Cluster {
 	c := Cluster{
 		Gates: o.Gates, GatesError: o.GatesError, Effective: o.Effective,
 		ControlPlaneArch: o.ControlPlaneArch, BootImages: o.BootImages, Images: o.Images, Streams: o.Streams,
+		Templates: o.Templates,
 	}
 	if infra := o.Infrastructure; infra != nil {
 		c.Platform = PlatformOf(infra)
 		c.InfrastructureName = infra.Status.InfrastructureName
+		c.VSphere = infra.Spec.PlatformSpec.VSphere
 	}
 	// Without a ClusterVersion nothing says an update is under way (the status writer reports the
 	// missing object); holding every boot image back would only hide the problem.

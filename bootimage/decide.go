@@ -39,6 +39,10 @@ type Cluster struct {
 	Streams *StreamCache
 	// Images looks cloud images up; nil when no catalogue is available.
 	Images Catalog
+	// VSphere is Infrastructure spec.platformSpec.vsphere: vCenters and failure domains.
+	VSphere *configv1.VSpherePlatformSpec
+	// Templates reads vCenter templates; nil when vCenter is not consulted (offline plans).
+	Templates VSphereTemplates
 }
 
 // Object is a MachineSet or ControlPlaneMachineSet, reduced to what decisions read.
@@ -115,6 +119,9 @@ type providerInput struct {
 	streams  *Streams
 	images   Catalog
 	infraNam string
+	// vsphere and templates are the cluster's vSphere failure domains and templates.
+	vsphere   *configv1.VSpherePlatformSpec
+	templates VSphereTemplates
 }
 
 var providers = map[configv1.PlatformType]provider{
@@ -156,7 +163,8 @@ func Decide(ctx context.Context, cluster Cluster, obj Object) (Decision, error) 
 	}
 	d.Arch = arch
 	rpm, _ := RPMArch(arch)
-	d, err = providers[cluster.Platform].decide(ctx, d, providerInput{spec: spec, arch: rpm, streams: streams, images: cluster.Images, infraNam: cluster.InfrastructureName})
+	d, err = providers[cluster.Platform].decide(ctx, d, providerInput{spec: spec, arch: rpm, streams: streams, images: cluster.Images, infraNam: cluster.InfrastructureName,
+		vsphere: cluster.VSphere, templates: cluster.Templates})
 	if err != nil || d.Action != Update {
 		return d, err
 	}
@@ -241,7 +249,7 @@ func architecture(d Decision, cluster Cluster, obj Object, streams *Streams) (st
 // the hot-loop guard.
 func updateChecks(update Decision, obj Object) Decision {
 	refuse := update
-	refuse.ProviderSpecPatch, refuse.UserData = nil, nil
+	refuse.ProviderSpecPatch, refuse.UserData, refuse.VSphere = nil, nil, nil
 	d := update
 	if obj.UserData != nil {
 		upgraded, from, err := UpgradeUserData(obj.UserData)

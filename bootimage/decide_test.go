@@ -133,7 +133,7 @@ var _ = Describe("Decide", func() {
 		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(c *bootimage.Cluster, _ *bootimage.Object) {
 			c.Images = &cloud.Static{AMIs: fixtures.AWSImages()[:2]}
 		}), bootimage.Skip, bootimage.ReasonTargetImageUnavailable, "target AMI ami-0f1e2d3c4b5a69788 is not found in us-east-1"),
-		Entry(nil, configv1.VSpherePlatformType, fixtures.VSphereProviderSpec(fixtures.OldVSphereTmpl), mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Skip, bootimage.ReasonUnsupportedPlatform, "importing the stream's OVA"),
+		Entry(nil, configv1.VSpherePlatformType, fixtures.VSphereProviderSpec(fixtures.OldVSphereTmpl), mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Skip, bootimage.ReasonFailureDomainMismatch, "matches no vCenter and failure domain"),
 		Entry("user data checked only when an update is due", configv1.AWSPlatformType, awsOld, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
 			o.UserData = &bootimage.UserData{SecretName: "worker-user-data", Found: true, Data: []byte("#!/bin/bash\necho hi")}
 		}), bootimage.Error, bootimage.ReasonInvalidUserData, "user-data Secret openshift-machine-api/worker-user-data: userData is not a JSON object"),

@@ -106,6 +106,9 @@ type Decision struct {
 	UserData []byte `json:"-"`
 	// UserDataVersion is the Ignition version UserData was upgraded from.
 	UserDataVersion string `json:"-"`
+	// VSphere, on a vSphere Update, is the template import to make before the patch; nil when
+	// the template is already current.
+	VSphere *VSphereImport `json:"-"`
 }
 
 func (d Decision) with(action Action, reason, format string, args ...any) Decision {

@@ -1,22 +1,263 @@
 package bootimage
 
-import "context"
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	configv1 "github.com/openshift/api/config/v1"
+)
+
+// Reasons of vSphere decisions.
+const (
+	// ReasonFailureDomainMismatch: the MachineSet's workspace matches no failure domain of the
+	// Infrastructure, so the operator does not know where its template belongs.
+	ReasonFailureDomainMismatch = "FailureDomainMismatch"
+	// ReasonVCenterNotConsulted: the template's RHCOS version is unknown because vCenter was not
+	// asked (no credentials, or an offline plan).
+	ReasonVCenterNotConsulted = "VCenterNotConsulted"
+	// ReasonTemplateNameTooLong: the managed template's name exceeds vSphere's 80 characters.
+	ReasonTemplateNameTooLong = "TemplateNameTooLong"
+)
+
+// MaxVSphereNameLength is the longest name vSphere accepts for a VM.
+const MaxVSphereNameLength = 80
+
+// VSphereLocation is a workspace folder in one vCenter datacenter.
+type VSphereLocation struct {
+	Server string
+	// Port is the vCenter's HTTPS port, 0 for the default.
+	Port       int32
+	Datacenter string
+	// Folder is the absolute inventory path of the cluster's workspace folder.
+	Folder string
+}
+
+// VSphereTemplate is what the operator reads of a VM template.
+type VSphereTemplate struct {
+	// Path is the template's inventory path.
+	Path string
+	// Version is the RHCOS version of its vApp product (the OVA's product section); "" when none.
+	Version string
+	// DiskType is its disks' provisioning: thin, thick, eagerZeroedThick, or "" when unknown.
+	DiskType string
+	// IsTemplate is false for a VM that was not (yet) marked as a template.
+	IsTemplate bool
+}
+
+// VSphereTemplates reads VM templates in vCenter. bootimage/cloud implements it with govmomi.
+type VSphereTemplates interface {
+	// VSphereTemplate returns the VM named name directly inside at.Folder, nil when there is none:
+	// a VM of that name anywhere else is not the cluster's and is never looked at.
+	// ErrNoCatalog says there are no credentials for the vCenter.
+	VSphereTemplate(ctx context.Context, at VSphereLocation, name string) (*VSphereTemplate, error)
+}
+
+// VSphereImport is what an update must do in vCenter before the MachineSet is patched: import the
+// stream's OVA as template Name in the failure domain, unless it is already there.
+type VSphereImport struct {
+	VSphereLocation
+	// Name is the template's name in Folder.
+	Name           string
+	ComputeCluster string
+	ResourcePool   string
+	Datastore      string
+	Network        string
+	// Release is the RHCOS version the template must have: the stream's artifacts.vmware.release.
+	Release string
+	// OVALocation and OVASHA256 are the stream's OVA.
+	OVALocation, OVASHA256 string
+	// InfrastructureName is the cluster's tag, attached as the installer does, with TagIDs.
+	InfrastructureName string
+	TagIDs             []string
+}
+
+// Key identifies the template an import writes: imports of one key must not run at once.
+func (i VSphereImport) Key() string {
+	return i.Server + "|" + i.Datacenter + "|" + path.Join(i.Folder, i.Name)
+}
+
+type vsphereWorkspace struct {
+	Server       string `json:"server"`
+	Datacenter   string `json:"datacenter"`
+	Folder       string `json:"folder"`
+	Datastore    string `json:"datastore"`
+	ResourcePool string `json:"resourcePool"`
+	VMGroup      string `json:"vmGroup"`
+}
 
 type vsphere struct{}
 
-// decide reports the vSphere template and the stream's OVA. Updating means importing the OVA
-// into vCenter as a new template, which needs vCenter access this operator does not have yet.
-func (vsphere) decide(_ context.Context, d Decision, in providerInput) (Decision, error) {
+// decide compares the MachineSet's template with the stream's RHCOS release. The template the
+// operator manages lives in the workspace folder: the one the MachineSet names if it is there,
+// else <infrastructureName>-rhcos-<failure domain>, as the MCO names it.
+func (vsphere) decide(ctx context.Context, d Decision, in providerInput) (Decision, error) {
 	var template string
 	if err := in.spec.field("template", &template); err != nil || template == "" {
 		return d.with(Error, ReasonInvalidProviderSpec, "providerSpec: template is missing or not a string"), nil
 	}
 	d.Current = template
-	ova := ""
-	if a, ok := in.streams.Default.Architectures[in.arch].Artifacts["vmware"]; ok {
-		if f, ok := a.Formats["ova"]; ok && f.Disk != nil {
-			ova = f.Disk.Location
+	var ws *vsphereWorkspace
+	var tagIDs []string
+	if err := in.spec.field("workspace", &ws); err != nil {
+		return d.with(Error, ReasonInvalidProviderSpec, "providerSpec: %v", err), nil
+	}
+	if err := in.spec.field("tagIDs", &tagIDs); err != nil {
+		return d.with(Error, ReasonInvalidProviderSpec, "providerSpec: %v", err), nil
+	}
+	if ws == nil || ws.Server == "" || ws.Datacenter == "" || !strings.HasPrefix(ws.Folder, "/") {
+		return d.with(Error, ReasonInvalidProviderSpec, "providerSpec: workspace.server, datacenter and folder (an inventory path) must be set: the operator manages templates in the cluster's workspace folder only"), nil
+	}
+	vcenter, fd, ok := failureDomainOf(in.vsphere, *ws)
+	if !ok {
+		return d.with(Skip, ReasonFailureDomainMismatch, "providerSpec workspace (%s) matches no vCenter and failure domain of Infrastructure cluster spec.platformSpec.vsphere", ws), nil
+	}
+	art := in.streams.Default.Architectures[in.arch].Artifacts["vmware"]
+	ova := art.Formats["ova"].Disk
+	if art.Release == "" || ova == nil || ova.Location == "" || ova.Sha256 == "" {
+		return d.with(Skip, ReasonTargetImageUnavailable, "the stream has no vmware OVA with a release and sha256 for %s", in.arch), nil
+	}
+	at := VSphereLocation{Server: vcenter.Server, Port: vcenter.Port, Datacenter: ws.Datacenter, Folder: path.Clean(ws.Folder)}
+	if in.templates == nil {
+		return d.with(Skip, ReasonVCenterNotConsulted, "template %s: vCenter %s not consulted, so its RHCOS version is unknown; the stream's is %s (OVA %s)", template, at.Server, art.Release, ova.Location), nil
+	}
+	computed := fmt.Sprintf("%s-rhcos-%s", in.infraNam, fd.Name)
+	name, value := computed, computed
+	var found *VSphereTemplate
+	var leftovers []string
+	if template != computed && inFolder(at.Folder, template) {
+		t, left, err := managedTemplate(ctx, in.templates, at, path.Base(template))
+		if err != nil {
+			return vcenterError(d, at, template, err)
+		}
+		if t != nil {
+			name, value, found, leftovers = path.Base(template), template, t, left
 		}
 	}
-	return d.with(Skip, ReasonUnsupportedPlatform, "vSphere template %s: importing the stream's OVA %s into vCenter is not supported by this operator yet", template, ova), nil
+	if found == nil {
+		t, left, err := managedTemplate(ctx, in.templates, at, computed)
+		if err != nil {
+			return vcenterError(d, at, computed, err)
+		}
+		found, leftovers = t, left
+	}
+	if found != nil && found.Version == "" {
+		return d.with(Skip, ReasonCustomImage, "template %s has no RHCOS product version: not an RHCOS template, left alone", found.Path), nil
+	}
+	if found != nil {
+		d.Current = fmt.Sprintf("%s@%s", template, found.Version)
+	}
+	d.Target = fmt.Sprintf("%s@%s", value, art.Release)
+	if len(name) > MaxVSphereNameLength {
+		return d.with(Error, ReasonTemplateNameTooLong, "template name %s is longer than vSphere's %d characters", name, MaxVSphereNameLength), nil
+	}
+	d.ProviderSpecPatch = []PatchOp{set("/template", value)}
+	if found != nil && found.Version == art.Release && len(leftovers) == 0 {
+		if template == value {
+			d.ProviderSpecPatch = nil
+			return d.with(NoChange, ReasonUpToDate, "template %s is RHCOS %s, the stream's", found.Path, art.Release), nil
+		}
+		return d.with(Update, ReasonImageOutdated, "template %s is not the cluster's; %s in the workspace folder is RHCOS %s, the stream's", template, found.Path, art.Release), nil
+	}
+	d.VSphere = &VSphereImport{
+		VSphereLocation: at, Name: name,
+		ComputeCluster: fd.Topology.ComputeCluster, ResourcePool: fd.Topology.ResourcePool, Datastore: fd.Topology.Datastore,
+		Release: art.Release, OVALocation: ova.Location, OVASHA256: ova.Sha256,
+		InfrastructureName: in.infraNam, TagIDs: tagIDs,
+	}
+	if len(fd.Topology.Networks) > 0 {
+		d.VSphere.Network = fd.Topology.Networks[0]
+	}
+	if found == nil {
+		return d.with(Update, ReasonImageOutdated, "template %s is not in the workspace folder %s: importing the stream's OVA (RHCOS %s) as %s", template, at.Folder, art.Release, name), nil
+	}
+	if found.Version == art.Release {
+		return d.with(Update, ReasonImageOutdated, "template %s is RHCOS %s, the stream's, but an interrupted swap left %s: finishing it", found.Path, art.Release, strings.Join(leftovers, ", ")), nil
+	}
+	return d.with(Update, ReasonImageOutdated, "template %s is RHCOS %s, the stream's is %s: importing its OVA", found.Path, found.Version, art.Release), nil
+}
+
+// VSphereSwapNames are the names a template swap of name uses, the MCO's: the template being
+// imported and the one being replaced. They have a fixed length, so they fit vSphere's limit.
+func VSphereSwapNames(name string) (importing, replaced string) {
+	h := sha256.Sum256([]byte(name))
+	return fmt.Sprintf("mco-tmp-%x", h[:4]), fmt.Sprintf("mco-old-%x", h[:4])
+}
+
+// managedTemplate returns template name in at's folder, or the template an interrupted swap
+// renamed away from it, and the swap's other leftovers.
+func managedTemplate(ctx context.Context, templates VSphereTemplates, at VSphereLocation, name string) (*VSphereTemplate, []string, error) {
+	importing, replaced := VSphereSwapNames(name)
+	t, err := templates.VSphereTemplate(ctx, at, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	old, err := templates.VSphereTemplate(ctx, at, replaced)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case t == nil && old != nil:
+		return old, []string{replaced}, nil
+	case t == nil:
+		return nil, nil, nil
+	case old != nil:
+		return t, []string{replaced}, nil
+	}
+	// An import left behind next to an outdated template is reused by the next swap; next to a
+	// current one it is a leftover to delete.
+	next, err := templates.VSphereTemplate(ctx, at, importing)
+	if err != nil || next == nil {
+		return t, nil, err
+	}
+	return t, []string{importing}, nil
+}
+
+func vcenterError(d Decision, at VSphereLocation, name string, err error) (Decision, error) {
+	if errors.Is(err, ErrNoCatalog) {
+		return d.with(Skip, ReasonVCenterNotConsulted, "template %s: no credentials for vCenter %s (%v), so its RHCOS version is unknown", name, at.Server, err), nil
+	}
+	return d, fmt.Errorf("looking up template %s in vCenter %s folder %s: %w", name, at.Server, at.Folder, err)
+}
+
+// inFolder reports whether template, a bare name or an inventory path, names a VM directly
+// inside folder.
+func inFolder(folder, template string) bool {
+	return !strings.HasPrefix(template, "/") || path.Dir(path.Clean(template)) == folder
+}
+
+// String names the fields a workspace is matched on.
+func (w vsphereWorkspace) String() string {
+	s := fmt.Sprintf("server: %s, datacenter: %s, datastore: %s, resourcePool: %s", w.Server, w.Datacenter, w.Datastore, w.ResourcePool)
+	if w.VMGroup != "" {
+		s += ", vmGroup: " + w.VMGroup
+	}
+	return s
+}
+
+// failureDomainOf returns the vCenter and failure domain the workspace belongs to: every field the
+// CPMS operator compares must match (server, datacenter, datastore, resource pool, VM group).
+func failureDomainOf(spec *configv1.VSpherePlatformSpec, ws vsphereWorkspace) (configv1.VSpherePlatformVCenterSpec, configv1.VSpherePlatformFailureDomainSpec, bool) {
+	if spec == nil {
+		return configv1.VSpherePlatformVCenterSpec{}, configv1.VSpherePlatformFailureDomainSpec{}, false
+	}
+	for _, vc := range spec.VCenters {
+		if vc.Server != ws.Server {
+			continue
+		}
+		for _, fd := range spec.FailureDomains {
+			vmGroup := ""
+			if fd.ZoneAffinity != nil && fd.ZoneAffinity.HostGroup != nil {
+				vmGroup = fd.ZoneAffinity.HostGroup.VMGroup
+			}
+			if fd.Server == vc.Server && fd.Topology.Datacenter == ws.Datacenter && fd.Topology.Datastore == ws.Datastore &&
+				vmGroup == ws.VMGroup && path.Clean(fd.Topology.ResourcePool) == path.Clean(ws.ResourcePool) {
+				return vc, fd, true
+			}
+		}
+	}
+	return configv1.VSpherePlatformVCenterSpec{}, configv1.VSpherePlatformFailureDomainSpec{}, false
 }

@@ -34,6 +34,8 @@ type bootImageSteps struct {
 	Recorder record.EventRecorder
 	Tracker  *Tracker
 	Timings  CloudTimings
+	// Templates imports vSphere templates before a vSphere update is patched in.
+	Templates *TemplateImporter
 }
 
 // CloudTimings are the cloud retry timings; zero fields take the defaults.
@@ -93,6 +95,11 @@ func (s bootImageSteps) reconcile(ctx context.Context, t target) (ctrl.Result, e
 	next := s.Tracker.NextAttempts(kind, key, persisted, d.Target, selection)
 	if t.refine != nil {
 		d = t.refine(d, next)
+	}
+	if d.Action == bootimage.Update && d.VSphere != nil {
+		if again, err := s.importTemplate(ctx, t, d, in.version); again || err != nil {
+			return vsphereResult(err)
+		}
 	}
 	if d.Action == bootimage.Update {
 		if err := s.update(ctx, t, key, d, next); err != nil {

@@ -27,6 +27,8 @@ type clusterInputs struct {
 	Gates   featuregates.Source
 	Images  bootimage.Catalog
 	Streams *bootimage.StreamCache
+	// Templates reads vCenter templates for vSphere decisions.
+	Templates bootimage.VSphereTemplates
 }
 
 // ready is false until MachineConfiguration/cluster exists and its status was computed for its
@@ -40,7 +42,7 @@ func (in clusterInputs) load(ctx context.Context) (loaded loadedInputs, ready bo
 	if mc.Status.ObservedGeneration != mc.Generation {
 		return loaded, false, nil
 	}
-	objs := bootimage.ClusterObjects{Effective: mc.Status.ManagedBootImagesStatus, Images: in.Images, Streams: in.Streams}
+	objs := bootimage.ClusterObjects{Effective: mc.Status.ManagedBootImagesStatus, Images: in.Images, Streams: in.Streams, Templates: in.Templates}
 	if objs.Infrastructure, err = getOptional(ctx, in.Client, client.ObjectKey{Name: "cluster"}, &configv1.Infrastructure{}); err != nil {
 		return loaded, false, err
 	}

@@ -373,7 +373,7 @@ var _ = Describe("MachineSet boot images left alone elsewhere", func() {
 		Entry("a GCP marketplace image", configv1.GCPPlatformType, fixtures.GCPProviderSpec("projects/redhat-marketplace-public/global/images/redhat-coreos-ocp-413-x86-64-202305021736"), nil, nil, staticImages,
 			"CustomImage: Boot image update skipped: boot image projects/redhat-marketplace-public/global/images/redhat-coreos-ocp-413-x86-64-202305021736 is not an RHCOS image"),
 		Entry("a vSphere template", configv1.VSpherePlatformType, fixtures.VSphereProviderSpec(fixtures.OldVSphereTmpl), nil, nil, staticImages,
-			"UnsupportedPlatform: Boot image update skipped: vSphere template ci-ln-abc12-rhcos: importing the stream's OVA"),
+			"FailureDomainMismatch: Boot image update skipped: providerSpec workspace (server: vcenter.example.com"),
 		Entry("no architecture on a multi-arch cluster", configv1.AWSPlatformType, fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI), noArch, multiArch, staticImages,
 			"ArchitectureUnknown: Boot image update skipped: multi-architecture cluster and no kubernetes.io/arch"),
 		Entry("a region the stream does not list", configv1.AWSPlatformType, fixtures.AWSProviderSpec("ap-south-1", fixtures.OldAWSAMI), nil, nil, rhcosInAPSouth,

@@ -26,6 +26,10 @@ type Config struct {
 	Images bootimage.Catalog
 	// CloudRootCAs, when set, are trusted for cloud endpoints (tests trust a local CA).
 	CloudRootCAs *x509.CertPool
+	// OVACacheDir is the writable directory for downloaded OVAs; empty means DefaultOVACacheDir.
+	OVACacheDir string
+	// AfterTemplateStep is a test seam: see TemplateImporter.AfterStep.
+	AfterTemplateStep func(step string) error
 	// BeforeMigrationWrite is a test seam: see migrations.Runner.BeforeWrite.
 	BeforeMigrationWrite func(ctx context.Context, migration string) error
 	// ClusterOperator, when set, names the ClusterOperator whose Upgradeable condition carries the
@@ -65,8 +69,13 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	if images == nil {
 		images = ClusterCatalog(mgr.GetClient(), cfg.CloudRootCAs)
 	}
-	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: images, Streams: streams}
-	steps := bootImageSteps{Client: mgr.GetClient(), Inputs: inputs, Recorder: recorder, Tracker: tracker, Timings: cfg.Cloud.withDefaults()}
+	vcenters, templates := newVSphere(mgr.GetAPIReader(), cfg.CloudRootCAs, cfg.OVACacheDir)
+	templates.AfterStep = cfg.AfterTemplateStep
+	if err := mgr.Add(vcenters); err != nil {
+		return err
+	}
+	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: images, Streams: streams, Templates: vcenters}
+	steps := bootImageSteps{Client: mgr.GetClient(), Inputs: inputs, Recorder: recorder, Tracker: tracker, Timings: cfg.Cloud.withDefaults(), Templates: templates}
 	machineSets := &MachineSetReconciler{steps}
 	if err := machineSets.SetupWithManager(mgr); err != nil {
 		return err

@@ -54,6 +54,7 @@ type options struct {
 	kubeAPIQPS      float64
 	kubeAPIBurst    int
 	clusterOperator string
+	ovaCacheDir     string
 }
 
 func main() {
@@ -80,6 +81,7 @@ func run(ctx context.Context, args []string) error {
 	fs.Float64Var(&opts.kubeAPIQPS, "kube-api-qps", defaultKubeAPIQPS, "Requests per second the operator's API client may send.")
 	fs.IntVar(&opts.kubeAPIBurst, "kube-api-burst", defaultKubeAPIBurst, "Requests the operator's API client may send in a burst.")
 	fs.StringVar(&opts.clusterOperator, "cluster-operator-name", "", "ClusterOperator whose Upgradeable condition carries the boot image skew guard; empty (inside the MCO, whose status sync reads the guard) sets none.")
+	fs.StringVar(&opts.ovaCacheDir, "ova-cache-dir", controllers.DefaultOVACacheDir, "Writable directory for downloaded vSphere OVAs.")
 	logConfig := textlogger.NewConfig()
 	logConfig.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -126,7 +128,7 @@ func run(ctx context.Context, args []string) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	if err := controllers.Setup(mgr, controllers.Config{ReleaseVersion: opts.releaseVersion, ClusterOperator: opts.clusterOperator}); err != nil {
+	if err := controllers.Setup(mgr, controllers.Config{ReleaseVersion: opts.releaseVersion, ClusterOperator: opts.clusterOperator, OVACacheDir: opts.ovaCacheDir}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}
 	go func() {

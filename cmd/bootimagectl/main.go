@@ -1,6 +1,6 @@
 // Command bootimagectl shows what bootimage-operator would do, writing nothing.
 //
-//	bootimagectl plan [--kubeconfig FILE [--offline] | -f FILE|DIR ...] [--aws-images FILE] [--release-version V] [-o table|json]
+//	bootimagectl plan [--kubeconfig FILE [--offline] | -f FILE|DIR ...] [--aws-images FILE] [--vcenter-ca FILE] [--release-version V] [-o table|json]
 package main
 
 import (
@@ -67,6 +67,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	offline := fs.Bool("offline", false, "Look no image up in a cloud: only in --aws-images. Always so with -f.")
 	fs.Var(&files, "f", "A YAML or JSON file, or a folder of them (repeatable): Infrastructure, FeatureGate, ClusterVersion, MachineConfiguration, ConfigMap, MachineSet, ControlPlaneMachineSet, Secret, Node, and Lists of them.")
 	awsImages := fs.String("aws-images", "", "A JSON array of AMIs {imageId, ownerId, name, description, creationDate, region, state} to classify AWS images with, instead of EC2.")
+	vcenterCA := fs.String("vcenter-ca", "", "PEM CAs to trust for vCenter on a live cluster (default: the system's). vCenter is only read.")
 	releaseVersion := fs.String("release-version", "", "Release version whose feature gates apply (default: ClusterVersion status.desired.version).")
 	output := fs.String("o", "table", "Output format: table or json.")
 	if err := fs.Parse(args); err != nil {
@@ -86,6 +87,14 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *offline {
 		c = nil
+	}
+	if c != nil {
+		// A live plan reads vSphere templates with the operator's credentials; it never writes.
+		if in.vcenters, err = vCenters(c, *vcenterCA); err != nil {
+			fmt.Fprintf(stderr, "bootimagectl plan: %v\n", err)
+			return exitUnusable
+		}
+		defer in.vcenters.Close(ctx)
 	}
 	images, notes, err := imageCatalog(in, c, *awsImages)
 	if err != nil {
@@ -168,6 +177,24 @@ func imageCatalog(in planInputs, c client.Reader, awsImages string) (bootimage.C
 		return nil, nil, err
 	}
 	return controllers.ClusterCatalog(c, rootCAs), notes, nil
+}
+
+// vCenters returns the vCenter reader of a live plan, trusting the CAs of the PEM file caFile
+// when given, else the system's.
+func vCenters(c client.Reader, caFile string) (*cloud.VCenters, error) {
+	vc := &cloud.VCenters{Credentials: controllers.VSphereCredentials(c)}
+	if caFile == "" {
+		return vc, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, err
+	}
+	vc.RootCAs = x509.NewCertPool()
+	if !vc.RootCAs.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--vcenter-ca %s: no PEM certificate", caFile)
+	}
+	return vc, nil
 }
 
 // awsCABundle reads AWS_CA_BUNDLE, the AWS SDK's and CLI's variable for a private CA, into the

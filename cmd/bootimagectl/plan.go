@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/cpms"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
@@ -39,6 +40,8 @@ type planInputs struct {
 	// exist (rather than was not given), and the selection in force is MachineConfiguration's
 	// status, as the operator reads it (rather than computed from spec).
 	live bool
+	// vcenters reads vSphere templates on a live cluster; nil offline.
+	vcenters *cloud.VCenters
 }
 
 func fromObjects(objs []client.Object) planInputs {
@@ -154,6 +157,9 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, images boot
 	objs.Effective, note = in.selection(objs.Gates)
 	if note != "" {
 		out.Notes = append(out.Notes, note)
+	}
+	if in.vcenters != nil {
+		objs.Templates = in.vcenters
 	}
 	cluster := bootimage.NewCluster(objs)
 

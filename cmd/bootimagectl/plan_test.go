@@ -221,7 +221,7 @@ var _ = Describe("bootimagectl plan on files, the operator's cases", func() {
 		Entry("GCP outdated", configv1.GCPPlatformType, fixtures.MachineSet("w", fixtures.GCPProviderSpec(fixtures.OldGCPImage)), bootimage.Update, bootimage.ReasonImageOutdated),
 		Entry("Azure outdated", configv1.AzurePlatformType, fixtures.MachineSet("w", fixtures.AzureProviderSpec(fixtures.DefaultAzureImage, "")), bootimage.Update, bootimage.ReasonImageOutdated),
 		Entry("Azure confidential", configv1.AzurePlatformType, fixtures.MachineSet("w", fixtures.AzureProviderSpec(fixtures.DefaultAzureImage, "TrustedLaunch")), bootimage.Skip, bootimage.ReasonConfidentialVM),
-		Entry("vSphere", configv1.VSpherePlatformType, fixtures.MachineSet("w", fixtures.VSphereProviderSpec(fixtures.OldVSphereTmpl)), bootimage.Skip, bootimage.ReasonUnsupportedPlatform),
+		Entry("vSphere", configv1.VSpherePlatformType, fixtures.MachineSet("w", fixtures.VSphereProviderSpec(fixtures.OldVSphereTmpl)), bootimage.Skip, bootimage.ReasonFailureDomainMismatch),
 		Entry("bare metal", configv1.BareMetalPlatformType, fixtures.MachineSet("w", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)), bootimage.Skip, bootimage.ReasonUnsupportedPlatform),
 		Entry("Windows", configv1.AWSPlatformType, func() *machinev1beta1.MachineSet {
 			ms := fixtures.MachineSet("w", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI))

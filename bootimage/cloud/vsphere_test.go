@@ -1,0 +1,89 @@
+package cloud_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
+)
+
+var _ = Describe("vCenter through govmomi, against vcsim", Ordered, func() {
+	var vc *fakecloud.VCenter
+	var vcenters *cloud.VCenters
+	var at bootimage.VSphereLocation
+	var imp bootimage.VSphereImport
+
+	BeforeAll(func() {
+		var err error
+		vc, err = fakecloud.NewVCenter(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(vc.Close)
+		folder, err := vc.ClusterFolder(ctx, "infra-1")
+		Expect(err).NotTo(HaveOccurred())
+		vcenters = &cloud.VCenters{RootCAs: vc.RootCAs(), Credentials: vc.Credentials("1")}
+		DeferCleanup(vcenters.Close, context.Background())
+		at = bootimage.VSphereLocation{Server: vc.Server, Port: vc.Port, Datacenter: fakecloud.VCenterDatacenter, Folder: folder}
+		imp = bootimage.VSphereImport{
+			VSphereLocation: at, Name: "infra-1-rhcos-fd1", ComputeCluster: fakecloud.VCenterCluster, ResourcePool: fakecloud.VCenterPool,
+			Datastore: fakecloud.VCenterDatastore, Network: fakecloud.VCenterNetwork, Release: "9.6.1", InfrastructureName: "infra-1",
+		}
+	})
+
+	It("answers nil for a template that is not in the folder", func() {
+		Expect(vcenters.VSphereTemplate(ctx, at, "nope")).To(BeNil())
+	})
+
+	It("imports an OVA as a tagged template, secure boot off, and reads its RHCOS version", func() {
+		ova := filepath.Join(GinkgoT().TempDir(), "rhcos.ova")
+		Expect(os.WriteFile(ova, fakecloud.OVA("9.6.1"), 0o600)).To(Succeed())
+		Expect(vcenters.ImportTemplate(ctx, imp, imp.Name, ova, "thin")).To(Succeed())
+
+		t, err := vcenters.VSphereTemplate(ctx, at, imp.Name)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(*t).To(Equal(bootimage.VSphereTemplate{Path: at.Folder + "/" + imp.Name, Version: "9.6.1", DiskType: "thin", IsTemplate: true}))
+		vm, tagNames, err := vc.VM(ctx, t.Path)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(tagNames).To(ConsistOf("infra-1"))
+		Expect(vm.Config.BootOptions).To(HaveField("EfiSecureBootEnabled", HaveValue(BeFalse())))
+		Expect(vm.Config.Hardware.Device).To(ContainElement(BeAssignableToTypeOf(&types.VirtualDisk{})))
+	})
+
+	It("renames and deletes templates in the folder only", func() {
+		Expect(vcenters.RenameTemplate(ctx, at, imp.Name, "renamed")).To(Succeed())
+		Expect(vcenters.VSphereTemplate(ctx, at, imp.Name)).To(BeNil())
+		Expect(vcenters.DestroyTemplate(ctx, at, "renamed")).To(Succeed())
+		Expect(vc.VMs(ctx, at.Folder)).To(BeEmpty())
+		Expect(vcenters.DestroyTemplate(ctx, at, "renamed")).To(Succeed(), "deleting what is gone is done")
+	})
+
+	It("refuses a vCenter whose certificate it does not trust", func() {
+		untrusting := &cloud.VCenters{Credentials: vcenters.Credentials}
+		_, err := untrusting.VSphereTemplate(ctx, at, imp.Name)
+		Expect(err).To(MatchError(ContainSubstring("certificate")))
+	})
+
+	It("keeps one session per vCenter and logs it out on Close", func() {
+		before, err := vc.Sessions(ctx, fakecloud.VCenterUsername)
+		Expect(err).NotTo(HaveOccurred())
+		own := &cloud.VCenters{RootCAs: vc.RootCAs(), Credentials: vcenters.Credentials}
+		for range 3 {
+			_, err := own.VSphereTemplate(ctx, at, imp.Name)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Expect(vc.Sessions(ctx, fakecloud.VCenterUsername)).To(Equal(before + 1))
+
+		own.Credentials = vc.Credentials("2")
+		_, err = own.VSphereTemplate(ctx, at, imp.Name)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(vc.Sessions(ctx, fakecloud.VCenterUsername)).To(Equal(before+1), "new credentials replace the session")
+		own.Close(ctx)
+		Expect(vc.Sessions(ctx, fakecloud.VCenterUsername)).To(Equal(before))
+	})
+})

@@ -1,0 +1,170 @@
+package bootimage_test
+
+import (
+	"context"
+	"errors"
+	"path"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
+)
+
+// folderTemplates is vCenter as a map of inventory path to template; err, when set, fails reads.
+type folderTemplates struct {
+	byPath map[string]bootimage.VSphereTemplate
+	err    error
+}
+
+func (f folderTemplates) VSphereTemplate(_ context.Context, at bootimage.VSphereLocation, name string) (*bootimage.VSphereTemplate, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	if t, ok := f.byPath[path.Join(at.Folder, name)]; ok {
+		t.Path = path.Join(at.Folder, name)
+		return &t, nil
+	}
+	return nil, nil
+}
+
+var _ = Describe("vSphere decisions", func() {
+	const (
+		folder    = "/dc1/vm/demo-x7k2p"
+		installed = "demo-x7k2p-rhcos-region-a-zone-a"
+		computed  = "demo-x7k2p-rhcos-fd1"
+		ovaSHA    = "0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9"
+	)
+	ws := fixtures.VSphereWorkspace{Server: "vcenter.example.com", Datacenter: "dc1", Folder: folder, Datastore: "/dc1/datastore/ds1", ResourcePool: "/dc1/host/c1/Resources"}
+	release := fixtures.StreamRelease
+
+	var templates folderTemplates
+	BeforeEach(func() {
+		templates = folderTemplates{byPath: map[string]bootimage.VSphereTemplate{
+			folder + "/" + installed: {Version: "9.4.20240101-0", DiskType: "eagerZeroedThick", IsTemplate: true},
+		}}
+	})
+
+	vsphere := func(template string, mutations ...mutate) bootimage.Decision {
+		GinkgoHelper()
+		c, o := clusterOn(configv1.VSpherePlatformType), machineSet(fixtures.VSphereProviderSpecAt(template, ws))
+		c.VSphere = fixtures.VSpherePlatformSpec("fd1", 443, ws, "/dc1/host/c1", "ci-segment")
+		c.BootImages = fixtures.BootImagesConfigMap(fixtures.WithVSphereOVA(fixtures.Stream(), release, "https://mirror/rhcos.ova", ovaSHA), "4.20.3")
+		c.Templates = templates
+		for _, m := range mutations {
+			m(&c, &o)
+		}
+		d, err := bootimage.Decide(ctx, c, o)
+		Expect(err).NotTo(HaveOccurred())
+		return d
+	}
+
+	It("imports the stream's OVA over an outdated template, keeping its name", func() {
+		d := vsphere(installed)
+		Expect(d).To(And(HaveField("Action", bootimage.Update), HaveField("Reason", bootimage.ReasonImageOutdated)))
+		Expect(d.Current).To(Equal(installed + "@9.4.20240101-0"))
+		Expect(d.Target).To(Equal(installed+"@"+release), "the name is stable, so the target carries the version")
+		Expect(*d.VSphere).To(Equal(bootimage.VSphereImport{
+			VSphereLocation: bootimage.VSphereLocation{Server: ws.Server, Port: 443, Datacenter: "dc1", Folder: folder},
+			Name:            installed, ComputeCluster: "/dc1/host/c1", ResourcePool: ws.ResourcePool, Datastore: ws.Datastore, Network: "ci-segment",
+			Release: release, OVALocation: "https://mirror/rhcos.ova", OVASHA256: ovaSHA, InfrastructureName: "demo-x7k2p",
+		}))
+		_, after := applyPatch(fixtures.VSphereProviderSpecAt(installed, ws), d)
+		Expect(after["template"]).To(Equal(installed))
+	})
+
+	It("is up to date when the template is the stream's release", func() {
+		templates.byPath[folder+"/"+installed] = bootimage.VSphereTemplate{Version: release, IsTemplate: true}
+		d := vsphere(installed)
+		Expect(d).To(And(HaveField("Action", bootimage.NoChange), HaveField("Reason", bootimage.ReasonUpToDate), HaveField("VSphere", BeNil())))
+	})
+
+	It("creates <infrastructureName>-rhcos-<failure domain> when the MachineSet's template is not in the workspace folder", func() {
+		for _, template := range []string{"/dc1/vm/customer/golden", "golden"} {
+			templates.byPath["/dc1/vm/customer/golden"] = bootimage.VSphereTemplate{Version: "9.4.20240101-0"}
+			d := vsphere(template)
+			Expect(d.Action).To(Equal(bootimage.Update), template)
+			Expect(d.VSphere).To(And(HaveField("Name", computed), HaveField("Folder", folder)), template)
+			Expect(d.Message).To(ContainSubstring("is not in the workspace folder " + folder + ": importing the stream's OVA"))
+			_, after := applyPatch(fixtures.VSphereProviderSpecAt(template, ws), d)
+			Expect(after["template"]).To(Equal(computed))
+		}
+	})
+
+	It("points the MachineSet at the cluster's current template without importing", func() {
+		templates.byPath[folder+"/"+computed] = bootimage.VSphereTemplate{Version: release, IsTemplate: true}
+		d := vsphere("/dc1/vm/customer/golden")
+		Expect(d).To(And(HaveField("Action", bootimage.Update), HaveField("VSphere", BeNil()), HaveField("Target", computed+"@"+release)))
+	})
+
+	It("finishes a swap an interruption left: a renamed-away template, or leftovers next to a current one", func() {
+		importing, replaced := bootimage.VSphereSwapNames(installed)
+		templates.byPath[folder+"/"+replaced] = templates.byPath[folder+"/"+installed]
+		delete(templates.byPath, folder+"/"+installed)
+		d := vsphere(installed)
+		Expect(d.VSphere).To(HaveField("Name", installed))
+		Expect(d.Current).To(Equal(installed + "@9.4.20240101-0"))
+
+		templates.byPath[folder+"/"+installed] = bootimage.VSphereTemplate{Version: release, IsTemplate: true}
+		delete(templates.byPath, folder+"/"+replaced)
+		templates.byPath[folder+"/"+importing] = bootimage.VSphereTemplate{Version: release}
+		d = vsphere(installed)
+		Expect(d.Action).To(Equal(bootimage.Update))
+		Expect(d.Message).To(ContainSubstring("an interrupted swap left " + importing))
+		Expect(d.VSphere).NotTo(BeNil())
+	})
+
+	It("keys the hot-loop guard on the release, since the template name does not change", func() {
+		d := vsphere(installed, func(_ *bootimage.Cluster, o *bootimage.Object) {
+			o.Attempts = func(target string) int {
+				if target == installed+"@"+release {
+					return bootimage.HotLoopLimit
+				}
+				return 0
+			}
+		})
+		Expect(d).To(And(HaveField("Action", bootimage.Error), HaveField("Reason", bootimage.ReasonHotLoopDetected), HaveField("VSphere", BeNil())))
+	})
+
+	DescribeTable("leaves alone, with a reason",
+		func(template string, mutation mutate, action bootimage.Action, reason, message string) {
+			d := vsphere(template, mutation)
+			Expect(d).To(And(HaveField("Action", action), HaveField("Reason", reason), HaveField("VSphere", BeNil())))
+			Expect(d.Message).To(ContainSubstring(message))
+		},
+		Entry("a workspace of no failure domain", installed, func(c *bootimage.Cluster, _ *bootimage.Object) {
+			c.VSphere.FailureDomains[0].Topology.Datastore = "/dc1/datastore/other"
+		}, bootimage.Skip, bootimage.ReasonFailureDomainMismatch, "providerSpec workspace (server: vcenter.example.com, datacenter: dc1, datastore: /dc1/datastore/ds1, resourcePool: /dc1/host/c1/Resources) matches no vCenter"),
+		Entry("a cluster without failure domains", installed, func(c *bootimage.Cluster, _ *bootimage.Object) { c.VSphere = nil },
+			bootimage.Skip, bootimage.ReasonFailureDomainMismatch, "matches no vCenter"),
+		Entry("an offline plan", installed, func(c *bootimage.Cluster, _ *bootimage.Object) { c.Templates = nil },
+			bootimage.Skip, bootimage.ReasonVCenterNotConsulted, "template "+installed+": vCenter vcenter.example.com not consulted, so its RHCOS version is unknown; the stream's is "+release+" (OVA https://mirror/rhcos.ova)"),
+		Entry("no credentials", installed, func(c *bootimage.Cluster, _ *bootimage.Object) {
+			c.Templates = folderTemplates{err: bootimage.ErrNoCatalog}
+		}, bootimage.Skip, bootimage.ReasonVCenterNotConsulted, "no credentials for vCenter vcenter.example.com"),
+		Entry("a template without an RHCOS version", installed, func(*bootimage.Cluster, *bootimage.Object) {
+			templates.byPath[folder+"/"+installed] = bootimage.VSphereTemplate{}
+		}, bootimage.Skip, bootimage.ReasonCustomImage, "has no RHCOS product version"),
+		Entry("a stream without an OVA checksum", installed, func(c *bootimage.Cluster, _ *bootimage.Object) {
+			c.BootImages = fixtures.BootImagesConfigMap(fixtures.WithVSphereOVA(fixtures.Stream(), release, "https://mirror/rhcos.ova", ""), "4.20.3")
+		}, bootimage.Skip, bootimage.ReasonTargetImageUnavailable, "no vmware OVA with a release and sha256 for x86_64"),
+		Entry("a template name longer than vSphere's 80 characters", installed, func(c *bootimage.Cluster, _ *bootimage.Object) {
+			c.VSphere.FailureDomains[0].Name = strings.Repeat("f", 70)
+			delete(templates.byPath, folder+"/"+installed)
+		}, bootimage.Error, bootimage.ReasonTemplateNameTooLong, "longer than vSphere's 80 characters"),
+		Entry("a providerSpec without a workspace folder", "x", func(_ *bootimage.Cluster, o *bootimage.Object) {
+			o.ProviderSpec = []byte(`{"template": "x", "workspace": {"server": "vcenter.example.com"}}`)
+		}, bootimage.Error, bootimage.ReasonInvalidProviderSpec, "workspace.server, datacenter and folder (an inventory path) must be set"),
+	)
+
+	It("returns a failed vCenter read as transient", func() {
+		c, o := clusterOn(configv1.VSpherePlatformType), machineSet(fixtures.VSphereProviderSpecAt(installed, ws))
+		c.VSphere = fixtures.VSpherePlatformSpec("fd1", 0, ws, "/dc1/host/c1", "ci-segment")
+		c.Templates = folderTemplates{err: errors.New("connection refused")}
+		_, err := bootimage.Decide(ctx, c, o)
+		Expect(err).To(MatchError(ContainSubstring("looking up template " + installed + " in vCenter vcenter.example.com folder " + folder + ": connection refused")))
+	})
+})
