@@ -92,16 +92,8 @@ var _ = Describe("Cloud lookups that keep failing", func() {
 		server := fakecloud.NewEC2(fixtures.AWSImages())
 		DeferCleanup(server.Close)
 		server.Unavailable.Store(true)
-		bootImageCluster(configv1.AWSPlatformType)
-		infra := &configv1.Infrastructure{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: "cluster"}, infra)).To(Succeed())
-		want := infra.DeepCopy()
-		want.Status.PlatformStatus.AWS.ServiceEndpoints = []configv1.AWSServiceEndpoint{{Name: "ec2", URL: server.URL}}
-		Expect(fixtures.SetStatus(ctx, k8s, infra, want)).To(Succeed())
-		Expect(fixtures.Create(ctx, k8s,
-			fixtures.AWSCredentialsSecret(),
-			fixtures.MachineSet("worker-a", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)),
-		)).To(Succeed())
+		awsClusterAt(server)
+		Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet("worker-a", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)))).To(Succeed())
 		mgr := startOperator(controllers.Config{CloudRootCAs: server.RootCAs(), Cloud: controllers.CloudTimings{ErrorGrace: 2 * time.Second, RetryInterval: time.Second}})
 		DeferCleanup(mgr.Stop)
 

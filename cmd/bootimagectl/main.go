@@ -70,11 +70,8 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	vcenterCA := fs.String("vcenter-ca", "", "PEM CAs to trust for vCenter on a live cluster (default: the system's). vCenter is only read.")
 	releaseVersion := fs.String("release-version", "", "Release version whose feature gates apply (default: ClusterVersion status.desired.version).")
 	output := fs.String("o", "table", "Output format: table or json.")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUnusable
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	if *output != "table" && *output != "json" {
 		fmt.Fprintf(stderr, "bootimagectl plan: -o must be table or json, not %q\n", *output)
@@ -220,4 +217,27 @@ func awsCABundle() (*x509.CertPool, error) {
 var cloudCredentials = map[configv1.PlatformType]struct{ secret, without string }{
 	configv1.AWSPlatformType: {controllers.AWSCredentialsSecret, "AMIs cannot be looked up in EC2, by the operator either, so RHCOS AMIs show as CustomImage"},
 	configv1.GCPPlatformType: {controllers.GCPCredentialsSecret, "target images are not pre-flight checked, by the operator either"},
+}
+
+// parseFlags parses args into fs; done says the command ends there with code: help was asked for
+// (exit 0) or a flag is wrong (fs already said which).
+func parseFlags(fs *flag.FlagSet, args []string) (code int, done bool) {
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return 0, false
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK, true
+	default:
+		return exitUnusable, true
+	}
+}
+
+// failure returns a function that says on stderr, after the command's name, why the input is
+// unusable, and gives the exit code for that.
+func failure(stderr io.Writer, command string) func(format string, a ...any) int {
+	return func(format string, a ...any) int {
+		fmt.Fprintf(stderr, command+": "+format+"\n", a...)
+		return exitUnusable
+	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -29,16 +28,10 @@ func runRefreshPlan(args []string, stdout, stderr io.Writer) int {
 	policiesPath := fs.String("policies", "", "A MachineConfiguration whose spec.nodeDisruptionPolicy is merged with the cluster defaults.")
 	pathsPath := fs.String("no-reboot-paths", "", "A no-reboot-paths JSON array: file decisions come from it (reboot triggers and rejections still apply).")
 	output := fs.String("o", "table", "Output format: table or json.")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUnusable
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "bootimagectl refresh plan: "+format+"\n", a...)
-		return exitUnusable
-	}
+	fail := failure(stderr, "bootimagectl refresh plan")
 	if *oldPath == "" || *newPath == "" {
 		return fail("--old and --new are required")
 	}

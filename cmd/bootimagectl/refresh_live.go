@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -80,16 +79,10 @@ func runRefreshPlanLive(ctx context.Context, args []string, stdout, stderr io.Wr
 	deleted := fs.String("delete", "", "The name of a MachineConfig to preview deleting.")
 	pool := fs.String("pool", "", "Only this MachineConfigPool.")
 	output := fs.String("o", "table", "Output format: table or json.")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUnusable
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "bootimagectl refresh plan: "+format+"\n", a...)
-		return exitUnusable
-	}
+	fail := failure(stderr, "bootimagectl refresh plan")
 	if (*file == "") == (*deleted == "") {
 		return fail("give one of -f FILE and --delete NAME")
 	}
