@@ -95,10 +95,14 @@ func eventRecorder(mgr ctrl.Manager) record.EventRecorder {
 // ConfigMaps of openshift-machine-config-operator.
 func CacheOptions() cache.Options {
 	machineAPI := map[string]cache.Config{MachineAPINamespace: {}}
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&machinev1beta1.MachineSet{}:        {Namespaces: machineAPI},
-		&machinev1.ControlPlaneMachineSet{}: {Namespaces: machineAPI},
-		&corev1.Secret{}:                    {Namespaces: machineAPI},
-		&corev1.ConfigMap{}:                 {Namespaces: map[string]cache.Config{MCONamespace: {}}},
-	}}
+	return cache.Options{
+		// Nothing reads managedFields from the cache; on a thousand MachineSets they are most of
+		// what it would hold.
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&machinev1beta1.MachineSet{}:        {Namespaces: machineAPI},
+			&machinev1.ControlPlaneMachineSet{}: {Namespaces: machineAPI},
+			&corev1.Secret{}:                    {Namespaces: machineAPI},
+			&corev1.ConfigMap{}:                 {Namespaces: map[string]cache.Config{MCONamespace: {}}},
+		}}
 }
