@@ -26,6 +26,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/controllers"
@@ -185,12 +187,14 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 		return res, fmt.Errorf("waiting for the first pass: %w", err)
 	}
 
-	sets, err := c.Watch(ctx, &machinev1beta1.MachineSetList{}, client.InNamespace(controllers.MachineAPINamespace))
+	// Watches that resume where they stopped: the API server drops a watcher that falls behind a
+	// wave of thousands of writes, and every write must be counted.
+	sets, err := resumingWatch(ctx, c, &machinev1beta1.MachineSetList{}, client.InNamespace(controllers.MachineAPINamespace))
 	if err != nil {
 		return res, err
 	}
 	defer sets.Stop()
-	mcs, err := c.Watch(ctx, &operatorv1.MachineConfigurationList{})
+	mcs, err := resumingWatch(ctx, c, &operatorv1.MachineConfigurationList{})
 	if err != nil {
 		return res, err
 	}
@@ -269,6 +273,17 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 		res.CPUSeconds = time.Duration(usage.Utime.Nano() + usage.Stime.Nano()).Seconds()
 	}
 	return res, nil
+}
+
+// resumingWatch watches list from its current resourceVersion, resuming after a dropped watch.
+func resumingWatch(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) (watch.Interface, error) {
+	if err := c.List(ctx, list, opts...); err != nil {
+		return nil, err
+	}
+	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		return c.Watch(ctx, list.DeepCopyObject().(client.ObjectList), append(opts, &client.ListOptions{Raw: &o})...)
+	}}
+	return watchtools.NewRetryWatcherWithContext(ctx, list.GetResourceVersion(), lw)
 }
 
 func describeImages(ec2 *fakecloud.EC2) int64 {
