@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -177,9 +178,6 @@ var ownedConditions = []string{ConditionBootImageUpdateProgressing, ConditionBoo
 // and the owned conditions. Server-side apply merges conditions by type, so the MCO's own
 // conditions are left alone, and a condition this operator stops applying is removed.
 func applyStatus(ctx context.Context, c client.Client, current, want *operatorv1.MachineConfiguration, withSkew bool) error {
-	if !withSkew {
-		want.Status.BootImageSkewEnforcementStatus = current.Status.BootImageSkewEnforcementStatus
-	}
 	status := operatorv1.MachineConfigurationStatus{
 		ObservedGeneration:             want.Status.ObservedGeneration,
 		ManagedBootImagesStatus:        want.Status.ManagedBootImagesStatus,
@@ -217,10 +215,9 @@ func applyStatusRejected(ctx context.Context, c client.Client, current, want *op
 		}
 	}
 	msg := rejected.Error()
-	if statusErr, ok := rejected.(apierrors.APIStatus); ok || apierrors.IsInvalid(rejected) {
-		if ok {
-			msg = statusErr.Status().Message
-		}
+	var statusErr apierrors.APIStatus
+	if errors.As(rejected, &statusErr) {
+		msg = statusErr.Status().Message
 	}
 	status.Conditions = append(status.Conditions, metav1.Condition{
 		Type: ConditionStatusWritten, Status: metav1.ConditionFalse, Reason: ReasonStatusRejected,
