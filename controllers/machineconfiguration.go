@@ -50,7 +50,7 @@ type MachineConfigurationReconciler struct {
 	// countsWritten is when the progress counts were last written during a wave.
 	countsWritten time.Time
 	// lastWarnings and lastGuard are what was last announced by Event, so each is announced once.
-	lastWarnings, lastGuard string
+	lastWarnings, lastGuard, lastRejection string
 }
 
 // Reconcile runs the migrations, then writes the status when it changed.
@@ -127,11 +127,16 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	if err := applyStatus(ctx, r.Client, mc, want, skewOn); err != nil {
 		// Keep deciding and writing what can be written: the boot image reconcilers wait only for
 		// observedGeneration, which the fallback write carries.
-		r.Recorder.Event(mc, corev1.EventTypeWarning, ReasonStatusRejected, err.Error())
-		log.Error(err, "Writing MachineConfiguration status")
+		if r.lastRejection != err.Error() {
+			r.lastRejection = err.Error()
+			r.Recorder.Event(mc, corev1.EventTypeWarning, ReasonStatusRejected, err.Error())
+			log.Error(err, "Writing MachineConfiguration status")
+		}
 		if fallbackErr := applyStatusRejected(ctx, r.Client, mc, want, err); fallbackErr != nil {
 			return ctrl.Result{}, fallbackErr
 		}
+	} else {
+		r.lastRejection = ""
 	}
 	guard := bootimage.SkewGuard{}
 	if skewOn {

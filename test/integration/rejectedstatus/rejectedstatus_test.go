@@ -1,0 +1,111 @@
+// Package rejectedstatus runs the operator against a MachineConfiguration CRD stricter than the one
+// it was built for, which refuses the skew enforcement status it computes, as a newer API could.
+package rejectedstatus_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bootimage-operator/bootimage-operator/controllers"
+	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
+	"github.com/bootimage-operator/bootimage-operator/test/testenv"
+)
+
+const refusal = "this API refuses ocpVersion 4.20.3"
+
+var (
+	env *testenv.Env
+	ctx = context.Background()
+)
+
+func TestRejectedStatus(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	RunSpecs(t, "operator on a MachineConfiguration CRD that refuses its skew status")
+}
+
+var _ = BeforeSuite(func() {
+	added := 0
+	env = testenv.StartForSpecs(testenv.Options{MutateCRD: func(crd *apiextensionsv1.CustomResourceDefinition) {
+		if crd.Spec.Names.Kind != "MachineConfiguration" {
+			return
+		}
+		for _, v := range crd.Spec.Versions {
+			status := v.Schema.OpenAPIV3Schema.Properties["status"]
+			skew, ok := status.Properties["bootImageSkewEnforcementStatus"]
+			if !ok {
+				continue
+			}
+			automatic := skew.Properties["automatic"]
+			automatic.XValidations = append(automatic.XValidations, apiextensionsv1.ValidationRule{Rule: "!has(self.ocpVersion) || self.ocpVersion != '4.20.3'", Message: refusal})
+			skew.Properties["automatic"] = automatic
+			status.Properties["bootImageSkewEnforcementStatus"] = skew
+			v.Schema.OpenAPIV3Schema.Properties["status"] = status
+			added++
+		}
+	}})
+	Expect(added).To(BeNumerically(">", 0), "the CRD has the skew enforcement status this suite constrains")
+})
+
+var _ = Describe("A status the API rejects", func() {
+	It("is reported with the API's message, while the boot images are still updated", func() {
+		Expect(fixtures.Create(ctx, env.Client,
+			fixtures.Infrastructure(configv1.GCPPlatformType),
+			fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, []configv1.FeatureGateName{fg.BootImageSkewEnforcement}, nil),
+			fixtures.ClusterVersion(fixtures.ReleaseVersion, true),
+			fixtures.MachineConfiguration(nil),
+			fixtures.BootImagesConfigMap(fixtures.Stream(), fixtures.ReleaseVersion),
+			fixtures.UserDataSecret("worker-user-data", fixtures.IgnitionStubV3),
+			fixtures.MachineSet("worker-a", fixtures.GCPProviderSpec(fixtures.OldGCPImage)),
+		)).To(Succeed())
+		mgr, err := env.StartManager(func(m ctrl.Manager) error {
+			return controllers.Setup(m, controllers.Config{ReleaseVersion: fixtures.ReleaseVersion})
+		})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(mgr.Stop)
+
+		mc := &operatorv1.MachineConfiguration{}
+		get := func() *operatorv1.MachineConfiguration {
+			Expect(env.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, mc)).To(Succeed())
+			return mc
+		}
+		Eventually(func() *metav1.Condition { return meta.FindStatusCondition(get().Status.Conditions, controllers.ConditionStatusWritten) }).Should(And(
+			Not(BeNil()), HaveField("Status", metav1.ConditionFalse), HaveField("Message", ContainSubstring(refusal))))
+		Expect(mc.Status.ObservedGeneration).To(Equal(mc.Generation), "the boot image reconcilers wait for it")
+		Expect(mc.Status.BootImageSkewEnforcementStatus.Mode).To(BeEmpty(), "nothing the API refuses is kept")
+
+		ms := &machinev1beta1.MachineSet{}
+		Eventually(func() string {
+			Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: fixtures.MachineAPINamespace, Name: "worker-a"}, ms)).To(Succeed())
+			var ps map[string]any
+			Expect(json.Unmarshal(ms.Spec.Template.Spec.ProviderSpec.Value.Raw, &ps)).To(Succeed())
+			return ps["disks"].([]any)[0].(map[string]any)["image"].(string)
+		}).Should(Equal(fixtures.NewGCPImage))
+		Eventually(func() []string {
+			events := &corev1.EventList{}
+			Expect(env.Client.List(ctx, events)).To(Succeed())
+			var reasons []string
+			for _, e := range events.Items {
+				if e.InvolvedObject.Kind == "MachineConfiguration" {
+					reasons = append(reasons, e.Reason+": "+e.Message)
+				}
+			}
+			return reasons
+		}).Should(ContainElement(And(HavePrefix(controllers.ReasonStatusRejected), ContainSubstring(refusal))))
+	})
+})
