@@ -225,7 +225,7 @@ func applyStatusRejected(ctx context.Context, c client.Client, current, want *op
 		LastTransitionTime: metav1.Now(),
 	})
 	if old := meta.FindStatusCondition(current.Status.Conditions, ConditionStatusWritten); old != nil && old.Message == status.Conditions[len(status.Conditions)-1].Message {
-		if current.Status.ObservedGeneration == status.ObservedGeneration && equality.Semantic.DeepEqual(current.Status.ManagedBootImagesStatus, status.ManagedBootImagesStatus) {
+		if ownedStatusEqual(current, want, false) {
 			return nil // written already
 		}
 		status.Conditions[len(status.Conditions)-1].LastTransitionTime = old.LastTransitionTime
