@@ -84,7 +84,9 @@ var _ = Describe("A status the API rejects", func() {
 			Expect(env.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, mc)).To(Succeed())
 			return mc
 		}
-		Eventually(func() *metav1.Condition { return meta.FindStatusCondition(get().Status.Conditions, controllers.ConditionStatusWritten) }).Should(And(
+		Eventually(func() *metav1.Condition {
+			return meta.FindStatusCondition(get().Status.Conditions, controllers.ConditionStatusWritten)
+		}).Should(And(
 			Not(BeNil()), HaveField("Status", metav1.ConditionFalse), HaveField("Message", ContainSubstring(refusal))))
 		Expect(mc.Status.ObservedGeneration).To(Equal(mc.Generation), "the boot image reconcilers wait for it")
 		Expect(mc.Status.BootImageSkewEnforcementStatus.Mode).To(BeEmpty(), "nothing the API refuses is kept")
