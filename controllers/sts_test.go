@@ -3,8 +3,6 @@ package controllers_test
 import (
 	"crypto/x509"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -32,15 +30,8 @@ var _ = Describe("The operator on an AWS STS cluster, with nothing writable", fu
 		trust.AddCert(ec2.Certificate())
 		trust.AddCert(sts.Certificate())
 
-		dir := GinkgoT().TempDir()
-		tokenFile := filepath.Join(dir, "token")
-		Expect(os.WriteFile(tokenFile, []byte(token), 0o600)).To(Succeed())
-		// As on the Deployment's read-only root: TMPDIR below a regular file, unwritable even for root.
-		notADir := filepath.Join(dir, "file")
-		Expect(os.WriteFile(notADir, nil, 0o400)).To(Succeed())
-		GinkgoT().Setenv("TMPDIR", filepath.Join(notADir, "tmp"))
-		_, err := os.CreateTemp("", "probe-*")
-		Expect(err).To(HaveOccurred(), "TMPDIR must be unwritable for this spec to mean anything")
+		tokenFile, err := fakecloud.PodFilesystem(GinkgoT(), token)
+		Expect(err).NotTo(HaveOccurred())
 
 		bootImageCluster(configv1.AWSPlatformType)
 		infra := &configv1.Infrastructure{}

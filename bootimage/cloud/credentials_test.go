@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -35,15 +34,9 @@ var _ = Describe("AWS credentials on a read-only root filesystem", func() {
 		trust.AddCert(ec2Server.Certificate())
 		trust.AddCert(stsServer.Certificate())
 
-		dir := GinkgoT().TempDir()
-		tokenFile = filepath.Join(dir, "token")
-		Expect(os.WriteFile(tokenFile, []byte(saToken), 0o600)).To(Succeed())
-		// Nothing may be written: TMPDIR is below a regular file, unwritable even for root.
-		notADir := filepath.Join(dir, "file")
-		Expect(os.WriteFile(notADir, nil, 0o400)).To(Succeed())
-		GinkgoT().Setenv("TMPDIR", filepath.Join(notADir, "tmp"))
-		_, err := os.CreateTemp("", "probe-*")
-		Expect(err).To(HaveOccurred(), "TMPDIR must be unwritable for this test to mean anything")
+		var err error
+		tokenFile, err = fakecloud.PodFilesystem(GinkgoT(), saToken)
+		Expect(err).NotTo(HaveOccurred())
 	})
 
 	catalogue := func(sharedConfig string) *cloud.EC2 {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 )
@@ -83,4 +85,31 @@ func (s *STS) serve(w http.ResponseWriter, r *http.Request) {
 			Expiration: time.Now().Add(time.Hour).UTC().Format(time.RFC3339)},
 		Provider: "arn:aws:iam::123456789012:oidc-provider/oidc.example.com", RequestID: "fake",
 	})
+}
+
+// TB is the part of testing.TB (and GinkgoT()) that PodFilesystem needs.
+type TB interface {
+	TempDir() string
+	Setenv(key, value string)
+}
+
+// PodFilesystem lays out what an AWS STS cluster's pod has: token written where its projected
+// service account token would be, returning that file's path, and a TMPDIR nobody can write to,
+// as on a read-only root (it sits below a regular file, so not even root can create it).
+func PodFilesystem(t TB, token string) (tokenFile string, err error) {
+	dir := t.TempDir()
+	tokenFile = filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		return "", err
+	}
+	notADir := filepath.Join(dir, "file")
+	if err := os.WriteFile(notADir, nil, 0o400); err != nil {
+		return "", err
+	}
+	t.Setenv("TMPDIR", filepath.Join(notADir, "tmp"))
+	if f, err := os.CreateTemp("", "probe-*"); err == nil {
+		f.Close()
+		return "", fmt.Errorf("TMPDIR %s is writable", os.Getenv("TMPDIR"))
+	}
+	return tokenFile, nil
 }
