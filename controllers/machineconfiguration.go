@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"strings"
-	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -47,8 +45,8 @@ type MachineConfigurationReconciler struct {
 	// the skew enforcement guard.
 	ClusterOperator string
 
-	// countsWritten is when the progress counts were last written during a wave.
-	countsWritten time.Time
+	// counts holds the progress counts during a wave (bootimage.CountsHold).
+	counts bootimage.CountsHold
 	// lastWarnings and lastGuard are what was last announced by Event, so each is announced once.
 	lastWarnings, lastGuard, lastRejection string
 }
@@ -94,7 +92,7 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 		want.Status.ManagedBootImagesStatus.MachineManagers = nil
 	}
 	want.Status.ObservedGeneration = mc.Generation
-	setConfigurationCondition(want, eff.Problems)
+	meta.SetStatusCondition(&want.Status.Conditions, bootimage.ConfigurationCondition(mc.Generation, eff.Problems))
 
 	p, err := r.progress(ctx, inputsVersion(want, bootImages))
 	if err != nil {
@@ -107,8 +105,10 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	if cv == nil {
 		warnings = append(warnings, "ClusterVersion/version not found: the operator cannot tell whether the cluster is updating, nor which release it was installed with")
 	}
-	setProgressConditions(want, p, warnings)
-	requeue := r.holdCounts(mc, want, time.Now())
+	progressing, degraded := bootimage.ProgressConditions(mc.Generation, p, warnings)
+	meta.SetStatusCondition(&want.Status.Conditions, progressing)
+	meta.SetStatusCondition(&want.Status.Conditions, degraded)
+	requeue := r.counts.Hold(mc.Status.Conditions, want.Status.Conditions)
 
 	skewOn := gates.Enabled(featuregates.BootImageSkewEnforcement)
 	if skewOn {
@@ -120,7 +120,7 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 			Effective:      eff.Status,
 			Gates:          gates,
 			InstallVersion: installVersion(cv),
-			Pass:           p.pass(bootImages),
+			Pass:           p.Pass(releaseVersion(bootImages)),
 		})
 	}
 	r.announce(ctx, mc, append(eff.Problems, warnings...))
@@ -144,7 +144,7 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	}
 	setDegraded(meta.IsStatusConditionTrue(want.Status.Conditions, ConditionBootImageUpdateDegraded))
 	SetUpgradeBlocked(guard.Blocked)
-	if err := r.reportGuard(ctx, mc, guard, p.leftBehind); err != nil {
+	if err := r.reportGuard(ctx, mc, guard, p.LeftBehind()); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
@@ -180,40 +180,40 @@ func (r *MachineConfigurationReconciler) streamProblem(ctx context.Context, boot
 	return bootimage.StreamProblem(streams, platform, arch)
 }
 
-// progress tallies the current decisions per resource.
-func (r *MachineConfigurationReconciler) progress(ctx context.Context, inputs string) (progress, error) {
+// progress tallies the current decisions of the listed objects.
+func (r *MachineConfigurationReconciler) progress(ctx context.Context, inputs string) (bootimage.Progress, error) {
+	var p bootimage.Progress
 	sets := &machinev1beta1.MachineSetList{}
 	if err := r.Client.List(ctx, sets, client.InNamespace(MachineAPINamespace)); err != nil {
-		return progress{}, err
+		return p, err
 	}
 	cpmsList := &machinev1.ControlPlaneMachineSetList{}
 	if err := r.Client.List(ctx, cpmsList, client.InNamespace(MachineAPINamespace)); err != nil && !meta.IsNoMatchError(err) {
-		return progress{}, err
+		return p, err
 	}
-	var p progress
-	msDecisions := r.Tracker.Decisions("MachineSet", inputs)
-	p.machineSets.total = len(sets.Items)
+	p.MachineSets.Total = len(sets.Items)
+	msDecisions := r.Tracker.Decisions(bootimage.KindMachineSet, inputs)
 	for _, ms := range sets.Items {
 		if d, ok := msDecisions[client.ObjectKeyFromObject(&ms)]; ok {
-			p.add(&p.machineSets, d)
+			p.Add(d)
 		}
 	}
-	cpmsDecisions := r.Tracker.Decisions(cpmsKind, inputs)
-	p.cpms.total = len(cpmsList.Items)
+	p.ControlPlaneMachineSets.Total = len(cpmsList.Items)
+	cpmsDecisions := r.Tracker.Decisions(bootimage.KindControlPlaneMachineSet, inputs)
 	for _, c := range cpmsList.Items {
 		if d, ok := cpmsDecisions[client.ObjectKeyFromObject(&c)]; ok {
-			p.add(&p.cpms, d)
+			p.Add(d)
 		}
 	}
 	return p, nil
 }
 
-func setConfigurationCondition(mc *operatorv1.MachineConfiguration, problems []string) {
-	cond := metav1.Condition{Type: ConditionConfigurationDegraded, Status: metav1.ConditionFalse, Reason: ReasonAsExpected, Message: "spec.managedBootImages is valid", ObservedGeneration: mc.Generation}
-	if len(problems) > 0 {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, ReasonInvalidSelection, strings.Join(problems, "; ")
+// releaseVersion is coreos-bootimages' releaseVersion, "" without the ConfigMap.
+func releaseVersion(bootImages *corev1.ConfigMap) string {
+	if bootImages == nil {
+		return ""
 	}
-	meta.SetStatusCondition(&mc.Status.Conditions, cond)
+	return bootImages.Data["releaseVersion"]
 }
 
 // installVersion returns the release of the oldest Completed update: the one installed; "" when
