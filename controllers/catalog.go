@@ -1,81 +1,9 @@
 package controllers
 
-import (
-	"context"
-	"crypto/x509"
-	"sync"
-	"time"
+import "github.com/bootimage-operator/bootimage-operator/kube"
 
-	configv1 "github.com/openshift/api/config/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-
-	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
-)
-
-// Cloud credentials Secrets in openshift-machine-api, as the cloud credential operator writes them.
+// Cloud credentials Secrets in openshift-machine-api (kube holds them, for both front ends).
 const (
-	AWSCredentialsSecret = "aws-cloud-credentials"
-	GCPCredentialsSecret = "gcp-cloud-credentials"
+	AWSCredentialsSecret = kube.AWSCredentialsSecret
+	GCPCredentialsSecret = kube.GCPCredentialsSecret
 )
-
-// cloudImagesTTL bounds how stale a cloud answer may be: images are immutable, but one may be
-// deregistered, deprecated or made available meanwhile.
-const cloudImagesTTL = 10 * time.Minute
-
-// ClusterCatalog returns the cloud image catalogues of the cluster, configured from its
-// credentials Secrets and Infrastructure, read through c: the manager's cache in the operator, a
-// direct client in `bootimagectl plan`. rootCAs, when set, are trusted for the cloud endpoints.
-func ClusterCatalog(c client.Reader, rootCAs *x509.CertPool) bootimage.Catalog {
-	var gcpOnce sync.Once
-	return cloud.Catalog{
-		AWS: &cloud.EC2{TTL: cloudImagesTTL, RootCAs: rootCAs, Settings: func(ctx context.Context) (cloud.AWSSettings, error) {
-			secret, err := credentialsSecret(ctx, c, AWSCredentialsSecret)
-			if err != nil {
-				return cloud.AWSSettings{}, err
-			}
-			s := cloud.AWSSettings{
-				Version:         secret.ResourceVersion,
-				SharedConfig:    secret.Data["credentials"],
-				AccessKeyID:     string(secret.Data["aws_access_key_id"]),
-				SecretAccessKey: string(secret.Data["aws_secret_access_key"]),
-			}
-			infra := &configv1.Infrastructure{}
-			if err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err == nil && infra.Status.PlatformStatus != nil && infra.Status.PlatformStatus.AWS != nil {
-				for _, ep := range infra.Status.PlatformStatus.AWS.ServiceEndpoints {
-					switch ep.Name {
-					case "ec2":
-						s.Endpoint = ep.URL
-					case "sts":
-						s.STSEndpoint = ep.URL
-					}
-				}
-			}
-			return s, nil
-		}},
-		GCP: &cloud.GCPImages{TTL: cloudImagesTTL, Settings: func(ctx context.Context) (cloud.GCPSettings, error) {
-			secret, err := credentialsSecret(ctx, c, GCPCredentialsSecret)
-			if err == bootimage.ErrNoCatalog {
-				gcpOnce.Do(func() {
-					logf.FromContext(ctx).Info("No GCP credentials: skipping the target image pre-flight check; the image prefix rule alone decides", "secret", MachineAPINamespace+"/"+GCPCredentialsSecret)
-				})
-			}
-			if err != nil {
-				return cloud.GCPSettings{}, err
-			}
-			return cloud.GCPSettings{Version: secret.ResourceVersion, CredentialsJSON: secret.Data["service_account.json"]}, nil
-		}},
-	}
-}
-
-func credentialsSecret(ctx context.Context, c client.Reader, name string) (*corev1.Secret, error) {
-	secret := &corev1.Secret{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: MachineAPINamespace, Name: name}, secret)
-	if apierrors.IsNotFound(err) {
-		return nil, bootimage.ErrNoCatalog
-	}
-	return secret, err
-}

@@ -2,29 +2,29 @@ package controllers
 
 import (
 	"context"
+	"runtime"
 
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/kube"
 )
 
 // Where the cluster's inputs live.
 const (
-	MachineAPINamespace     = "openshift-machine-api"
-	MCONamespace            = "openshift-machine-config-operator"
-	BootImagesConfigMapName = "coreos-bootimages"
+	MachineAPINamespace     = kube.MachineAPINamespace
+	MCONamespace            = kube.MCONamespace
+	BootImagesConfigMapName = kube.BootImagesConfigMapName
 )
 
 // clusterInputs reads, from the cache, everything a decision needs besides the object itself.
 type clusterInputs struct {
 	Client  client.Client
-	Gates   featuregates.Source
+	Gates   kube.GateSource
 	Images  bootimage.Catalog
 	Streams *bootimage.StreamCache
 	// Templates reads vCenter templates for vSphere decisions.
@@ -93,19 +93,8 @@ func getOptional[T client.Object](ctx context.Context, c client.Client, key clie
 	return obj, nil
 }
 
-// ControlPlaneArch returns the control plane's architecture by bootimage.ControlPlaneArch,
-// listing only the metadata of the nodes with a control-plane role.
+// ControlPlaneArch returns the control plane's architecture; without a node that says, the
+// operator's own, as it runs on the control plane.
 func ControlPlaneArch(ctx context.Context, c client.Reader) (string, error) {
-	var labels []map[string]string
-	for _, role := range bootimage.ControlPlaneRoles {
-		nodes := &metav1.PartialObjectMetadataList{}
-		nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
-		if err := c.List(ctx, nodes, client.HasLabels{role}); err != nil {
-			return "", err
-		}
-		for _, n := range nodes.Items {
-			labels = append(labels, n.Labels)
-		}
-	}
-	return bootimage.ControlPlaneArch(labels), nil
+	return kube.ControlPlaneArch(ctx, c, runtime.GOARCH)
 }

@@ -13,7 +13,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/kube"
 )
 
 // Event reasons of the feature gate reporter.
@@ -26,7 +26,7 @@ const (
 // the operator's gates are in force, each time that changes. Gated controllers read the gates
 // themselves; this only reports.
 type FeatureGateReporter struct {
-	Gates    featuregates.Source
+	Gates    kube.GateSource
 	Recorder record.EventRecorder
 
 	mu   sync.Mutex

@@ -23,11 +23,12 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/migrations"
 )
 
 // MachineConfigurationName is the name of the singleton MachineConfiguration.
-const MachineConfigurationName = "cluster"
+const MachineConfigurationName = kube.MachineConfigurationName
 
 // MachineConfigurationReconciler is the one writer of this operator's part of
 // MachineConfiguration/cluster status: it migrates the legacy spec, then computes the effective
@@ -36,7 +37,7 @@ const MachineConfigurationName = "cluster"
 // server-side apply (see status.go).
 type MachineConfigurationReconciler struct {
 	Client     client.Client
-	Gates      featuregates.Source
+	Gates      kube.GateSource
 	Recorder   record.EventRecorder
 	Migrations migrations.Runner
 	Tracker    *Tracker

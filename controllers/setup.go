@@ -14,7 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/migrations"
 )
 
@@ -41,7 +41,7 @@ type Config struct {
 
 // Setup registers every controller of the operator with mgr.
 func Setup(mgr ctrl.Manager, cfg Config) error {
-	gates := featuregates.Source{Reader: mgr.GetClient(), ReleaseVersion: cfg.ReleaseVersion}
+	gates := kube.GateSource{Reader: mgr.GetClient(), ReleaseVersion: cfg.ReleaseVersion}
 	recorder := eventRecorder(mgr)
 	reporter := &FeatureGateReporter{Gates: gates, Recorder: recorder}
 	if err := reporter.SetupWithManager(mgr); err != nil {
@@ -67,7 +67,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	}
 	images := cfg.Images
 	if images == nil {
-		images = ClusterCatalog(mgr.GetClient(), cfg.CloudRootCAs)
+		images = kube.Catalog(mgr.GetClient(), cfg.CloudRootCAs)
 	}
 	vcenters, templates := newVSphere(mgr.GetAPIReader(), cfg.CloudRootCAs, cfg.OVACacheDir)
 	templates.AfterStep = cfg.AfterTemplateStep

@@ -16,13 +16,14 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	"github.com/bootimage-operator/bootimage-operator/kube"
 )
 
 // Where vSphere settings live, as the installer writes them.
 const (
-	VSphereCredentialsNamespace = "kube-system"
-	VSphereCredentialsSecret    = "vsphere-creds"
-	InstallConfigConfigMap      = "cluster-config-v1"
+	VSphereCredentialsNamespace = kube.VSphereCredentialsNamespace
+	VSphereCredentialsSecret    = kube.VSphereCredentialsSecret
+	InstallConfigConfigMap      = kube.InstallConfigConfigMap
 )
 
 // DefaultOVACacheDir is where downloaded OVAs are kept: a writable volume of the Deployment.
@@ -260,31 +261,10 @@ func vsphereResult(err error) (ctrl.Result, error) {
 
 // newVSphere returns the vCenter adapter and the importer of the operator.
 func newVSphere(reader client.Reader, rootCAs *x509.CertPool, cacheDir string) (*cloud.VCenters, *TemplateImporter) {
-	vcenters := &cloud.VCenters{RootCAs: rootCAs, Credentials: VSphereCredentials(reader)}
+	vcenters := &cloud.VCenters{RootCAs: rootCAs, Credentials: kube.VSphereCredentials(reader)}
 	if cacheDir == "" {
 		cacheDir = DefaultOVACacheDir
 	}
 	importer := &TemplateImporter{Store: vcenters, Reader: reader, OVAs: &cloud.OVACache{Dir: cacheDir, MaxBytes: DefaultOVACacheBytes}}
 	return vcenters, importer
-}
-
-// VSphereCredentials reads a vCenter's login from Secret kube-system/vsphere-creds, directly: the
-// RBAC grants that one Secret, not a watch. Without the Secret or the server's keys it answers
-// bootimage.ErrNoCatalog.
-func VSphereCredentials(reader client.Reader) func(ctx context.Context, server string) (cloud.VSphereCredentials, error) {
-	return func(ctx context.Context, server string) (cloud.VSphereCredentials, error) {
-		secret := &corev1.Secret{}
-		err := reader.Get(ctx, client.ObjectKey{Namespace: VSphereCredentialsNamespace, Name: VSphereCredentialsSecret}, secret)
-		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
-			return cloud.VSphereCredentials{}, fmt.Errorf("%w: Secret %s/%s: %v", bootimage.ErrNoCatalog, VSphereCredentialsNamespace, VSphereCredentialsSecret, err)
-		}
-		if err != nil {
-			return cloud.VSphereCredentials{}, fmt.Errorf("reading Secret %s/%s: %w", VSphereCredentialsNamespace, VSphereCredentialsSecret, err)
-		}
-		user, pass := secret.Data[server+".username"], secret.Data[server+".password"]
-		if len(user) == 0 || len(pass) == 0 {
-			return cloud.VSphereCredentials{}, fmt.Errorf("%w: Secret %s/%s has no %s.username and %s.password", bootimage.ErrNoCatalog, VSphereCredentialsNamespace, VSphereCredentialsSecret, server, server)
-		}
-		return cloud.VSphereCredentials{Version: secret.ResourceVersion, Username: string(user), Password: string(pass)}, nil
-	}
 }

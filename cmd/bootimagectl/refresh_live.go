@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/bootimage-operator/bootimage-operator/controllers"
+	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/refresh"
 	"github.com/bootimage-operator/bootimage-operator/refresh/render"
 )
@@ -117,7 +117,7 @@ func runRefreshPlanLive(ctx context.Context, args []string, stdout, stderr io.Wr
 }
 
 func liveScheme() *runtime.Scheme {
-	s := controllers.NewScheme()
+	s := kube.NewScheme()
 	utilruntime.Must(mcfgv1.Install(s))
 	return s
 }
