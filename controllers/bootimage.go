@@ -6,11 +6,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 )
@@ -25,10 +27,9 @@ const (
 	DefaultCloudRecheckInterval = 30 * time.Minute
 )
 
-// bootImageSteps are the steps every boot image reconciler takes for one object: read the
-// cluster, decide, write an update, report. The MachineSet and CPMS reconcilers differ only in
-// how they reduce their object, refine the decision and build the patch.
-type bootImageSteps struct {
+// bootImages are what every boot image reconciler shares, and the steps each takes for one object:
+// decide, import a vSphere template when due, write an update, report.
+type bootImages struct {
 	Client   client.Client
 	Inputs   clusterInputs
 	Recorder record.EventRecorder
@@ -56,82 +57,83 @@ func (c CloudTimings) withDefaults() CloudTimings {
 	return c
 }
 
-// target is one object to reconcile.
-type target struct {
-	// live is the object as read from the API, which the patch is sent for.
-	live client.Object
-	// reduced is live reduced to what decisions read.
-	reduced bootimage.Object
-	// refine, when set, applies the object's own rules to the shared decision.
-	refine func(bootimage.Decision, bootimage.Attempts) bootimage.Decision
-	// patch builds the JSON Patch of an update, with the attempts to record.
-	patch func(bootimage.Decision, bootimage.Attempts) ([]byte, error)
+// objectReconciler gets the object of a request and hands it to a typed Reconcile; an object
+// gone is forgotten by the tracker.
+type objectReconciler[T client.Object] struct {
+	client    client.Client
+	tracker   *Tracker
+	kind      string
+	newObject func() T
+	reconcile func(context.Context, T) (ctrl.Result, error)
 }
 
-func (s bootImageSteps) reconcile(ctx context.Context, t target) (ctrl.Result, error) {
-	in, ready, err := s.Inputs.load(ctx)
-	if err != nil || !ready {
+func (o objectReconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	obj := o.newObject()
+	if err := o.client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			o.tracker.Forget(o.kind, req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
 		return ctrl.Result{}, err
 	}
-	key := types.NamespacedName{Namespace: t.live.GetNamespace(), Name: t.live.GetName()}
-	if t.reduced.UserData, err = userData(ctx, s.Client, t.reduced.ProviderSpec); err != nil {
-		return ctrl.Result{}, err
+	return o.reconcile(ctx, obj)
+}
+
+// decide takes the decision for obj, reduced from live, with the attempts to record if it is
+// patched. A cloud lookup that fails is returned as an error, for the controller's backoff, until
+// it has failed for the grace period; then it is an Error CloudLookupFailed decision.
+func (s bootImages) decide(ctx context.Context, in loadedInputs, live client.Object, obj bootimage.Object) (bootimage.Decision, bootimage.Attempts, error) {
+	key := client.ObjectKeyFromObject(live)
+	var err error
+	if obj.UserData, err = userData(ctx, s.Client, obj.ProviderSpec); err != nil {
+		return bootimage.Decision{}, bootimage.Attempts{}, err
 	}
-	kind := t.reduced.Kind
-	selection := bootimage.SelectionKey(in.cluster.Effective, t.reduced.Resource)
-	persisted := bootimage.ParseAttempts(t.live.GetAnnotations())
-	t.reduced.Attempts = s.Tracker.Attempts(kind, key, persisted, selection)
-	d, err := bootimage.Decide(ctx, in.cluster, t.reduced)
+	selection := bootimage.SelectionKey(in.cluster.Effective, obj.Resource)
+	persisted := bootimage.ParseAttempts(live.GetAnnotations())
+	obj.Attempts = s.Tracker.Attempts(obj.Kind, key, persisted, selection)
+	d, err := bootimage.Decide(ctx, in.cluster, obj)
 	if err != nil {
-		failing := s.Tracker.CloudFailing(kind, key, time.Now())
+		failing := s.Tracker.CloudFailing(obj.Kind, key, time.Now())
 		if failing < s.Timings.ErrorGrace {
-			return ctrl.Result{}, err // the controller's backoff retries it
+			return d, bootimage.Attempts{}, err
 		}
-		logf.FromContext(ctx).Info("Cloud lookup keeps failing", "kind", kind, "name", key, "failingFor", failing.Round(time.Second).String(), "error", err.Error())
-		report(ctx, s.Recorder, s.Tracker, t.live, bootimage.CloudLookupFailed(d, err), in.version)
-		return ctrl.Result{RequeueAfter: s.Timings.RetryInterval}, nil
+		logf.FromContext(ctx).Info("Cloud lookup keeps failing", "kind", obj.Kind, "name", key, "failingFor", failing.Round(time.Second).String(), "error", err.Error())
+		return bootimage.CloudLookupFailed(d, err), bootimage.Attempts{}, nil
 	}
-	s.Tracker.CloudWorks(kind, key)
-	next := s.Tracker.NextAttempts(kind, key, persisted, d.Target, selection)
-	if t.refine != nil {
-		d = t.refine(d, next)
-	}
-	if d.Action == bootimage.Update && d.VSphere != nil {
-		if again, err := s.importTemplate(ctx, t, d, in.version); again || err != nil {
-			return vsphereResult(err)
-		}
-	}
-	if d.Action == bootimage.Update {
-		if err := s.update(ctx, t, key, d, next); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	report(ctx, s.Recorder, s.Tracker, t.live, d, in.version)
-	markReconciled()
-	if d.CloudDependent() {
-		return ctrl.Result{RequeueAfter: s.Timings.RecheckInterval}, nil
-	}
-	return ctrl.Result{}, nil
+	s.Tracker.CloudWorks(obj.Kind, key)
+	return d, s.Tracker.NextAttempts(obj.Kind, key, persisted, d.Target, selection), nil
 }
 
-// update writes the upgraded user-data stub, if any, then the boot image, each with optimistic
-// locking; a conflict is returned so the object is decided again on fresh data.
-func (s bootImageSteps) update(ctx context.Context, t target, key types.NamespacedName, d bootimage.Decision, next bootimage.Attempts) error {
+// update writes the upgraded user-data stub, if any, into Secret userDataSecret, then patch, the
+// boot image, each with optimistic locking; a conflict is returned so the object is decided again
+// on fresh data.
+func (s bootImages) update(ctx context.Context, live client.Object, userDataSecret string, d bootimage.Decision, next bootimage.Attempts, patch []byte) error {
+	key := client.ObjectKeyFromObject(live)
 	if d.UserData != nil {
-		if err := upgradeUserData(ctx, s.Client, s.Recorder, key.Namespace, bootimage.UserDataSecretName(t.reduced.ProviderSpec), d); err != nil {
+		if err := upgradeUserData(ctx, s.Client, s.Recorder, key.Namespace, userDataSecret, d); err != nil {
 			return err
 		}
 	}
-	patch, err := t.patch(d, next)
-	if err != nil {
-		return err
-	}
-	if err := s.Client.Patch(ctx, t.live, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+	if err := s.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch)); err != nil {
 		return fmt.Errorf("patching boot image of %s %s: %w", d.Kind, key, err)
 	}
 	s.Tracker.Patched(d.Kind, key, next)
 	countUpdate(d.Kind)
 	logf.FromContext(ctx).Info("Updated boot image", "kind", d.Kind, "name", key, "from", d.Current, "to", d.Target)
-	s.Recorder.Eventf(t.live, corev1.EventTypeNormal, ReasonBootImageUpdated, "Updated boot image from %s to %s", d.Current, d.Target)
+	s.Recorder.Eventf(live, corev1.EventTypeNormal, ReasonBootImageUpdated, "Updated boot image from %s to %s", d.Current, d.Target)
 	return nil
+}
+
+// done reports d and says when to look again: failed cloud lookups and cloud-dependent skips are
+// taken again on a timer.
+func (s bootImages) done(ctx context.Context, live client.Object, d bootimage.Decision, inputs string) ctrl.Result {
+	report(ctx, s.Recorder, s.Tracker, live, d, inputs)
+	if d.Reason == bootimage.ReasonCloudLookupFailed {
+		return ctrl.Result{RequeueAfter: s.Timings.RetryInterval}
+	}
+	markReconciled()
+	if d.CloudDependent() {
+		return ctrl.Result{RequeueAfter: s.Timings.RecheckInterval}
+	}
+	return ctrl.Result{}
 }

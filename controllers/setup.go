@@ -75,13 +75,13 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		return err
 	}
 	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: images, Streams: streams, Templates: vcenters}
-	steps := bootImageSteps{Client: mgr.GetClient(), Inputs: inputs, Recorder: recorder, Tracker: tracker, Timings: cfg.Cloud.withDefaults(), Templates: templates}
+	steps := bootImages{Client: mgr.GetClient(), Inputs: inputs, Recorder: recorder, Tracker: tracker, Timings: cfg.Cloud.withDefaults(), Templates: templates}
 	machineSets := &MachineSetReconciler{steps}
-	if err := machineSets.SetupWithManager(mgr); err != nil {
+	if err := machineSets.Register(context.Background(), mgr); err != nil {
 		return err
 	}
 	controlPlane := &ControlPlaneMachineSetReconciler{steps}
-	return controlPlane.SetupWithManager(mgr)
+	return controlPlane.Register(context.Background(), mgr)
 }
 
 // eventRecorder returns a core/v1 Event recorder. Unlike events.k8s.io series, which keep the

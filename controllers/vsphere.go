@@ -234,7 +234,7 @@ func (t *TemplateImporter) lock(key string) func() {
 // importTemplate runs a vSphere update's import before its MachineSet is patched. again is true
 // when the template turned out current already: the decision is taken again on fresh reads.
 // A failed import is reported as an Error decision naming the cause, and retried.
-func (s bootImageSteps) importTemplate(ctx context.Context, t target, d bootimage.Decision, inputs string) (again bool, err error) {
+func (s bootImages) importTemplate(ctx context.Context, live client.Object, d bootimage.Decision, inputs string) (again bool, err error) {
 	if s.Templates == nil {
 		return false, fmt.Errorf("%s %s/%s: a vSphere import is due but no template importer is configured", d.Kind, d.Namespace, d.Name)
 	}
@@ -242,7 +242,7 @@ func (s bootImageSteps) importTemplate(ctx context.Context, t target, d bootimag
 	if err != nil {
 		failed := d
 		failed.Action, failed.Reason, failed.Message = bootimage.Error, ReasonTemplateImportFailed, fmt.Sprintf("importing template %s in vCenter %s folder %s: %v", d.VSphere.Name, d.VSphere.Server, d.VSphere.Folder, err)
-		report(ctx, s.Recorder, s.Tracker, t.live, failed, inputs)
+		report(ctx, s.Recorder, s.Tracker, live, failed, inputs)
 		return false, err
 	}
 	return !imported, nil
