@@ -18,12 +18,18 @@ bench:
 	@mkdir -p $(BIN)
 	$(GO) test -run '^$$' -bench . -benchmem -json ./... | tee $(BIN)/bench.json
 
-## lint: go vet and gofmt.
+# Go modules of the tree besides the tools modules: the root, and refresh once it is its own.
+MODULES := . $(patsubst %/go.mod,%,$(wildcard refresh/go.mod))
+# staticcheck, pinned in its tools module and built from the Go module proxy.
+STATICCHECK := $(GO) tool -modfile=$(CURDIR)/hack/tools/staticcheck/go.mod staticcheck
+
+## lint: gofmt, go vet and staticcheck on every module of the tree.
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@for m in $(MODULES); do (cd $$m && $(STATICCHECK) ./...) || exit 1; done
 
 vet:
-	$(GO) vet ./...
+	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
 ## manifests: copy the CRDs from the pinned openshift/api module into manifests/crds.
 manifests:

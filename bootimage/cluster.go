@@ -51,5 +51,6 @@ func PlatformOf(infra *configv1.Infrastructure) configv1.PlatformType {
 	if infra.Status.PlatformStatus != nil && infra.Status.PlatformStatus.Type != "" {
 		return infra.Status.PlatformStatus.Type
 	}
-	return infra.Status.Platform //nolint:staticcheck // older clusters set only this
+	//lint:ignore SA1019 older clusters set only this
+	return infra.Status.Platform
 }

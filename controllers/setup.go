@@ -87,7 +87,8 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 // eventRecorder returns a core/v1 Event recorder. Unlike events.k8s.io series, which keep the
 // first note of repeated events, it keeps each distinct message, which is what an admin reads.
 func eventRecorder(mgr ctrl.Manager) record.EventRecorder {
-	return mgr.GetEventRecorderFor("bootimage-operator") //nolint:staticcheck // see above
+	//lint:ignore SA1019 see above
+	return mgr.GetEventRecorderFor("bootimage-operator")
 }
 
 // CacheOptions limits the manager's cache to the namespaces the controllers read, which are also
