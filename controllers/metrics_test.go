@@ -64,11 +64,4 @@ var _ = Describe("Metrics", func() {
 		report(context.Background(), recorder, tracker, obj, broken, "v1")
 		Expect(testutil.ToFloat64(counted) - before).To(BeEquivalentTo(2))
 	})
-
-	It("bootimage_upgrade_blocked follows the skew guard", func() {
-		SetUpgradeBlocked(true)
-		Expect(testutil.ToFloat64(upgradeBlockedGauge)).To(Equal(1.0))
-		SetUpgradeBlocked(false)
-		Expect(testutil.ToFloat64(upgradeBlockedGauge)).To(Equal(0.0))
-	})
 })
