@@ -64,7 +64,7 @@ var _ = Describe("The operator's metrics", func() {
 		Eventually(metric("bootimage_upgrade_blocked")).Should(Equal(1.0))
 		Eventually(metric("bootimage_decisions", "kind", "MachineSet", "action", "NoChange", "reason", bootimage.ReasonUpToDate)).Should(Equal(1.0))
 		Expect(metric("bootimage_decisions", "kind", "MachineSet", "action", "Skip", "reason", bootimage.ReasonCustomImage)()).To(Equal(1.0))
-		Expect(updates() - updatesBefore).To(Equal(1.0), "one boot image written")
+		Expect(updates()-updatesBefore).To(Equal(1.0), "one boot image written")
 		Expect(metric("bootimage_degraded")()).To(BeZero())
 		Expect(metric("bootimage_last_successful_reconcile_timestamp_seconds")()).To(BeNumerically(">", 0))
 
@@ -80,7 +80,7 @@ var _ = Describe("The operator's metrics", func() {
 		Expect(k8s.Delete(ctx, getMachineSet("custom"))).To(Succeed())
 		Eventually(metric("bootimage_upgrade_blocked")).Should(BeZero())
 		Eventually(metric("bootimage_degraded")).Should(BeZero())
-		Expect(errs() - errsBefore).To(Equal(1.0), "deciding again is not another error")
+		Expect(errs()-errsBefore).To(Equal(1.0), "deciding again is not another error")
 		Expect(updates() - updatesBefore).To(Equal(1.0))
 	})
 })
