@@ -26,8 +26,8 @@ func PlatformOf(infra *configv1.Infrastructure) configv1.PlatformType {
 	return platform
 }
 
-// unsupportedMessage says why boot images of resource are not managed on platform.
-func unsupportedMessage(resource string, platform configv1.PlatformType) string {
+// UnsupportedMessage says why boot images of resource are not managed on platform.
+func UnsupportedMessage(resource string, platform configv1.PlatformType) string {
 	if platform == AzureStackHub {
 		return fmt.Sprintf("boot images of %s are not managed on Azure Stack Hub (Infrastructure status.platformStatus.azure.cloudName %s): its boot images are fixed at install", resource, configv1.AzureStackCloud)
 	}

@@ -47,10 +47,13 @@ type MachineConfigurationReconciler struct {
 	// the skew enforcement guard.
 	ClusterOperator string
 
+	// MachineAPI says which Machine API controllers wait for their CRDs; nil when none do.
+	MachineAPI *crdGate
+
 	// countsWritten is when the progress counts were last written during a wave.
 	countsWritten time.Time
 	// lastWarnings and lastGuard are what was last announced by Event, so each is announced once.
-	lastWarnings, lastGuard, lastRejection string
+	lastWarnings, lastGuard, lastRejection, lastSupport string
 }
 
 // Reconcile runs the migrations, then writes the status when it changed.
@@ -95,6 +98,8 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	}
 	want.Status.ObservedGeneration = mc.Generation
 	setConfigurationCondition(want, eff.Problems)
+	setSupportCondition(want, platform, gates, r.MachineAPI.Missing())
+	r.announceSupport(ctx, want)
 
 	p, err := r.progress(ctx, inputsVersion(want, bootImages))
 	if err != nil {
@@ -163,6 +168,20 @@ func (r *MachineConfigurationReconciler) announce(ctx context.Context, mc *opera
 	}
 }
 
+// announceSupport logs once each time boot image management becomes unavailable, or available again.
+func (r *MachineConfigurationReconciler) announceSupport(ctx context.Context, mc *operatorv1.MachineConfiguration) {
+	cond := meta.FindStatusCondition(mc.Status.Conditions, ConditionBootImageUpdateSupported)
+	if cond == nil || cond.Message == r.lastSupport {
+		return
+	}
+	r.lastSupport = cond.Message
+	if cond.Status == metav1.ConditionFalse {
+		logf.FromContext(ctx).Info("Boot image updates are off", "reason", cond.Reason, "message", cond.Message)
+	} else {
+		logf.FromContext(ctx).Info("Boot image updates are supported on this cluster")
+	}
+}
+
 // streamProblem says what the stream lacks for the cluster itself; a missing or unreadable stream
 // is reported by every decision instead.
 func (r *MachineConfigurationReconciler) streamProblem(ctx context.Context, bootImages *corev1.ConfigMap, platform configv1.PlatformType) string {
@@ -183,7 +202,7 @@ func (r *MachineConfigurationReconciler) streamProblem(ctx context.Context, boot
 // progress tallies the current decisions per resource.
 func (r *MachineConfigurationReconciler) progress(ctx context.Context, inputs string) (progress, error) {
 	sets := &machinev1beta1.MachineSetList{}
-	if err := r.Client.List(ctx, sets, client.InNamespace(MachineAPINamespace)); err != nil {
+	if err := r.Client.List(ctx, sets, client.InNamespace(MachineAPINamespace)); err != nil && !meta.IsNoMatchError(err) {
 		return progress{}, err
 	}
 	cpmsList := &machinev1.ControlPlaneMachineSetList{}
