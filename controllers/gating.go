@@ -3,18 +3,24 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
+	machinev1 "github.com/openshift/api/machine/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -173,5 +179,43 @@ func setSupportCondition(mc *operatorv1.MachineConfiguration, platform configv1.
 	} else if missing != "" {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonMachineAPIMissing, missing
 	}
-	meta.SetStatusCondition(&mc.Status.Conditions, cond)
+	apimeta.SetStatusCondition(&mc.Status.Conditions, cond)
+}
+
+// NewRESTMapper is the manager's REST mapper (ctrl.Options.MapperProvider): controller-runtime's
+// dynamic mapper, which also knows MachineSet and ControlPlaneMachineSet as namespaced while the
+// API does not serve them yet. The cache is limited to openshift-machine-api for them
+// (CacheOptions) and must know their scope for that; nothing reads them before the crdGate
+// finds them served.
+func NewRESTMapper(cfg *rest.Config, httpClient *http.Client) (apimeta.RESTMapper, error) {
+	dynamic, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	return machineAPIMapper{dynamic}, nil
+}
+
+type machineAPIMapper struct{ apimeta.RESTMapper }
+
+var machineAPIResources = map[schema.GroupKind]schema.GroupVersionResource{
+	{Group: machinev1beta1.GroupName, Kind: "MachineSet"}:        machinev1beta1.GroupVersion.WithResource("machinesets"),
+	{Group: machinev1.GroupName, Kind: "ControlPlaneMachineSet"}: machinev1.GroupVersion.WithResource("controlplanemachinesets"),
+}
+
+func (m machineAPIMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*apimeta.RESTMapping, error) {
+	mapping, err := m.RESTMapper.RESTMapping(gk, versions...)
+	if gvr, ok := machineAPIResources[gk]; ok && apimeta.IsNoMatchError(err) && (len(versions) == 0 || slices.Contains(versions, gvr.Version)) {
+		return &apimeta.RESTMapping{Resource: gvr, GroupVersionKind: gvr.GroupVersion().WithKind(gk.Kind), Scope: apimeta.RESTScopeNamespace}, nil
+	}
+	return mapping, err
+}
+
+// Waiting reports whether the controller of kind waits for its CRD.
+func (g *crdGate) Waiting(kind string) bool {
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.ContainsFunc(g.waiting, func(c gatedController) bool { return c.kind == kind })
 }

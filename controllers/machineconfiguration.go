@@ -201,13 +201,19 @@ func (r *MachineConfigurationReconciler) streamProblem(ctx context.Context, boot
 
 // progress tallies the current decisions per resource.
 func (r *MachineConfigurationReconciler) progress(ctx context.Context, inputs string) (progress, error) {
+	// A kind whose CRD is not served has no objects; listing it would wait for a cache that
+	// cannot sync.
 	sets := &machinev1beta1.MachineSetList{}
-	if err := r.Client.List(ctx, sets, client.InNamespace(MachineAPINamespace)); err != nil && !meta.IsNoMatchError(err) {
-		return progress{}, err
+	if !r.MachineAPI.Waiting("MachineSet") {
+		if err := r.Client.List(ctx, sets, client.InNamespace(MachineAPINamespace)); err != nil && !meta.IsNoMatchError(err) {
+			return progress{}, err
+		}
 	}
 	cpmsList := &machinev1.ControlPlaneMachineSetList{}
-	if err := r.Client.List(ctx, cpmsList, client.InNamespace(MachineAPINamespace)); err != nil && !meta.IsNoMatchError(err) {
-		return progress{}, err
+	if !r.MachineAPI.Waiting(cpmsKind) {
+		if err := r.Client.List(ctx, cpmsList, client.InNamespace(MachineAPINamespace)); err != nil && !meta.IsNoMatchError(err) {
+			return progress{}, err
+		}
 	}
 	var p progress
 	msDecisions := r.Tracker.Decisions("MachineSet", inputs)

@@ -106,6 +106,7 @@ func run(ctx context.Context, args []string) error {
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                        controllers.NewScheme(),
 		Cache:                         controllers.CacheOptions(),
+		MapperProvider:                controllers.NewRESTMapper,
 		Metrics:                       metrics,
 		HealthProbeBindAddress:        opts.probeAddr,
 		LeaderElection:                opts.leaderElect,
