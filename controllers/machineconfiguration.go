@@ -47,6 +47,12 @@ type MachineConfigurationReconciler struct {
 	// the skew enforcement guard.
 	ClusterOperator string
 
+	// Reader reads from the API server, for the managed fields the cache drops.
+	Reader client.Reader
+	// contest backs the status writer off while a second writer is seen (secondwriter.go).
+	contest        statusContest
+	contestMessage string
+
 	// MachineAPI says which Machine API controllers wait for their CRDs; nil when none do.
 	MachineAPI *crdGate
 
@@ -129,6 +135,9 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 		})
 	}
 	r.announce(ctx, mc, append(eff.Problems, warnings...))
+	if ok, wait, err := r.checkStatusContest(ctx, mc, want, skewOn); err != nil || !ok {
+		return ctrl.Result{RequeueAfter: wait}, err
+	}
 	if err := applyStatus(ctx, r.Client, mc, want, skewOn); err != nil {
 		// Keep deciding and writing what can be written: the boot image reconcilers wait only for
 		// observedGeneration, which the fallback write carries.

@@ -38,6 +38,11 @@ type Config struct {
 	ClusterOperator string
 	// Cloud are the cloud retry timings; zero fields take the defaults.
 	Cloud CloudTimings
+	// ContestInterval and ContestedWrites bound the status writes while another writer rewrites
+	// this operator's fields: at most ContestedWrites per ContestInterval; zero takes
+	// DefaultContestInterval and DefaultContestedWrites.
+	ContestInterval time.Duration
+	ContestedWrites int
 	// CRDPollInterval is how often missing Machine API CRDs are looked for; 0 is
 	// DefaultCRDPollInterval.
 	CRDPollInterval time.Duration
@@ -70,6 +75,8 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		Streams:         streams,
 		ClusterOperator: cfg.ClusterOperator,
 		MachineAPI:      machineAPI,
+		Reader:          mgr.GetAPIReader(),
+		contest:         statusContest{interval: cfg.ContestInterval, budget: cfg.ContestedWrites},
 	}
 	if err := mc.SetupWithManager(mgr); err != nil {
 		return err
@@ -84,7 +91,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		return err
 	}
 	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: images, Streams: streams, Templates: vcenters}
-	steps := bootImageSteps{Client: mgr.GetClient(), Inputs: inputs, Recorder: recorder, Tracker: tracker, Timings: cfg.Cloud.withDefaults(), Templates: templates}
+	steps := bootImageSteps{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Inputs: inputs, Recorder: recorder, Tracker: tracker, Timings: cfg.Cloud.withDefaults(), Templates: templates}
 	machineSets := &MachineSetReconciler{steps}
 	controlPlane := &ControlPlaneMachineSetReconciler{steps}
 	if err := machineAPI.add(gatedController{groupVersion: machinev1beta1.GroupVersion, resource: "machinesets", kind: "MachineSet", setup: machineSets.SetupWithManager}); err != nil {
