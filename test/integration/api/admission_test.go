@@ -6,12 +6,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -127,33 +129,33 @@ var _ = Describe("Shipped ValidatingAdmissionPolicies", Ordered, func() {
 		infra.Status.PlatformStatus = &configv1.PlatformStatus{Type: configv1.BareMetalPlatformType}
 		Expect(k8s.Status().Update(ctx, infra)).To(Succeed())
 
-		update := func(change func(*operatorv1.MachineConfiguration)) func() error {
+		// Merge patches: a typed round trip would drop required fields the API defaulted.
+		patch := func(spec string) func() error {
 			return func() error {
-				mc := &operatorv1.MachineConfiguration{}
-				if err := k8s.Get(ctx, client.ObjectKey{Name: "cluster"}, mc); err != nil {
-					return err
-				}
-				change(mc)
-				return k8s.Update(ctx, mc)
+				mc := &operatorv1.MachineConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
+				return k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":`+spec+`}`)))
 			}
 		}
+		const (
+			msAll     = `{"resource":"machinesets","apiGroup":"machine.openshift.io","selection":{"mode":"All"}}`
+			msPartial = `{"resource":"machinesets","apiGroup":"machine.openshift.io","selection":{"mode":"Partial","partial":{"machineResourceSelector":{"matchLabels":{"a":"b"}}}}}`
+			msNone    = `{"resource":"machinesets","apiGroup":"machine.openshift.io","selection":{"mode":"None"}}`
+			cpmsNone  = `{"resource":"controlplanemachinesets","apiGroup":"machine.openshift.io","selection":{"mode":"None"}}`
+			cpmsAll   = `{"resource":"controlplanemachinesets","apiGroup":"machine.openshift.io","selection":{"mode":"All"}}`
+		)
+		managersPatch := func(entries ...string) func() error {
+			return patch(`{"managedBootImages":{"machineManagers":[` + strings.Join(entries, ",") + `]}}`)
+		}
 		// Changing the refused entry is refused, once the API server sees the new Infrastructure.
-		Eventually(update(func(mc *operatorv1.MachineConfiguration) {
-			mc.Spec.ManagedBootImages.MachineManagers[0].Selection = operatorv1.MachineManagerSelector{Mode: operatorv1.Partial, Partial: &operatorv1.PartialSelector{MachineResourceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}}}
-		})).Should(MatchError(ContainSubstring("this cluster runs on BareMetal")))
+		Eventually(managersPatch(msPartial)).Should(MatchError(ContainSubstring("this cluster runs on BareMetal")))
 		// An unrelated spec change goes through, the refused entry unchanged.
-		Expect(update(func(mc *operatorv1.MachineConfiguration) { mc.Spec.LogLevel = operatorv1.Debug })()).To(Succeed())
-		// So does adding an opt-out, and turning the refused entry off.
-		Expect(update(func(mc *operatorv1.MachineConfiguration) {
-			mc.Spec.ManagedBootImages.MachineManagers = append(mc.Spec.ManagedBootImages.MachineManagers, cpms(operatorv1.None))
-		})()).To(Succeed())
+		Expect(patch(`{"logLevel":"Debug"}`)()).To(Succeed())
+		// So does adding an opt-out beside it.
+		Expect(managersPatch(msAll, cpmsNone)()).To(Succeed())
 		// A new opt-in beside it is refused.
-		Expect(update(func(mc *operatorv1.MachineConfiguration) {
-			mc.Spec.ManagedBootImages.MachineManagers[1] = cpms(operatorv1.All)
-		})()).To(MatchError(ContainSubstring("controlplanemachinesets are only supported on AWS, GCP and Azure, and this cluster runs on BareMetal")))
-		Expect(update(func(mc *operatorv1.MachineConfiguration) {
-			mc.Spec.ManagedBootImages.MachineManagers[0] = ms(operatorv1.None)
-		})()).To(Succeed())
+		Expect(managersPatch(msAll, cpmsAll)()).To(MatchError(ContainSubstring("controlplanemachinesets are only supported on AWS, GCP and Azure, and this cluster runs on BareMetal")))
+		// Turning the refused entry off is allowed.
+		Expect(managersPatch(msNone, cpmsNone)()).To(Succeed())
 	})
 
 	It("allows only the name cluster", func() {
