@@ -3,6 +3,7 @@ package refresh_test
 import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/bootimage-operator/bootimage-operator/refresh"
@@ -93,6 +94,11 @@ spec:
 		cfg, err := refresh.Parse([]byte(`{"ignition":{"version":"3.0.0"},"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["ssh-ed25519 AAAA"]}]}}`))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(refresh.SpecOf(cfg).Ignition.Passwd.Users).To(HaveLen(1))
+	})
+
+	It("refuses a missing MachineConfig instead of deciding on an empty one", func() {
+		_, err := refresh.DecideMachineConfigs(nil, &mcfgv1.MachineConfig{}, refresh.DefaultPolicies())
+		Expect(err).To(MatchError("current config: no MachineConfig"))
 	})
 
 	DescribeTable("says what is wrong",
