@@ -30,7 +30,9 @@ const (
 // bootImages are what every boot image reconciler shares, and the steps each takes for one object:
 // decide, import a vSphere template when due, write an update, report.
 type bootImages struct {
-	Client   client.Client
+	Client client.Client
+	// Reader reads from the API server, for the managed fields the cache drops.
+	Reader   client.Reader
 	Inputs   clusterInputs
 	Recorder record.EventRecorder
 	Tracker  *Tracker
@@ -101,6 +103,9 @@ func (s bootImages) decide(ctx context.Context, in loadedInputs, live client.Obj
 		return bootimage.CloudLookupFailed(d, err), bootimage.Attempts{}, nil
 	}
 	s.Tracker.CloudWorks(obj.Kind, key)
+	if d.Reason == bootimage.ReasonHotLoopDetected {
+		d.Message = withSecondWriter(ctx, s.Reader, live, d.Message)
+	}
 	return d, s.Tracker.NextAttempts(obj.Kind, key, persisted, d.Target, selection), nil
 }
 
@@ -114,7 +119,7 @@ func (s bootImages) update(ctx context.Context, live client.Object, userDataSecr
 			return err
 		}
 	}
-	if err := s.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+	if err := s.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(FieldManager)); err != nil {
 		return fmt.Errorf("patching boot image of %s %s: %w", d.Kind, key, err)
 	}
 	s.Tracker.Patched(d.Kind, key, next)
