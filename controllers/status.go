@@ -118,6 +118,12 @@ func applyStatusRejected(ctx context.Context, c client.Client, current, want *op
 // apply sends status with server-side apply as FieldManager. The apply configuration names only
 // the fields this operator computes, so a field the API adds later is never claimed by accident.
 func apply(ctx context.Context, c client.Client, status operatorv1.MachineConfigurationStatus) error {
+	obj := operatorv1ac.MachineConfiguration(MachineConfigurationName).WithStatus(statusApply(status))
+	return c.Status().Apply(ctx, obj, client.FieldOwner(FieldManager), client.ForceOwnership)
+}
+
+// statusApply is the apply configuration of this operator's part of status.
+func statusApply(status operatorv1.MachineConfigurationStatus) *operatorv1ac.MachineConfigurationStatusApplyConfiguration {
 	ac := operatorv1ac.MachineConfigurationStatus().
 		WithObservedGeneration(status.ObservedGeneration).
 		WithManagedBootImagesStatus(managedBootImagesApply(status.ManagedBootImagesStatus))
@@ -128,8 +134,7 @@ func apply(ctx context.Context, c client.Client, status operatorv1.MachineConfig
 	if skew := status.BootImageSkewEnforcementStatus; skew.Mode != "" {
 		ac.WithBootImageSkewEnforcementStatus(skewStatusApply(skew))
 	}
-	obj := operatorv1ac.MachineConfiguration(MachineConfigurationName).WithStatus(ac)
-	return c.Status().Apply(ctx, obj, client.FieldOwner(FieldManager), client.ForceOwnership)
+	return ac
 }
 
 func managedBootImagesApply(m operatorv1.ManagedBootImages) *operatorv1ac.ManagedBootImagesApplyConfiguration {
