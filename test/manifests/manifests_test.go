@@ -1,3 +1,6 @@
+// Package manifests_test checks the shipped manifests with the types of the projects that read them
+// (Kubernetes, the Prometheus operator, Prometheus's rule parser). It is a module of its own so
+// that the operator's module, which the MCO imports, does not require Prometheus.
 package manifests_test
 
 import (
@@ -27,7 +30,7 @@ import (
 func shippedObjects(t *testing.T) []runtime.Object {
 	t.Helper()
 	decoder := serializer.NewCodecFactory(clientgoscheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
-	files, _ := filepath.Glob("*.yaml")
+	files, _ := filepath.Glob(filepath.Join(manifestsDir, "*.yaml"))
 	if len(files) == 0 {
 		t.Fatal("no manifests found")
 	}
@@ -162,7 +165,7 @@ func TestMetricsWiring(t *testing.T) {
 // objectsIn decodes every object of the shipped manifest file name.
 func objectsIn(t *testing.T, name string) []runtime.Object {
 	t.Helper()
-	data, err := os.ReadFile(name)
+	data, err := os.ReadFile(filepath.Join(manifestsDir, name))
 	if err != nil {
 		t.Fatal(err)
 	}
