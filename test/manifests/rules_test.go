@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 	promqlparser "github.com/prometheus/prometheus/promql/parser"
 	"sigs.k8s.io/yaml"
+
+	"github.com/bootimage-operator/bootimage-operator/manifests"
 )
 
 // manifestsDir holds the shipped manifests, relative to this module.
@@ -19,7 +21,7 @@ var manifestsDir = filepath.Join("..", "..", "manifests")
 // every expression parses and every alert has a severity, a summary and a description.
 func TestAlertRulesParse(t *testing.T) {
 	var rules int
-	for _, obj := range objectsIn(t, "04-metrics.yaml") {
+	for _, obj := range objectsIn(t, manifests.MetricsFile) {
 		rule, ok := obj.(*monitoringv1.PrometheusRule)
 		if !ok {
 			continue
@@ -51,6 +53,6 @@ func TestAlertRulesParse(t *testing.T) {
 		}
 	}
 	if rules == 0 {
-		t.Fatal("no alerts in manifests/04-metrics.yaml")
+		t.Fatal("no alerts in " + manifests.MetricsFile)
 	}
 }
