@@ -29,7 +29,7 @@ var _ = Describe("The HyperShift push", func() {
 		cm, _ := refresh.BuildUpgradeConfigMap("workers", []byte("{}"), "h", nil)
 		cm.Data[refresh.KeyConfig] = "!!!"
 		_, _, _, err := refresh.ParseUpgradeConfigMap(cm)
-		Expect(err).To(MatchError(ContainSubstring("ConfigMap workers-upgrade/workers-upgrade key config is not base64")))
+		Expect(err).To(MatchError(ContainSubstring("ConfigMap workers-upgrade/workers-upgrade key config: not base64")))
 	})
 
 	It("generates no-reboot-paths from the policies it can express, as files and folders", func() {
