@@ -17,9 +17,9 @@ import (
 
 type refreshPlanOptions struct {
 	oldPath, newPath, policiesPath, pathsPath string
-	file, deleted, pool                      string
-	output                                   string
-	exitCode                                 bool
+	file, deleted, pool                       string
+	output                                    string
+	exitCode                                  bool
 }
 
 func newRefreshPlanCommand(cluster *clusterFlags, stdout io.Writer) *cobra.Command {
