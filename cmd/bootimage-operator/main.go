@@ -24,6 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/bootimage-operator/bootimage-operator/controllers"
+	"github.com/bootimage-operator/bootimage-operator/internal/buildinfo"
 )
 
 // Leader election timings of OpenShift's recommended defaults for operators: a 137s lease
@@ -82,10 +83,16 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&opts.kubeAPIBurst, "kube-api-burst", defaultKubeAPIBurst, "Requests the operator's API client may send in a burst.")
 	fs.StringVar(&opts.clusterOperator, "cluster-operator-name", "", "ClusterOperator whose Upgradeable condition carries the boot image skew guard; empty (inside the MCO, whose status sync reads the guard) sets none.")
 	fs.StringVar(&opts.ovaCacheDir, "ova-cache-dir", controllers.DefaultOVACacheDir, "Writable directory for downloaded vSphere OVAs.")
+	showVersion := fs.Bool("version", false, "Print the version and exit.")
 	logConfig := textlogger.NewConfig()
 	logConfig.AddFlags(fs)
+	describeLogFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *showVersion {
+		fmt.Printf("bootimage-operator %s\n", buildinfo.Read())
+		return nil
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -118,6 +125,7 @@ func run(ctx context.Context, args []string) error {
 		RenewDeadline:                 ptr(renewDeadline),
 		RetryPeriod:                   ptr(retryPeriod),
 		GracefulShutdownTimeout:       ptr(30 * time.Second),
+		Logger:                        quietOnStop(ctx, logger),
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
@@ -140,7 +148,7 @@ func run(ctx context.Context, args []string) error {
 		case <-ctx.Done():
 		}
 	}()
-	log.Info("Starting manager", "releaseVersion", opts.releaseVersion, "leaderElect", opts.leaderElect, "host", restConfig.Host)
+	log.Info("Starting manager", "version", buildinfo.Read().String(), "releaseVersion", opts.releaseVersion, "leaderElect", opts.leaderElect, "host", restConfig.Host)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
