@@ -75,7 +75,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		return err
 	}
 	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: images, Streams: streams, Templates: vcenters}
-	steps := bootImageSteps{Client: mgr.GetClient(), Inputs: inputs, Recorder: recorder, Tracker: tracker, Timings: cfg.Cloud.withDefaults(), Templates: templates}
+	steps := bootImageSteps{Client: mgr.GetClient(), Inputs: inputs, Recorder: recorder, Tracker: tracker, Timings: cfg.Cloud.withDefaults(), Templates: templates, Unavailable: newLastingSkips()}
 	machineSets := &MachineSetReconciler{steps}
 	if err := machineSets.SetupWithManager(mgr); err != nil {
 		return err
