@@ -159,19 +159,23 @@ func orKind(err error, kind string) error {
 	return fmt.Errorf("kind is %s", kind)
 }
 
-// parseConfigFile reads a config for the file mode. A MachineConfig is first checked as strictly
-// as in live mode, so a misspelt field is named rather than ignored.
+// parseConfigFile reads a config for the file mode: a MachineConfig, decoded as strictly as in
+// live mode so a misspelt field is named rather than ignored, or bare Ignition.
 func parseConfigFile(path string) (refresh.Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return refresh.Config{}, err
 	}
+	var cfg refresh.Config
 	if isMachineConfig(data) {
-		if _, err := decodeMachineConfig(liveScheme(), path, data); err != nil {
+		mc, err := decodeMachineConfig(liveScheme(), path, data)
+		if err != nil {
 			return refresh.Config{}, err
 		}
+		cfg, err = refresh.FromMachineConfig(mc)
+	} else {
+		cfg, err = refresh.Parse(data)
 	}
-	cfg, err := refresh.Parse(data)
 	if err != nil {
 		return refresh.Config{}, fmt.Errorf("%s: %v", path, err)
 	}
