@@ -156,6 +156,21 @@ var _ = Describe("bootimagectl finds the cluster as kubectl does", Ordered, func
 		Expect(stderr).To(ContainSubstring(`context "typo" does not exist`))
 	})
 
+	It("previews the README's chrony MachineConfig on the demo's worker pool, finding the cluster by $KUBECONFIG alone", func() {
+		c, err := client.New(env.Config, client.Options{Scheme: liveScheme()})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(fixtures.Create(ctx, c, fixtures.WorkerPoolObjects()...)).To(Succeed())
+		GinkgoT().Setenv("KUBECONFIG", kubeconfig)
+		chrony := filepath.Join("..", "..", "test", "fixtures", "testdata", "99-worker-chrony.yaml")
+		code, out, stderr := runCLI("refresh", "plan", "-f", chrony)
+		Expect(stderr).To(BeEmpty())
+		Expect(code).To(Equal(exitOK))
+		Expect(out).To(ContainSubstring("Pool worker: 3 machines, 1 at a time, from rendered-worker-1\nOutcome: Reboot\n"))
+		Expect(out).To(ContainSubstring("file  /etc/chrony.conf  Reboot    no file policy matches /etc/chrony.conf"))
+		code, _, _ = runCLI("refresh", "plan", "-f", chrony, "--exit-code")
+		Expect(code).To(Equal(exitReboot))
+	})
+
 	It("makes a row whose cloud lookup fails an Error CloudLookupFailed, plans the rest and exits 1", func() {
 		ec2 := fakecloud.NewEC2(fixtures.AWSImages())
 		DeferCleanup(ec2.Close)
