@@ -39,6 +39,9 @@ type GCPImages struct {
 	Settings func(context.Context) (GCPSettings, error)
 	// TTL bounds how stale an answer (existence, deprecation) may be; 10 minutes when zero.
 	TTL time.Duration
+	// Backoff is how long a failed images.get is remembered, per image, or for every image when
+	// the API throttles or fails.
+	Backoff Backoff
 
 	init    sync.Once
 	answers *lookups[*bootimage.GCPImage]
@@ -60,12 +63,16 @@ func (g *GCPImages) GCPImage(ctx context.Context, project, name string) (*bootim
 	if err != nil {
 		return nil, err
 	}
-	g.init.Do(func() { g.answers = newLookups[*bootimage.GCPImage](maxImageAnswers) })
+	g.init.Do(func() {
+		g.answers = newLookups[*bootimage.GCPImage](maxImageAnswers)
+		g.answers.failures = newFailures(g.Backoff)
+	})
 	ttl := g.TTL
 	if ttl == 0 {
 		ttl = defaultImagesTTL
 	}
-	return g.answers.get(gcpClientKey(s)+"|"+project+"/"+name, ttl, func() (*bootimage.GCPImage, error) {
+	scope := gcpClientKey(s)
+	return g.answers.get(ctx, scope+"|"+project+"/"+name, scope, ttl, func(ctx context.Context) (*bootimage.GCPImage, error) {
 		client, err := g.acquire(ctx, s)
 		if err != nil {
 			return nil, err
@@ -80,7 +87,7 @@ func (g *GCPImages) GCPImage(ctx context.Context, project, name string) (*bootim
 		}
 		observe(apiImagesGet, start, err)
 		if err != nil {
-			return nil, err
+			return nil, newFailure(apiImagesGet, "", err)
 		}
 		return &bootimage.GCPImage{Name: got.GetName(), Deprecation: got.GetDeprecated().GetState()}, nil
 	})
