@@ -50,7 +50,10 @@ var _ = Describe("Cloud failures", func() {
 		Expect(server.CallsIn("us-west-2")).To(BeNumerically(">=", 1), "another region is asked")
 
 		// Once the interval passes the call is sent again: the fresh request id changes nothing.
-		Eventually(func() int { _, _ = ec2.AWSImage(ctx, "us-east-1", fixtures.OldAWSAMI); return server.CallsIn("us-east-1") }, "10s").Should(BeNumerically(">", 2*sent))
+		Eventually(func() int {
+			_, _ = ec2.AWSImage(ctx, "us-east-1", fixtures.OldAWSAMI)
+			return server.CallsIn("us-east-1")
+		}, "10s").Should(BeNumerically(">", 2*sent))
 		_, again := ec2.AWSImage(ctx, "us-east-1", fixtures.OldAWSAMI)
 		Expect(again.Error()).To(Equal(first.Error()))
 		Expect(cloud.FailureKey(again)).To(Equal(cloud.FailureKey(first)))
