@@ -168,7 +168,7 @@ var _ = Describe("An EC2 outage", func() {
 		for name, count := range warningEvents(bootimage.ReasonCloudLookupFailed) {
 			Expect(count).To(Equal(1), "one Warning Event for "+name)
 		}
-		Expect(errorsCounted("MachineSet", bootimage.ReasonCloudLookupFailed) - errorsBefore).To(BeEquivalentTo(n), "one error counted per MachineSet")
+		Expect(errorsCounted("MachineSet", bootimage.ReasonCloudLookupFailed)-errorsBefore).To(BeEquivalentTo(n), "one error counted per MachineSet")
 		Expect(writesAtError).To(BeNumerically("<=", n+5), "status writes bounded by the MachineSets turning Error, not by retries")
 		Expect(server.CallsIn("us-east-1")+server.CallsIn("us-west-2")-calls).To(BeNumerically("<=", 2*3*16), "at most one flight per region per backoff interval")
 		Expect(machineSetWrites.total()).To(BeZero())
