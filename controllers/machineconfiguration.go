@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -101,7 +102,11 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 		return ctrl.Result{}, err
 	}
 	var warnings []string
-	if problem := r.streamProblem(ctx, bootImages, platform); problem != "" {
+	problem, err := r.streamProblem(ctx, bootImages, platform)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if problem != "" {
 		warnings = append(warnings, problem)
 	}
 	if cv == nil {
@@ -163,21 +168,22 @@ func (r *MachineConfigurationReconciler) announce(ctx context.Context, mc *opera
 	}
 }
 
-// streamProblem says what the stream lacks for the cluster itself; a missing or unreadable stream
-// is reported by every decision instead.
-func (r *MachineConfigurationReconciler) streamProblem(ctx context.Context, bootImages *corev1.ConfigMap, platform configv1.PlatformType) string {
+// streamProblem says what the stream lacks for the cluster itself, or that it does not parse
+// (every decision says so too, but without MachineSets none would). A failed Node list is
+// returned, not taken for "no problem".
+func (r *MachineConfigurationReconciler) streamProblem(ctx context.Context, bootImages *corev1.ConfigMap, platform configv1.PlatformType) (string, error) {
 	if bootImages == nil {
-		return ""
+		return "", nil
 	}
 	streams, err := r.Streams.Parse(bootImages)
 	if err != nil {
-		return ""
+		return fmt.Sprintf("ConfigMap %s/%s: %v", bootImages.Namespace, bootImages.Name, err), nil
 	}
 	arch, err := ControlPlaneArch(ctx, r.Client)
 	if err != nil {
-		return ""
+		return "", err
 	}
-	return bootimage.StreamProblem(streams, platform, arch)
+	return bootimage.StreamProblem(streams, platform, arch), nil
 }
 
 // progress tallies the current decisions per resource.
