@@ -24,6 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/bootimage-operator/bootimage-operator/controllers"
+	"github.com/bootimage-operator/bootimage-operator/leader"
 )
 
 // Leader election timings of OpenShift's recommended defaults for operators: a 137s lease
@@ -105,7 +106,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	restConfig.QPS, restConfig.Burst = float32(opts.kubeAPIQPS), opts.kubeAPIBurst
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+	mgrOpts := ctrl.Options{
 		Scheme:                        controllers.NewScheme(),
 		Cache:                         controllers.CacheOptions(),
 		Metrics:                       metrics,
@@ -118,15 +119,23 @@ func run(ctx context.Context, args []string) error {
 		RenewDeadline:                 ptr(renewDeadline),
 		RetryPeriod:                   ptr(retryPeriod),
 		GracefulShutdownTimeout:       ptr(30 * time.Second),
-	})
+	}
+	// Every write of the manager's client is fenced on the lease's last renewal.
+	fence, err := leader.Configure(restConfig, &mgrOpts, leader.DefaultSkewMargin)
+	if err != nil {
+		return fmt.Errorf("fencing writes on the leader lease: %w", err)
+	}
+	mgr, err := ctrl.NewManager(restConfig, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return err
+	for name, check := range leader.Readiness(mgr.GetCache(), fence) {
+		if err := mgr.AddReadyzCheck(name, check); err != nil {
+			return err
+		}
 	}
 	if err := controllers.Setup(mgr, controllers.Config{ReleaseVersion: opts.releaseVersion, ClusterOperator: opts.clusterOperator, OVACacheDir: opts.ovaCacheDir}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
@@ -141,7 +150,7 @@ func run(ctx context.Context, args []string) error {
 		}
 	}()
 	log.Info("Starting manager", "releaseVersion", opts.releaseVersion, "leaderElect", opts.leaderElect, "host", restConfig.Host)
-	if err := mgr.Start(ctx); err != nil {
+	if err := leader.Start(ctx, mgr, fence); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	log.Info("Manager stopped")
