@@ -40,6 +40,8 @@ type Fence struct {
 
 	mu       sync.Mutex
 	identity string
+	// holder is the lease's holder as last read.
+	holder   string
 	renewed  time.Time // when the last successful acquire or renew was sent; zero when not leading
 	timer    *time.Timer
 	lost     chan struct{}
@@ -85,6 +87,16 @@ func (f *Fence) Lost() <-chan struct{} {
 	return f.lost
 }
 
+// Identity is the identity this process holds the lease as.
+func (f *Fence) Identity() string {
+	if f == nil {
+		return ""
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.identity
+}
+
 // Reason says why the lease was lost; empty while it is not.
 func (f *Fence) Reason() string {
 	if f == nil {
@@ -115,6 +127,7 @@ func (f *Fence) renewedAt(sent time.Time) {
 func (f *Fence) heldBy(holder string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.holder = holder
 	if !f.renewed.IsZero() && holder != f.identity {
 		f.loseLocked(fmt.Sprintf("the lease is held by %q", holder))
 	}
@@ -182,6 +195,17 @@ func (l *fencedLock) Create(ctx context.Context, ler resourcelock.LeaderElection
 }
 
 func (l *fencedLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	if ler.HolderIdentity != l.Identity() {
+		// client-go releases after a fresh Get, which also refreshes the resourceVersion the
+		// release is sent with, but decides on the record it observed before: a deposed leader
+		// would clear its successor's lease. Release only a lease last read as ours.
+		l.fence.mu.Lock()
+		holder := l.fence.holder
+		l.fence.mu.Unlock()
+		if holder != l.Identity() {
+			return fmt.Errorf("not releasing the lease: it is held by %q", holder)
+		}
+	}
 	return l.write(ler, func() error { return l.Interface.Update(ctx, ler) })
 }
 
@@ -190,6 +214,9 @@ func (l *fencedLock) write(ler resourcelock.LeaderElectionRecord, send func() er
 	if err := send(); err != nil {
 		return err
 	}
+	l.fence.mu.Lock()
+	l.fence.holder = ler.HolderIdentity
+	l.fence.mu.Unlock()
 	if ler.HolderIdentity == l.Identity() {
 		l.fence.renewedAt(sent)
 	} else {
