@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -24,8 +25,14 @@ type Manager struct {
 // StartManager starts a manager on the control plane, with metrics, probes and leader election
 // off, after setup registered its controllers. Stop it with Stop.
 func (e *Env) StartManager(setup func(ctrl.Manager) error) (*Manager, error) {
+	return e.StartManagerOn(e.Config, setup)
+}
+
+// StartManagerOn is StartManager with the manager's requests sent with restConfig, for example
+// through a transport that injects faults.
+func (e *Env) StartManagerOn(restConfig *rest.Config, setup func(ctrl.Manager) error) (*Manager, error) {
 	skip := true
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                 e.Scheme,
 		Cache:                  controllers.CacheOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
