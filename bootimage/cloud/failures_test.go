@@ -75,6 +75,23 @@ var _ = Describe("Cloud failures", func() {
 		Expect(cloud.FailureKey(unavailable)).NotTo(Equal(cloud.FailureKey(throttled)))
 	})
 
+	It("GCP failures name their status and reason, and are remembered alike", func() {
+		server := fakecloud.NewCompute([]fakecloud.ComputeImage{{Project: "rhcos-cloud", Name: "rhcos-1"}})
+		DeferCleanup(server.Close)
+		server.Unavailable.Store(true)
+		gcp := &cloud.GCPImages{Settings: func(context.Context) (cloud.GCPSettings, error) {
+			return cloud.GCPSettings{Version: "1", Token: "t", Endpoint: server.URL}, nil
+		}}
+		_, err := gcp.GCPImage(ctx, "rhcos-cloud", "rhcos-1")
+		Expect(err).To(MatchError(ContainSubstring("compute:images.get: HTTP 503 backendError: Backend Error")))
+		calls := server.Calls.Load()
+		_, again := gcp.GCPImage(ctx, "rhcos-cloud", "rhcos-1")
+		Expect(again.Error()).To(Equal(err.Error()))
+		Expect(server.Calls.Load()).To(Equal(calls), "remembered, not asked again at once")
+		server.Unavailable.Store(false)
+		Eventually(func() error { _, err := gcp.GCPImage(ctx, "rhcos-cloud", "rhcos-1"); return err }, "10s").Should(Succeed())
+	})
+
 	It("a caller that gives up neither cancels nor fails the lookup it shares", func() {
 		server := fakecloud.NewEC2(fixtures.AWSImages())
 		DeferCleanup(server.Close)

@@ -10,6 +10,7 @@ import (
 
 	compute "cloud.google.com/go/compute/apiv1"
 	"cloud.google.com/go/compute/apiv1/computepb"
+	"github.com/googleapis/gax-go/v2"
 	"golang.org/x/oauth2"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
@@ -79,7 +80,9 @@ func (g *GCPImages) GCPImage(ctx context.Context, project, name string) (*bootim
 		}
 		defer client.users.Done()
 		start := time.Now()
-		got, err := client.images.Get(ctx, &computepb.GetImageRequest{Project: project, Image: name})
+		// No gax retries: they would resend a 503 until the context ends, per lookup. The
+		// failure backoff retries, once for every caller.
+		got, err := client.images.Get(ctx, &computepb.GetImageRequest{Project: project, Image: name}, gax.WithRetry(func() gax.Retryer { return nil }))
 		var apiErr *googleapi.Error
 		if errors.As(err, &apiErr) && apiErr.Code == http.StatusNotFound {
 			observe(apiImagesGet, start, nil)
