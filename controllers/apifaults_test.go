@@ -23,17 +23,13 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
 
-// roundTripper is a transport made of a function.
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
-
 // startOperatorThrough starts the operator with its API requests sent through wrap.
 func startOperatorThrough(wrap func(next http.RoundTripper) http.RoundTripper) *testenv.Manager {
 	GinkgoHelper()
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Wrap(wrap)
-	mgr, err := env.StartManagerOn(cfg, func(m ctrl.Manager) error {
+	through := *env
+	through.Config = rest.CopyConfig(env.Config)
+	through.Config.Wrap(wrap)
+	mgr, err := through.StartManager(func(m ctrl.Manager) error {
 		return controllers.Setup(m, controllers.Config{ReleaseVersion: fixtures.ReleaseVersion})
 	})
 	Expect(err).NotTo(HaveOccurred())
@@ -46,7 +42,7 @@ func startOperatorThrough(wrap func(next http.RoundTripper) http.RoundTripper) *
 func beforeFirstPatchOf(name string, do func()) func(http.RoundTripper) http.RoundTripper {
 	var once sync.Once
 	return func(next http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(req *http.Request) (*http.Response, error) {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			if req.Method == http.MethodPatch && strings.HasSuffix(req.URL.Path, "/machinesets/"+name) {
 				once.Do(do)
 			}
@@ -66,7 +62,7 @@ var _ = Describe("API faults during a write", func() {
 	It("keeps a user's edit landing between the operator's read and its write, and writes once more", func() {
 		bootImageCluster(configv1.GCPPlatformType)
 		Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet("edited", fixtures.GCPProviderSpec(fixtures.OldGCPImage)))).To(Succeed())
-		writes := countWrites(&machinev1beta1.MachineSetList{}, fixtures.MachineAPINamespace)
+		writes := watchWrites(&machinev1beta1.MachineSetList{}, fixtures.MachineAPINamespace)
 		startOperatorThrough(beforeFirstPatchOf("edited", func() {
 			edit := []byte(`{"metadata":{"labels":{"team":"payments"}},"spec":{"replicas":3}}`)
 			Expect(k8s.Patch(ctx, getMachineSet("edited"), client.RawPatch(types.MergePatchType, edit))).To(Succeed())
@@ -82,7 +78,7 @@ var _ = Describe("API faults during a write", func() {
 	It("never writes a boot image the user replaced between the operator's read and its write", func() {
 		bootImageCluster(configv1.GCPPlatformType)
 		Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet("replaced", fixtures.GCPProviderSpec(fixtures.OldGCPImage)))).To(Succeed())
-		writes := countWrites(&machinev1beta1.MachineSetList{}, fixtures.MachineAPINamespace)
+		writes := watchWrites(&machinev1beta1.MachineSetList{}, fixtures.MachineAPINamespace)
 		startOperatorThrough(beforeFirstPatchOf("replaced", func() {
 			ms := getMachineSet("replaced")
 			ms.Spec.Template.Spec.ProviderSpec.Value.Raw = []byte(fixtures.GCPProviderSpec(customGCPImage))
@@ -98,7 +94,7 @@ var _ = Describe("API faults during a write", func() {
 		bootImageCluster(configv1.GCPPlatformType)
 		Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet("recreated", fixtures.GCPProviderSpec(fixtures.OldGCPImage)))).To(Succeed())
 		oldUID := getMachineSet("recreated").UID
-		writes := countWrites(&machinev1beta1.MachineSetList{}, fixtures.MachineAPINamespace)
+		writes := watchWrites(&machinev1beta1.MachineSetList{}, fixtures.MachineAPINamespace)
 		startOperatorThrough(beforeFirstPatchOf("recreated", func() {
 			Expect(k8s.Delete(ctx, getMachineSet("recreated"))).To(Succeed())
 			Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet("recreated", fixtures.GCPProviderSpec(customGCPImage)))).To(Succeed())
@@ -118,11 +114,11 @@ var _ = Describe("API faults during a write", func() {
 			Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet(name, fixtures.GCPProviderSpec(fixtures.OldGCPImage)))).To(Succeed())
 			names = append(names, name)
 		}
-		writes := countWrites(&machinev1beta1.MachineSetList{}, fixtures.MachineAPINamespace)
+		writes := watchWrites(&machinev1beta1.MachineSetList{}, fixtures.MachineAPINamespace)
 		var sent, refused atomic.Int64
 		var burstUntil atomic.Pointer[time.Time]
 		startOperatorThrough(func(next http.RoundTripper) http.RoundTripper {
-			return roundTripper(func(req *http.Request) (*http.Response, error) {
+			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 				n := sent.Add(1)
 				until := burstUntil.Load()
 				if n%4 == 0 || (until != nil && time.Now().Before(*until)) {

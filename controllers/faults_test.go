@@ -22,21 +22,21 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
 
-// writeCounter counts the writes the API server reports on a watch, by object name.
-type writeCounter struct {
+// apiWrites counts the writes the API server reports on a watch, by object name.
+type apiWrites struct {
 	mu     sync.Mutex
 	byName map[string]int
 }
 
-// countWrites watches list (in namespace, "" for all) until the spec ends.
-func countWrites(list client.ObjectList, namespace string) *writeCounter {
+// watchWrites watches list (in namespace, "" for all) until the spec ends.
+func watchWrites(list client.ObjectList, namespace string) *apiWrites {
 	GinkgoHelper()
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 	Expect(err).NotTo(HaveOccurred())
 	w, err := wc.Watch(ctx, list, client.InNamespace(namespace))
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(w.Stop)
-	c := &writeCounter{byName: map[string]int{}}
+	c := &apiWrites{byName: map[string]int{}}
 	go func() {
 		for ev := range w.ResultChan() {
 			obj, ok := ev.Object.(client.Object)
@@ -51,7 +51,7 @@ func countWrites(list client.ObjectList, namespace string) *writeCounter {
 	return c
 }
 
-func (c *writeCounter) total() int {
+func (c *apiWrites) total() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := 0
@@ -61,7 +61,7 @@ func (c *writeCounter) total() int {
 	return n
 }
 
-func (c *writeCounter) counts() map[string]int {
+func (c *apiWrites) counts() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := map[string]int{}
@@ -141,8 +141,8 @@ var _ = Describe("An EC2 outage", func() {
 		server.Unavailable.Store(true) // a fresh RequestID on every answer
 		awsClusterAt(server)
 		names := awsMachineSets(n)
-		statusWrites := countWrites(&operatorv1.MachineConfigurationList{}, "")
-		machineSetWrites := countWrites(&machinev1beta1.MachineSetList{}, fixtures.MachineAPINamespace)
+		statusWrites := watchWrites(&operatorv1.MachineConfigurationList{}, "")
+		machineSetWrites := watchWrites(&machinev1beta1.MachineSetList{}, fixtures.MachineAPINamespace)
 		errorsBefore := errorsCounted("MachineSet", bootimage.ReasonCloudLookupFailed)
 
 		// Compressed time: the 3-minute grace is 2s, the 1-minute retry 1s and the failure backoff
@@ -193,7 +193,7 @@ var _ = Describe("A throttling EC2", func() {
 		server.Throttled.Store(true)
 		awsClusterAt(server)
 		names := awsMachineSets(n)
-		machineSetWrites := countWrites(&machinev1beta1.MachineSetList{}, fixtures.MachineAPINamespace)
+		machineSetWrites := watchWrites(&machinev1beta1.MachineSetList{}, fixtures.MachineAPINamespace)
 		// The default timings and backoff: the minute is a real one.
 		mgr := startOperator(controllers.Config{CloudRootCAs: server.RootCAs()})
 		DeferCleanup(mgr.Stop)

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -25,16 +24,11 @@ type Manager struct {
 // StartManager starts a manager on the control plane, with metrics, probes and leader election
 // off, after setup registered its controllers. Stop it with Stop.
 func (e *Env) StartManager(setup func(ctrl.Manager) error) (*Manager, error) {
-	return e.StartManagerOn(e.Config, setup)
-}
-
-// StartManagerOn is StartManager with the manager's requests sent with restConfig, for example
-// through a transport that injects faults.
-func (e *Env) StartManagerOn(restConfig *rest.Config, setup func(ctrl.Manager) error) (*Manager, error) {
 	skip := true
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
 		Scheme:                 e.Scheme,
 		Cache:                  controllers.CacheOptions(),
+		MapperProvider:         controllers.NewRESTMapper,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		// Each test starts its own manager with the same controller names.
@@ -56,6 +50,17 @@ func (e *Env) StartManagerOn(restConfig *rest.Config, setup func(ctrl.Manager) e
 		return nil, context.DeadlineExceeded
 	}
 	return m, nil
+}
+
+// Exited returns whether the manager stopped by itself, and its error.
+func (m *Manager) Exited() (bool, error) {
+	select {
+	case err := <-m.done:
+		m.done <- err
+		return true, err
+	default:
+		return false, nil
+	}
 }
 
 // Stop stops the manager and waits for it to finish; later calls return the same result.
