@@ -3,10 +3,12 @@ package controllers_test
 import (
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -145,5 +147,38 @@ var _ = Describe("API faults during a write", func() {
 		Consistently(writes.total, "3s").Should(Equal(len(names)), "one write per MachineSet, no double write")
 		Expect(refused.Load()).To(BeNumerically(">", 0))
 		GinkgoWriter.Printf("429s: %d of %d requests refused\n", refused.Load(), sent.Load())
+	})
+
+	It("writes each MachineSet once through a slow proxy that loses the answers of some writes", func() {
+		bootImageCluster(configv1.GCPPlatformType)
+		var names []string
+		for i := range 20 {
+			name := fmt.Sprintf("proxied-%02d", i)
+			Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet(name, fixtures.GCPProviderSpec(fixtures.OldGCPImage)))).To(Succeed())
+			names = append(names, name)
+		}
+		writes := watchWrites(&machinev1beta1.MachineSetList{}, fixtures.MachineAPINamespace)
+		var patches, lost atomic.Int64
+		startOperatorThrough(func(next http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				if req.Method == http.MethodGet {
+					time.Sleep(time.Duration(200+rand.IntN(300)) * time.Millisecond) // the proxy's latency, not synchronisation
+				}
+				resp, err := next.RoundTrip(req)
+				// Every third MachineSet patch reaches the API server, but its answer is lost.
+				if err == nil && req.Method == http.MethodPatch && strings.Contains(req.URL.Path, "/machinesets/") && patches.Add(1)%3 == 0 {
+					lost.Add(1)
+					_ = resp.Body.Close()
+					return nil, syscall.ECONNRESET
+				}
+				return resp, err
+			})
+		})
+
+		for _, name := range names {
+			Eventually(gcpImage(name), "60s").Should(Equal(fixtures.NewGCPImage))
+		}
+		Consistently(writes.total, "3s").Should(Equal(len(names)), "one write per MachineSet: a lost answer is not written twice")
+		Expect(lost.Load()).To(BeNumerically(">", 0))
 	})
 })
