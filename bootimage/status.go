@@ -41,6 +41,8 @@ type Progress struct {
 	MachineSets, ControlPlaneMachineSets Tally
 	errs                                 []string
 	leftBehind                           []string
+	// clusterLevel are the reasons of errors of the cluster's inputs some object is held by.
+	clusterLevel map[string]bool
 	// marketplaceRHCOS is the oldest RHCOS release chosen for a marketplace MachineSet.
 	marketplaceRHCOS string
 }
@@ -78,9 +80,20 @@ func (p *Progress) Add(d Decision) {
 		t.Updating++
 	case Error:
 		t.Errored++
-		p.errs = append(p.errs, fmt.Sprintf("%s %s/%s: %s: %s", d.Kind, d.Namespace, d.Name, d.Reason, d.Message))
+		if d.ClusterLevel() { // said once, among the cluster's warnings
+			if p.clusterLevel == nil {
+				p.clusterLevel = map[string]bool{}
+			}
+			p.clusterLevel[d.Reason] = true
+		} else {
+			p.errs = append(p.errs, fmt.Sprintf("%s %s/%s: %s: %s", d.Kind, d.Namespace, d.Name, d.Reason, d.Message))
+		}
 	}
 }
+
+// HeldByCluster reports whether some object is in Error for reason, an error of the cluster's
+// inputs (Decision.ClusterLevel), which the cluster's warnings say once instead.
+func (p Progress) HeldByCluster(reason string) bool { return p.clusterLevel[reason] }
 
 // LeftBehind names, sorted, the selected MachineSets the operator cannot update by itself.
 func (p Progress) LeftBehind() []string {

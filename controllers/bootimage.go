@@ -15,11 +15,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 )
 
-// Cloud timings. A lookup that fails is retried with the controller's backoff; once it has failed
-// for CloudErrorGrace the object is an Error CloudLookupFailed, retried every CloudRetryInterval
-// until it works. Skips that only the cloud can lift (an image not yet available or replicated)
+// Cloud timings. A lookup that fails is retried when the cloud adapter's failure backoff says
+// (cloud.Backoff; else with the controller's backoff); once it has failed for CloudErrorGrace the
+// object is an Error CloudLookupFailed, retried at that backoff and at least every
+// CloudRetryInterval until it works. Skips that only the cloud can lift (an image not yet available or replicated)
 // are re-checked every CloudRecheckInterval.
 const (
 	DefaultCloudErrorGrace      = 3 * time.Minute
@@ -39,11 +41,15 @@ type bootImages struct {
 	Timings  CloudTimings
 	// Templates imports vSphere templates before a vSphere update is patched in.
 	Templates *TemplateImporter
+	// Unavailable times stream targets the cloud does not have.
+	Unavailable *lastingSkips
 }
 
 // CloudTimings are the cloud retry timings; zero fields take the defaults.
 type CloudTimings struct {
 	ErrorGrace, RetryInterval, RecheckInterval time.Duration
+	// Backoff is how long the cloud adapters remember a failed call (see cloud.Backoff).
+	Backoff cloud.Backoff
 }
 
 func (c CloudTimings) withDefaults() CloudTimings {
@@ -82,31 +88,54 @@ func (o objectReconciler[T]) Reconcile(ctx context.Context, req reconcile.Reques
 }
 
 // decide takes the decision for obj, reduced from live, with the attempts to record if it is
-// patched. A cloud lookup that fails is returned as an error, for the controller's backoff, until
-// it has failed for the grace period; then it is an Error CloudLookupFailed decision.
-func (s bootImages) decide(ctx context.Context, in loadedInputs, live client.Object, obj bootimage.Object) (bootimage.Decision, bootimage.Attempts, error) {
+// patched. When a cloud lookup the decision needs fails it returns, instead, the result that takes
+// it again (see cloudFailed).
+func (s bootImages) decide(ctx context.Context, in loadedInputs, live client.Object, obj bootimage.Object) (bootimage.Decision, bootimage.Attempts, *ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(live)
 	var err error
 	if obj.UserData, err = userData(ctx, s.Client, obj.ProviderSpec); err != nil {
-		return bootimage.Decision{}, bootimage.Attempts{}, err
+		return bootimage.Decision{}, bootimage.Attempts{}, nil, err
 	}
 	selection := bootimage.SelectionKey(in.cluster.Effective, obj.Resource)
 	persisted := bootimage.ParseAttempts(live.GetAnnotations())
 	obj.Attempts = s.Tracker.Attempts(obj.Kind, key, persisted, selection)
 	d, err := bootimage.Decide(ctx, in.cluster, obj)
 	if err != nil {
-		failing := s.Tracker.CloudFailing(obj.Kind, key, time.Now())
-		if failing < s.Timings.ErrorGrace {
-			return d, bootimage.Attempts{}, err
-		}
-		logf.FromContext(ctx).Info("Cloud lookup keeps failing", "kind", obj.Kind, "name", key, "failingFor", failing.Round(time.Second).String(), "error", err.Error())
-		return bootimage.CloudLookupFailed(d, err), bootimage.Attempts{}, nil
+		res, err := s.cloudFailed(ctx, in, live, obj.Kind, d, err)
+		return d, bootimage.Attempts{}, &res, err
 	}
 	s.Tracker.CloudWorks(obj.Kind, key)
 	if d.Reason == bootimage.ReasonHotLoopDetected {
 		d.Message = withSecondWriter(ctx, s.Reader, live, d.Message)
 	}
-	return d, s.Tracker.NextAttempts(obj.Kind, key, persisted, d.Target, selection), nil
+	return d, s.Tracker.NextAttempts(obj.Kind, key, persisted, d.Target, selection), nil, nil
+}
+
+// cloudFailed handles a cloud lookup of live's decision d that failed with err. A remembered cloud
+// failure says when the call may be sent again: come back then, not sooner, and not through the
+// controller's per-object backoff, which starts at 5ms. Once the lookups have failed for the grace
+// period, d is an Error CloudLookupFailed, taken again at that backoff and at least every retry
+// interval.
+func (s bootImages) cloudFailed(ctx context.Context, in loadedInputs, live client.Object, kind string, d bootimage.Decision, err error) (ctrl.Result, error) {
+	if ctx.Err() != nil {
+		// This caller gave up (shutdown): no cloud failure, nothing to count.
+		return ctrl.Result{}, ctx.Err()
+	}
+	retry, remembered := cloud.RetryAfter(err)
+	failing := s.Tracker.CloudFailing(kind, client.ObjectKeyFromObject(live), time.Now())
+	if failing < s.Timings.ErrorGrace {
+		if !remembered {
+			return ctrl.Result{}, err // the controller's backoff retries it
+		}
+		logf.FromContext(ctx).V(1).Info("Cloud lookup failed, retrying", "retryAfter", retry.String(), "error", err.Error())
+		return ctrl.Result{RequeueAfter: max(retry, time.Millisecond)}, nil
+	}
+	logf.FromContext(ctx).V(1).Info("Cloud lookup keeps failing", "failingFor", failing.Round(time.Second).String(), "error", err.Error())
+	reportFailure(ctx, s.Recorder, s.Tracker, live, bootimage.CloudLookupFailed(d, err), in.version, cloud.FailureKey(err))
+	if !remembered {
+		retry = s.Timings.RetryInterval
+	}
+	return ctrl.Result{RequeueAfter: max(min(retry, s.Timings.RetryInterval), time.Millisecond)}, nil
 }
 
 // update writes the upgraded user-data stub, if any, into Secret userDataSecret, then patch, the
@@ -124,21 +153,41 @@ func (s bootImages) update(ctx context.Context, live client.Object, userDataSecr
 	}
 	s.Tracker.Patched(d.Kind, key, next)
 	countUpdate(d.Kind)
-	logf.FromContext(ctx).Info("Updated boot image", "kind", d.Kind, "name", key, "from", d.Current, "to", d.Target)
+	logf.FromContext(ctx).Info("Updated boot image", "from", d.Current, "to", d.Target)
 	s.Recorder.Eventf(live, corev1.EventTypeNormal, ReasonBootImageUpdated, "Updated boot image from %s to %s", d.Current, d.Target)
 	return nil
 }
 
-// done reports d and says when to look again: failed cloud lookups and cloud-dependent skips are
-// taken again on a timer.
+// done reports d and says when to look again (see lasting).
 func (s bootImages) done(ctx context.Context, live client.Object, d bootimage.Decision, inputs string) ctrl.Result {
+	d, recheck := s.lasting(d.Kind, client.ObjectKeyFromObject(live), d)
 	report(ctx, s.Recorder, s.Tracker, live, d, inputs)
-	if d.Reason == bootimage.ReasonCloudLookupFailed {
-		return ctrl.Result{RequeueAfter: s.Timings.RetryInterval}
-	}
 	markReconciled()
-	if d.CloudDependent() {
-		return ctrl.Result{RequeueAfter: s.Timings.RecheckInterval}
+	return ctrl.Result{RequeueAfter: recheck}
+}
+
+// lasting turns a stream target the cloud has kept unavailable for longer than the cloud grace
+// period into an Error, which degrades, and says when to look again: within the grace period at
+// its end, then every retry interval until the image appears; other cloud-dependent skips at the
+// recheck interval.
+func (s bootImages) lasting(kind string, key types.NamespacedName, d bootimage.Decision) (bootimage.Decision, time.Duration) {
+	if d.Action != bootimage.Skip || d.Reason != bootimage.ReasonTargetImageUnavailable {
+		s.Unavailable.clear(kind, key)
+		if d.CloudDependent() {
+			return d, s.Timings.RecheckInterval
+		}
+		return d, 0
 	}
-	return ctrl.Result{}
+	lasted := s.Unavailable.unavailable(kind, key, d.Target, time.Now())
+	if lasted < s.Timings.ErrorGrace {
+		return d, min(s.Timings.ErrorGrace-lasted, s.Timings.RecheckInterval)
+	}
+	return bootimage.TargetUnavailableTooLong(d, s.Timings.ErrorGrace), s.Timings.RetryInterval
+}
+
+func orZero(r *ctrl.Result) ctrl.Result {
+	if r == nil {
+		return ctrl.Result{}
+	}
+	return *r
 }

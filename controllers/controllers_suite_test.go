@@ -52,8 +52,8 @@ func eventNotes(reason string) func() []string {
 	}
 }
 
-// watchWrites records the writes of the objects of list's kind from now on, for expectNoWrites.
-func watchWrites(list client.ObjectList) *testenv.Writes {
+// recordWrites records the writes of the objects of list's kind from now on, for expectNoWrites.
+func recordWrites(list client.ObjectList) *testenv.Writes {
 	GinkgoHelper()
 	writes, err := env.WatchWrites(ctx, list)
 	Expect(err).NotTo(HaveOccurred())

@@ -31,9 +31,9 @@ func (r *ControlPlaneMachineSetReconciler) Reconcile(ctx context.Context, c *mac
 		return ctrl.Result{}, err
 	}
 	obj := cpms.Object(c)
-	d, next, err := r.decide(ctx, in, c, obj)
-	if err != nil {
-		return ctrl.Result{}, err
+	d, next, retry, err := r.decide(ctx, in, c, obj)
+	if retry != nil || err != nil {
+		return orZero(retry), err
 	}
 	d = cpms.Decide(c, d, next)
 	if d.Action == bootimage.Update {

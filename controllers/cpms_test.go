@@ -100,7 +100,7 @@ var _ = Describe("ControlPlaneMachineSet boot images", func() {
 	DescribeTable("leaves it alone unless opted in",
 		func(mode *operatorv1.MachineManagerSelectorMode) {
 			cpmsCluster(configv1.AWSPlatformType, mode, fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI))
-			writes := watchWrites(&machinev1.ControlPlaneMachineSetList{})
+			writes := recordWrites(&machinev1.ControlPlaneMachineSetList{})
 			start()
 			Eventually(cpmsEvents).Should(ContainElement(HavePrefix("NotSelected")))
 			expectNoWrites(writes, getCPMS(), "controlplanemachineset", 1)
@@ -122,7 +122,7 @@ var _ = Describe("ControlPlaneMachineSet boot images", func() {
 			Expect(fixtures.SetStatus(ctx, k8s, gate, fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, enabled, disabled))).To(Succeed())
 		}
 		setGate(false)
-		writes := watchWrites(&machinev1.ControlPlaneMachineSetList{})
+		writes := recordWrites(&machinev1.ControlPlaneMachineSetList{})
 		start()
 		Eventually(cpmsEvents).Should(ContainElement(HavePrefix("FeatureGateDisabled: Boot image update skipped: feature gate ManagedBootImagesCPMS is off")))
 		expectNoWrites(writes, getCPMS(), "controlplanemachineset", 1)
@@ -133,7 +133,7 @@ var _ = Describe("ControlPlaneMachineSet boot images", func() {
 		setGate(false)
 		Eventually(func() []string { return cpmsEvents() }).Should(ContainElement(HavePrefix("FeatureGateDisabled")))
 		revert := []byte(`{"spec":{"template":{"machines_v1beta1_machine_openshift_io":{"spec":{"providerSpec":{"value":{"ami":{"id":"` + fixtures.OldAWSAMI + `"}}}}}}}}`)
-		writes = watchWrites(&machinev1.ControlPlaneMachineSetList{})
+		writes = recordWrites(&machinev1.ControlPlaneMachineSetList{})
 		Expect(k8s.Patch(ctx, getCPMS(), client.RawPatch("application/merge-patch+json", revert))).To(Succeed())
 		Expect(writtenDuringResync(writes, getCPMS(), "controlplanemachineset", 1)).To(HaveLen(1), "only the revert")
 	})
@@ -141,7 +141,7 @@ var _ = Describe("ControlPlaneMachineSet boot images", func() {
 	It("skips an Inactive CPMS with its reason", func() {
 		// The API allows Inactive only before the CPMS was ever Active.
 		cpmsCluster(configv1.AWSPlatformType, modePtr(operatorv1.All), fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI), machinev1.ControlPlaneMachineSetStateInactive)
-		writes := watchWrites(&machinev1.ControlPlaneMachineSetList{})
+		writes := recordWrites(&machinev1.ControlPlaneMachineSetList{})
 		start()
 		Eventually(cpmsEvents).Should(ContainElement(HavePrefix("ControlPlaneMachineSetInactive")))
 		expectNoWrites(writes, getCPMS(), "controlplanemachineset", 1)

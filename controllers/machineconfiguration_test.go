@@ -134,7 +134,7 @@ var _ = Describe("Effective boot image configuration", Ordered, func() {
 		Eventually(condition(controllers.ConditionConfigurationDegraded)).Should(HaveField("Status", metav1.ConditionFalse))
 		// An Infrastructure status change passes the reconciler's predicates and changes nothing it
 		// computes: the reconciler runs, and must not write.
-		expectNoWrites(watchWrites(&operatorv1.MachineConfigurationList{}), machineConfiguration(), "machineconfiguration", 1)
+		expectNoWrites(recordWrites(&operatorv1.MachineConfigurationList{}), machineConfiguration(), "machineconfiguration", 1)
 	})
 })
 

@@ -38,9 +38,9 @@ func (r *MachineSetReconciler) Reconcile(ctx context.Context, ms *machinev1beta1
 		return ctrl.Result{}, err
 	}
 	obj := bootimage.MachineSetObject(ms)
-	d, next, err := r.decide(ctx, in, ms, obj)
-	if err != nil {
-		return ctrl.Result{}, err
+	d, next, retry, err := r.decide(ctx, in, ms, obj)
+	if retry != nil || err != nil {
+		return orZero(retry), err
 	}
 	if d.Action == bootimage.Update && d.VSphere != nil {
 		if again, err := r.importTemplate(ctx, ms, d, in.version); again || err != nil {

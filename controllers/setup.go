@@ -83,7 +83,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	}
 	images := cfg.Images
 	if images == nil {
-		images = kube.Catalog(mgr.GetClient(), cfg.CloudRootCAs)
+		images = kube.Catalog(mgr.GetClient(), cfg.CloudRootCAs, cfg.Cloud.Backoff)
 	}
 	vcenters, templates := newVSphere(mgr.GetAPIReader(), cfg.CloudRootCAs, cfg.OVACacheDir)
 	templates.AfterStep = cfg.AfterTemplateStep
@@ -91,7 +91,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		return err
 	}
 	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: images, Streams: streams, Templates: vcenters}
-	steps := bootImages{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Inputs: inputs, Recorder: recorder, Tracker: tracker, Timings: cfg.Cloud.withDefaults(), Templates: templates}
+	steps := bootImages{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Inputs: inputs, Recorder: recorder, Tracker: tracker, Timings: cfg.Cloud.withDefaults(), Templates: templates, Unavailable: newLastingSkips()}
 	machineSets := &MachineSetReconciler{steps}
 	controlPlane := &ControlPlaneMachineSetReconciler{steps}
 	register := func(r interface {

@@ -79,7 +79,7 @@ func applyStatus(ctx context.Context, c client.Client, current, want *operatorv1
 	if err := apply(ctx, c, status); err != nil {
 		return fmt.Errorf("writing status of MachineConfiguration/%s: %w", current.Name, err)
 	}
-	logf.FromContext(ctx).Info("Updated MachineConfiguration status", "machineConfiguration", current.Name)
+	logf.FromContext(ctx).Info("Updated MachineConfiguration status")
 	return nil
 }
 

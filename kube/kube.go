@@ -6,6 +6,7 @@ package kube
 
 import (
 	"context"
+	"fmt"
 
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
@@ -53,20 +54,18 @@ func NewScheme() *runtime.Scheme {
 	return s
 }
 
-// ControlPlaneArch returns the control plane's architecture by bootimage.ControlPlaneArch,
-// listing only the metadata of the nodes with a control-plane role; fallback is the answer when
-// no such node says.
+// ControlPlaneArch returns the control plane's architecture by bootimage.ControlPlaneArch, from
+// one list of the Nodes' metadata: no label selector can ask for either control-plane role, and
+// the cache holds every Node's metadata anyway. fallback is the answer when no such node says.
 func ControlPlaneArch(ctx context.Context, c client.Reader, fallback string) (string, error) {
-	var labels []map[string]string
-	for _, role := range bootimage.ControlPlaneRoles {
-		nodes := &metav1.PartialObjectMetadataList{}
-		nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
-		if err := c.List(ctx, nodes, client.HasLabels{role}); err != nil {
-			return "", err
-		}
-		for _, n := range nodes.Items {
-			labels = append(labels, n.Labels)
-		}
+	nodes := &metav1.PartialObjectMetadataList{}
+	nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+	if err := c.List(ctx, nodes); err != nil {
+		return "", fmt.Errorf("listing Nodes: %w", err)
+	}
+	labels := make([]map[string]string, 0, len(nodes.Items))
+	for _, n := range nodes.Items {
+		labels = append(labels, n.Labels)
 	}
 	return bootimage.ControlPlaneArch(labels, fallback), nil
 }

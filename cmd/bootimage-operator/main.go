@@ -23,6 +23,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/bootimage-operator/bootimage-operator/controllers"
+	"github.com/bootimage-operator/bootimage-operator/internal/buildinfo"
+	"github.com/bootimage-operator/bootimage-operator/leader"
 )
 
 // The Lease; its timings follow the control plane topology (clustertuning.go).
@@ -77,10 +79,16 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&opts.kubeAPIBurst, "kube-api-burst", defaultKubeAPIBurst, "Requests the operator's API client may send in a burst.")
 	fs.StringVar(&opts.clusterOperator, "cluster-operator-name", "", "ClusterOperator whose Upgradeable condition carries the boot image skew guard; empty (inside the MCO, whose status sync reads the guard) sets none.")
 	fs.StringVar(&opts.ovaCacheDir, "ova-cache-dir", controllers.DefaultOVACacheDir, "Writable directory for downloaded vSphere OVAs.")
+	showVersion := fs.Bool("version", false, "Print the version and exit.")
 	logConfig := textlogger.NewConfig()
 	logConfig.AddFlags(fs)
+	describeLogFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *showVersion {
+		fmt.Printf("bootimage-operator %s\n", buildinfo.Read())
+		return nil
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -103,7 +111,7 @@ func run(ctx context.Context, args []string) error {
 	log.Info("Read cluster tuning", "leaseDuration", tuning.Lease.LeaseDuration.String(), "renewDeadline", tuning.Lease.RenewDeadline.String(),
 		"retryPeriod", tuning.Lease.RetryPeriod.String(), "metricsTLSProfile", tuning.TLSProfile)
 	metrics := metricsOptions(opts.metricsAddr, opts.metricsCertDir, tuning)
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+	mgrOpts := ctrl.Options{
 		Scheme:                        controllers.NewScheme(),
 		Cache:                         controllers.CacheOptions(),
 		MapperProvider:                controllers.NewRESTMapper,
@@ -117,15 +125,24 @@ func run(ctx context.Context, args []string) error {
 		RenewDeadline:                 ptr(tuning.Lease.RenewDeadline),
 		RetryPeriod:                   ptr(tuning.Lease.RetryPeriod),
 		GracefulShutdownTimeout:       ptr(shutdownGrace),
-	})
+		Logger:                        quietOnStop(ctx, logger),
+	}
+	// Every write of the manager's client is fenced on the lease's last renewal.
+	fence, err := leader.Configure(restConfig, &mgrOpts, leader.DefaultSkewMargin)
+	if err != nil {
+		return fmt.Errorf("fencing writes on the leader lease: %w", err)
+	}
+	mgr, err := ctrl.NewManager(restConfig, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return err
+	for name, check := range leader.Readiness(mgr.GetCache(), fence) {
+		if err := mgr.AddReadyzCheck(name, check); err != nil {
+			return err
+		}
 	}
 	if err := controllers.Setup(mgr, controllers.Config{ReleaseVersion: opts.releaseVersion, ClusterOperator: opts.clusterOperator, OVACacheDir: opts.ovaCacheDir}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
@@ -139,8 +156,8 @@ func run(ctx context.Context, args []string) error {
 		case <-ctx.Done():
 		}
 	}()
-	log.Info("Starting manager", "releaseVersion", opts.releaseVersion, "leaderElect", opts.leaderElect, "host", restConfig.Host)
-	if err := mgr.Start(ctx); err != nil {
+	log.Info("Starting manager", "version", buildinfo.Read().String(), "releaseVersion", opts.releaseVersion, "leaderElect", opts.leaderElect, "host", restConfig.Host)
+	if err := leader.Start(ctx, mgr, fence); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	log.Info("Manager stopped")
