@@ -14,7 +14,7 @@ func NewBootImageReconcilersForTest(c client.Client, gates kube.GateSource, imag
 	steps := bootImages{
 		Client:   c,
 		Inputs:   clusterInputs{Client: c, Gates: gates, Images: images, Streams: &bootimage.StreamCache{}},
-		Recorder: recorder, Tracker: tracker, Timings: CloudTimings{}.withDefaults(),
+		Recorder: recorder, Tracker: tracker, Timings: CloudTimings{}.withDefaults(), Unavailable: newLastingSkips(),
 	}
 	return &MachineSetReconciler{steps}, &ControlPlaneMachineSetReconciler{steps}
 }
