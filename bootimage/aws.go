@@ -59,7 +59,9 @@ func (aws) decide(ctx context.Context, d Decision, in providerInput) (Decision, 
 		return d, fmt.Errorf("describing AMI %s in %s: %w", current, region, err)
 	}
 	if img == nil {
-		return d.with(Skip, ReasonCustomImage, "AMI %s not found in %s, so it cannot be recognised as RHCOS", current, region), nil
+		// As the MCO (describeAMI): an error, since the MachineSet cannot launch machines as it is.
+		return d.with(Error, ReasonImageNotFound, "AMI %s does not exist in region %s (EC2 DescribeImages there does not know it), so the MachineSet cannot launch machines: set ami.id to an AMI of %s%s",
+			current, region, region, streamHint(in, region)), nil
 	}
 	var target string
 	switch img.OwnerID {
@@ -96,4 +98,14 @@ func (aws) decide(ctx context.Context, d Decision, in providerInput) (Decision, 
 	}
 	d.ProviderSpecPatch = []PatchOp{set("/ami/id", target)}
 	return d.with(Update, ReasonImageOutdated, "AMI %s is outdated: the stream's is %s", current, target), nil
+}
+
+// streamHint names the stream's AMI for region, when it has one, for a message asking for an AMI.
+func streamHint(in providerInput, region string) string {
+	if a := in.streams.Default.Architectures[in.arch].Images.Aws; a != nil {
+		if ri, ok := a.Regions[region]; ok && ri.Image != "" {
+			return fmt.Sprintf(" (the stream's RHCOS AMI there is %s)", ri.Image)
+		}
+	}
+	return ""
 }

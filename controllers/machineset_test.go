@@ -178,7 +178,7 @@ var _ = Describe("MachineSet boot images", func() {
 			badUserData: "InvalidUserData: Boot image update failed: user-data Secret openshift-machine-api/broken-user-data: userData is not a JSON object",
 			fixtures.MachineSet("custom", fixtures.AWSProviderSpec("us-east-1", fixtures.CustomAMI)):                                 "CustomImage: Boot image update skipped: AMI ami-0c0570c0570c05700 is owned by account 123456789012",
 			fixtures.MachineSet("by-arn", `{"ami":{"arn":"arn:aws:ec2:us-east-1::image/ami-1"},"placement":{"region":"us-east-1"}}`): "ImageNotByID: Boot image update skipped: the AMI is given by ARN or filters",
-			fixtures.MachineSet("far-away", fixtures.AWSProviderSpec("ap-south-1", fixtures.OldAWSAMI)):                              "CustomImage: Boot image update skipped: AMI ami-0aaaaaaaaaaaaaa01 not found in ap-south-1",
+			fixtures.MachineSet("far-away", fixtures.AWSProviderSpec("ap-south-1", fixtures.OldAWSAMI)):                              "ImageNotFound: Boot image update failed: AMI ami-0aaaaaaaaaaaaaa01 does not exist in region ap-south-1",
 			fixtures.MachineSet("garbage", `{"ami": 42}`):                                                                            "InvalidProviderSpec: Boot image update failed: providerSpec: field ami",
 		}
 		versions := map[string]string{}
@@ -194,7 +194,7 @@ var _ = Describe("MachineSet boot images", func() {
 		}
 		Eventually(condition(controllers.ConditionBootImageUpdateDegraded)).Should(And(
 			HaveField("Status", metav1.ConditionTrue),
-			HaveField("Message", HavePrefix("Reconciled 7 of 10 MAPI MachineSets (7 skipped) | Reconciled 0 of 0 ControlPlaneMachineSets (0 skipped) | 3 failed: ")),
+			HaveField("Message", HavePrefix("Reconciled 6 of 10 MAPI MachineSets (6 skipped) | Reconciled 0 of 0 ControlPlaneMachineSets (0 skipped) | 4 failed: ")),
 			HaveField("Message", ContainSubstring("MachineSet openshift-machine-api/bad-user-data: InvalidUserData")),
 		))
 		for name, rv := range versions {
