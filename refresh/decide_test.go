@@ -181,10 +181,10 @@ var _ = Describe("Decide with the cluster default policies", func() {
 `
 			Expect(decideRegistries(two, swapped).Actions).To(Equal([]refresh.Action{reloadCrio}))
 		})
-		It("refuses contents that are not TOML, naming which version", func() {
+		It("refuses contents crio cannot load, naming which version", func() {
 			res := decideRegistries(registriesV1, "[[registry]\n")
 			Expect(res.Outcome).To(Equal(refresh.Reject))
-			Expect(res.Changes[0].Rule).To(ContainSubstring("the new /etc/containers/registries.conf is not valid TOML"))
+			Expect(res.Changes[0].Rule).To(ContainSubstring("the new /etc/containers/registries.conf cannot be loaded by crio: toml: line 2"))
 		})
 	})
 })

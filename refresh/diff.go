@@ -42,12 +42,15 @@ type Change struct {
 	// remote is true when either version of the file has a source other than a data URL, whose
 	// contents cannot be looked inside.
 	remote bool
+	// specialMode is the new file's mode when it has bits above 0777 (setuid, setgid, sticky).
+	specialMode *int
 }
 
 // Diff lists the changes from old to new in a deterministic order: the MachineConfig fields,
-// then files, directories, links, units, users and groups, storage, each by name. When anything
-// changed, files the new config may not hold (with append, or the daemon's force file) are listed
-// last even if unchanged: the MCO refuses such a config whatever else it changes.
+// then files, directories, links, units (added, changed, removed, as the MCO runs their actions),
+// users and groups, storage, each by name. When anything changed, files the new config may not
+// hold (with append, a mode above 0777, or the daemon's force file) are listed last even if
+// unchanged: the MCO refuses such a config whatever else it changes.
 func Diff(old, new Config) ([]Change, error) {
 	var out []Change
 	add := func(k Kind, name, what string) { out = append(out, Change{Kind: k, Name: name, What: what}) }
@@ -163,8 +166,12 @@ func diffFiles(old, new []ign.File) (changes, forbidden []Change, err error) {
 	for _, path := range unionKeys(o, n) {
 		rawOld, inOld := o[path]
 		rawNew, inNew := n[path]
-		if refused := inNew && (len(rawNew.Append) > 0 || path == ForceFile); refused {
-			unchanged := Change{Kind: KindFile, Name: path, What: "unchanged"}
+		var special *int
+		if inNew && rawNew.Mode != nil && (*rawNew.Mode < 0 || *rawNew.Mode > 0o777) {
+			special = rawNew.Mode
+		}
+		if refused := inNew && (len(rawNew.Append) > 0 || path == ForceFile || special != nil); refused {
+			unchanged := Change{Kind: KindFile, Name: path, What: "unchanged", specialMode: special}
 			if len(rawNew.Append) > 0 {
 				unchanged.What = "append, unchanged"
 			}
@@ -184,7 +191,7 @@ func diffFiles(old, new []ign.File) (changes, forbidden []Change, err error) {
 				return nil, nil, err
 			}
 		}
-		c := Change{Kind: KindFile, Name: path, Old: of.contents, New: nf.contents, remote: of.remote != "" || nf.remote != ""}
+		c := Change{Kind: KindFile, Name: path, Old: of.contents, New: nf.contents, remote: of.remote != "" || nf.remote != "", specialMode: special}
 		switch {
 		case !inOld:
 			c.What = "added"
@@ -242,8 +249,10 @@ func diffLinks(old, new []ign.Link) []Change {
 	return changes
 }
 
+// diffUnits lists added units, then changed, then removed, each by name: the MCO runs the unit
+// policies' actions in that order (GetChangedConfigUnitsByType), each group in map order.
 func diffUnits(old, new []ign.Unit) []Change {
-	return diffByName(KindUnit, old, new, func(u ign.Unit) string { return u.Name }, func(ou, nu ign.Unit) string {
+	changes := diffByName(KindUnit, old, new, func(u ign.Unit) string { return u.Name }, func(ou, nu ign.Unit) string {
 		var what []string
 		if ptrString(ou.Contents, "%s") != ptrString(nu.Contents, "%s") {
 			what = append(what, "contents")
@@ -259,8 +268,22 @@ func diffUnits(old, new []ign.Unit) []Change {
 		}
 		return strings.Join(what, ",")
 	})
+	group := func(c Change) int {
+		switch c.What {
+		case "added":
+			return 0
+		case "removed":
+			return 2
+		}
+		return 1
+	}
+	slices.SortStableFunc(changes, func(a, b Change) int { return group(a) - group(b) })
+	return changes
 }
 
+// dropins are compared by name: each is its own file under <unit>.d, which systemd reads in name
+// order, so their order in the config writes nothing different. Absent contents are "", as the
+// daemon writes them (writeDropins).
 func dropins(u ign.Unit) map[string]string {
 	m := map[string]string{}
 	for _, d := range u.Dropins {
