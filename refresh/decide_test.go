@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"strings"
 
 	ign "github.com/coreos/ignition/v2/config/v3_6_experimental/types"
 	. "github.com/onsi/ginkgo/v2"
@@ -180,6 +181,11 @@ var _ = Describe("Decide with the cluster default policies", func() {
     location = "mirror-a.example.com/ocp-release"
 `
 			Expect(decideRegistries(two, swapped).Actions).To(Equal([]refresh.Action{reloadCrio}))
+		})
+		It("loads a registries.conf larger than a pipe holds", func() {
+			big := strings.Repeat("# a long comment line to fill the pipe's buffer\n", 8000) + registriesV1
+			Expect(decideRegistries(registriesV1, big).Actions).To(Equal([]refresh.Action{reloadCrio}))
+			Expect(decideRegistries(registriesV1, "short-name-mode = 3\n"+big).Outcome).To(Equal(refresh.Reject))
 		})
 		It("refuses contents crio cannot load, naming which version", func() {
 			res := decideRegistries(registriesV1, "[[registry]\n")
