@@ -221,6 +221,28 @@ var _ = Describe("MachineSet boot images", func() {
 		Expect(secret.Data).To(HaveKeyWithValue("disableTemplating", []byte("true")), "other keys kept")
 	})
 
+	It("converts a spec 2 stub that carries content besides the pointer, as the MCO does, and then updates the MachineSet", func() {
+		bootImageCluster(configv1.AWSPlatformType)
+		stub := `{"ignition":{"version":"2.2.0","config":{"append":[{"source":"https://api-int.demo.example.com:22623/config/worker"}]}},` +
+			`"storage":{"files":[{"filesystem":"root","path":"/etc/motd","mode":420,"contents":{"source":"data:,hello"}}]},` +
+			`"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["ssh-ed25519 AAAA core"]}]}}`
+		Expect(fixtures.Create(ctx, k8s,
+			fixtures.UserDataSecret("content-user-data", stub),
+			fixtures.MachineSet("content", fmt.Sprintf(`{"ami":{"id":%q},"placement":{"region":"us-east-1"},"userDataSecret":{"name":"content-user-data"}}`, fixtures.OldAWSAMI)),
+		)).To(Succeed())
+		start()
+
+		Eventually(amiOf("content")).Should(Equal(fixtures.NewAWSAMIUSEast1))
+		secret := &corev1.Secret{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: fixtures.MachineAPINamespace, Name: "content-user-data"}, secret)).To(Succeed())
+		Expect(secret.Annotations).To(HaveKeyWithValue(controllers.UserDataUpgradedFromAnnotation, "2.2.0"))
+		var cfg map[string]any
+		Expect(json.Unmarshal(secret.Data["userData"], &cfg)).To(Succeed())
+		Expect(cfg).To(HaveKeyWithValue("ignition", HaveKeyWithValue("version", "3.2.0")))
+		Expect(cfg).To(HaveKeyWithValue("storage", HaveKeyWithValue("files", ConsistOf(HaveKeyWithValue("path", "/etc/motd")))))
+		Expect(cfg).To(HaveKeyWithValue("passwd", HaveKeyWithValue("users", ConsistOf(HaveKeyWithValue("name", "core")))))
+	})
+
 	It("stops after three patches that something reverts, and stays stopped across a restart", func() {
 		bootImageCluster(configv1.AWSPlatformType)
 		Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet("reverted", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)))).To(Succeed())
