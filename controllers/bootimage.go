@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -34,8 +35,12 @@ type bootImageSteps struct {
 	Recorder record.EventRecorder
 	Tracker  *Tracker
 	Timings  CloudTimings
+	Metrics  *Metrics
+	Clock    clock.PassiveClock
 	// Templates imports vSphere templates before a vSphere update is patched in.
 	Templates *TemplateImporter
+
+	reg registration
 }
 
 // CloudTimings are the cloud retry timings; zero fields take the defaults.
@@ -83,12 +88,12 @@ func (s bootImageSteps) reconcile(ctx context.Context, t target) (ctrl.Result, e
 	t.reduced.Attempts = s.Tracker.Attempts(kind, key, persisted, selection)
 	d, err := bootimage.Decide(ctx, in.cluster, t.reduced)
 	if err != nil {
-		failing := s.Tracker.CloudFailing(kind, key, time.Now())
+		failing := s.Tracker.CloudFailing(kind, key, s.Clock.Now())
 		if failing < s.Timings.ErrorGrace {
 			return ctrl.Result{}, err // the controller's backoff retries it
 		}
 		logf.FromContext(ctx).Info("Cloud lookup keeps failing", "kind", kind, "name", key, "failingFor", failing.Round(time.Second).String(), "error", err.Error())
-		report(ctx, s.Recorder, s.Tracker, t.live, bootimage.CloudLookupFailed(d, err), in.version)
+		report(ctx, s.Recorder, s.Tracker, s.Metrics, t.live, bootimage.CloudLookupFailed(d, err), in.version)
 		return ctrl.Result{RequeueAfter: s.Timings.RetryInterval}, nil
 	}
 	s.Tracker.CloudWorks(kind, key)
@@ -106,8 +111,8 @@ func (s bootImageSteps) reconcile(ctx context.Context, t target) (ctrl.Result, e
 			return ctrl.Result{}, err
 		}
 	}
-	report(ctx, s.Recorder, s.Tracker, t.live, d, in.version)
-	markReconciled()
+	report(ctx, s.Recorder, s.Tracker, s.Metrics, t.live, d, in.version)
+	s.Metrics.markReconciled(s.Clock.Now())
 	if d.CloudDependent() {
 		return ctrl.Result{RequeueAfter: s.Timings.RecheckInterval}, nil
 	}
@@ -118,7 +123,7 @@ func (s bootImageSteps) reconcile(ctx context.Context, t target) (ctrl.Result, e
 // locking; a conflict is returned so the object is decided again on fresh data.
 func (s bootImageSteps) update(ctx context.Context, t target, key types.NamespacedName, d bootimage.Decision, next bootimage.Attempts) error {
 	if d.UserData != nil {
-		if err := upgradeUserData(ctx, s.Client, s.Recorder, key.Namespace, bootimage.UserDataSecretName(t.reduced.ProviderSpec), d); err != nil {
+		if err := upgradeUserData(ctx, s.Client, s.Recorder, s.Clock.Now(), key.Namespace, bootimage.UserDataSecretName(t.reduced.ProviderSpec), d); err != nil {
 			return err
 		}
 	}
@@ -130,7 +135,7 @@ func (s bootImageSteps) update(ctx context.Context, t target, key types.Namespac
 		return fmt.Errorf("patching boot image of %s %s: %w", d.Kind, key, err)
 	}
 	s.Tracker.Patched(d.Kind, key, next)
-	countUpdate(d.Kind)
+	s.Metrics.countUpdate(d.Kind)
 	logf.FromContext(ctx).Info("Updated boot image", "kind", d.Kind, "name", key, "from", d.Current, "to", d.Target)
 	s.Recorder.Eventf(t.live, corev1.EventTypeNormal, ReasonBootImageUpdated, "Updated boot image from %s to %s", d.Current, d.Target)
 	return nil

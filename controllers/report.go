@@ -19,7 +19,7 @@ const (
 
 // report records d, taken on inputs, and, when it changed, says so in an Event and the log: every
 // skip and error once, not again while nothing changes.
-func report(ctx context.Context, recorder record.EventRecorder, tracker *Tracker, obj client.Object, d bootimage.Decision, inputs string) {
+func report(ctx context.Context, recorder record.EventRecorder, tracker *Tracker, metrics *Metrics, obj client.Object, d bootimage.Decision, inputs string) {
 	if !tracker.Record(d, inputs) {
 		return
 	}
@@ -29,7 +29,7 @@ func report(ctx context.Context, recorder record.EventRecorder, tracker *Tracker
 		log.V(1).Info("Skipping boot image update", "message", d.Message)
 		recorder.Event(obj, corev1.EventTypeNormal, d.Reason, "Boot image update skipped: "+d.Message)
 	case bootimage.Error:
-		countError(d)
+		metrics.countError(d)
 		log.Info("Cannot update boot image", "message", d.Message)
 		recorder.Event(obj, corev1.EventTypeWarning, d.Reason, "Boot image update failed: "+d.Message)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 )
 
 // Where vSphere settings live, as the installer writes them.
@@ -64,8 +65,6 @@ type TemplateImporter struct {
 	OVAs  *cloud.OVACache
 	// Reader reads the install config for the disk provisioning of a new template.
 	Reader client.Reader
-	// AfterStep is a test seam: an error stops the swap after that step.
-	AfterStep func(step string) error
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
@@ -123,7 +122,7 @@ func (t *TemplateImporter) Ensure(ctx context.Context, imp bootimage.VSphereImpo
 		if !verified(next, imp.Release) {
 			return false, fmt.Errorf("imported %s from OVA %s (sha256 %s) is not a template of RHCOS %s; left for the next attempt to replace", importing, imp.OVALocation, imp.OVASHA256, imp.Release)
 		}
-		if err := t.after(stepImported); err != nil {
+		if err := t.after(ctx, stepImported); err != nil {
 			return false, err
 		}
 	} else {
@@ -134,14 +133,14 @@ func (t *TemplateImporter) Ensure(ctx context.Context, imp bootimage.VSphereImpo
 		if err := t.Store.RenameTemplate(ctx, at, imp.Name, replaced); err != nil {
 			return false, err
 		}
-		if err := t.after(stepRenamedAway); err != nil {
+		if err := t.after(ctx, stepRenamedAway); err != nil {
 			return false, err
 		}
 	}
 	if err := t.Store.RenameTemplate(ctx, at, importing, imp.Name); err != nil {
 		return false, err
 	}
-	if err := t.after(stepRenamedIn); err != nil {
+	if err := t.after(ctx, stepRenamedIn); err != nil {
 		return false, err
 	}
 	if current != nil {
@@ -149,7 +148,7 @@ func (t *TemplateImporter) Ensure(ctx context.Context, imp bootimage.VSphereImpo
 			return false, err
 		}
 	}
-	if err := t.after(stepDeletedOld); err != nil {
+	if err := t.after(ctx, stepDeletedOld); err != nil {
 		return false, err
 	}
 	log.Info("Imported template", "release", imp.Release, "ova", imp.OVALocation)
@@ -208,11 +207,9 @@ func verified(t *bootimage.VSphereTemplate, release string) bool {
 	return t != nil && t.IsTemplate && t.Version == release
 }
 
-func (t *TemplateImporter) after(step string) error {
-	if t.AfterStep == nil {
-		return nil
-	}
-	return t.AfterStep(step)
+// after runs the test seam of the swap step, if the context carries one.
+func (t *TemplateImporter) after(ctx context.Context, step string) error {
+	return seams.AfterTemplateStep(ctx, step)
 }
 
 func (t *TemplateImporter) lock(key string) func() {
@@ -241,7 +238,7 @@ func (s bootImageSteps) importTemplate(ctx context.Context, t target, d bootimag
 	if err != nil {
 		failed := d
 		failed.Action, failed.Reason, failed.Message = bootimage.Error, ReasonTemplateImportFailed, fmt.Sprintf("importing template %s in vCenter %s folder %s: %v", d.VSphere.Name, d.VSphere.Server, d.VSphere.Folder, err)
-		report(ctx, s.Recorder, s.Tracker, t.live, failed, inputs)
+		report(ctx, s.Recorder, s.Tracker, s.Metrics, t.live, failed, inputs)
 		return false, err
 	}
 	return !imported, nil

@@ -19,6 +19,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
+	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -106,7 +107,7 @@ func (w *vsphereWorld) seedTemplate(folder, name, release string) {
 func (w *vsphereWorld) start(failAt string) *testenv.Manager {
 	GinkgoHelper()
 	failed := false
-	mgr := startOperator(controllers.Config{CloudRootCAs: w.vc.RootCAs(), OVACacheDir: w.cacheDir, AfterTemplateStep: func(step string) error {
+	mgr := startOperatorWithHooks(controllers.Config{CloudRootCAs: w.vc.RootCAs(), OVACacheDir: w.cacheDir}, seams.Hooks{AfterTemplateStep: func(step string) error {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		w.steps = append(w.steps, step)

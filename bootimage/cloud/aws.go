@@ -16,6 +16,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/internal/lookups"
 )
 
 // marketplaceOwnerAlias is how DescribeImages names the owner of AWS Marketplace AMIs.
@@ -56,16 +57,18 @@ type EC2 struct {
 	// RootCAs, when set, are the only CAs trusted for the endpoints; else the system's, which on
 	// a cluster include the injected trusted CA bundle.
 	RootCAs *x509.CertPool
+	// Metrics, when set, count the requests.
+	Metrics *Metrics
 
 	init    sync.Once
-	clients *lookups[*ec2.Client]
-	answers *lookups[[]bootimage.AWSImage]
+	clients *lookups.Lookups[*ec2.Client]
+	answers *lookups.Lookups[[]bootimage.AWSImage]
 }
 
 func (e *EC2) caches() {
 	e.init.Do(func() {
-		e.clients = newLookups[*ec2.Client](maxEC2Clients)
-		e.answers = newLookups[[]bootimage.AWSImage](maxImageAnswers)
+		e.clients = lookups.New[*ec2.Client](maxEC2Clients)
+		e.answers = lookups.New[[]bootimage.AWSImage](maxImageAnswers)
 	})
 }
 
@@ -102,18 +105,18 @@ func (e *EC2) describe(ctx context.Context, region, query string, in *ec2.Descri
 	if ttl == 0 {
 		ttl = defaultImagesTTL
 	}
-	return e.answers.get(clientKey(region, settings)+"|"+query, ttl, func() ([]bootimage.AWSImage, error) {
+	return e.answers.Get(clientKey(region, settings)+"|"+query, ttl, func() ([]bootimage.AWSImage, error) {
 		client, err := e.client(region, settings)
 		if err != nil {
 			return nil, err
 		}
-		return describeImages(ctx, client, region, in)
+		return describeImages(ctx, observedEC2{client, e.Metrics}, region, in)
 	})
 }
 
-func describeImages(ctx context.Context, client *ec2.Client, region string, in *ec2.DescribeImagesInput) ([]bootimage.AWSImage, error) {
+func describeImages(ctx context.Context, client observedEC2, region string, in *ec2.DescribeImagesInput) ([]bootimage.AWSImage, error) {
 	images := []bootimage.AWSImage{}
-	pages := ec2.NewDescribeImagesPaginator(observedEC2{client}, in)
+	pages := ec2.NewDescribeImagesPaginator(client, in)
 	for pages.HasMorePages() {
 		out, err := pages.NextPage(ctx)
 		var apiErr smithy.APIError
@@ -141,9 +144,9 @@ func clientKey(region string, s AWSSettings) string {
 // client returns the EC2 client of region and s. Building one makes no request: credentials are
 // fetched on first use and cached by the client until they expire.
 func (e *EC2) client(region string, s AWSSettings) (*ec2.Client, error) {
-	return e.clients.get(clientKey(region, s), ec2ClientTTL, func() (*ec2.Client, error) {
+	return e.clients.Get(clientKey(region, s), ec2ClientTTL, func() (*ec2.Client, error) {
 		httpClient := e.httpClient()
-		creds, err := awsCredentials(s, region, httpClient)
+		creds, err := awsCredentials(s, region, httpClient, e.Metrics)
 		if err != nil {
 			return nil, err
 		}
@@ -164,16 +167,19 @@ func (e *EC2) httpClient() aws.HTTPClient {
 }
 
 // observedEC2 records the metrics of each DescribeImages call.
-type observedEC2 struct{ *ec2.Client }
+type observedEC2 struct {
+	*ec2.Client
+	metrics *Metrics
+}
 
 func (c observedEC2) DescribeImages(ctx context.Context, in *ec2.DescribeImagesInput, opts ...func(*ec2.Options)) (*ec2.DescribeImagesOutput, error) {
 	start := time.Now()
 	out, err := c.Client.DescribeImages(ctx, in, opts...)
 	var apiErr smithy.APIError
 	if errors.As(err, &apiErr) && (apiErr.ErrorCode() == "InvalidAMIID.NotFound" || apiErr.ErrorCode() == "InvalidAMIID.Unavailable") {
-		observe(apiDescribeImages, start, nil)
+		c.metrics.Observe(apiDescribeImages, start, nil)
 	} else {
-		observe(apiDescribeImages, start, err)
+		c.metrics.Observe(apiDescribeImages, start, err)
 	}
 	return out, err
 }

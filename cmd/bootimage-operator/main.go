@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -23,7 +24,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcp"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
+	"github.com/bootimage-operator/bootimage-operator/operator"
 )
 
 // Leader election timings of OpenShift's recommended defaults for operators: a 137s lease
@@ -55,21 +58,33 @@ type options struct {
 	kubeAPIBurst    int
 	clusterOperator string
 	ovaCacheDir     string
+	logConfig       *textlogger.Config
 }
 
 func main() {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	if err := run(ctx, os.Args[1:]); err != nil {
+	opts, err := parseFlags(os.Args[1:])
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
 		}
 		fmt.Fprintf(os.Stderr, "bootimage-operator: %v\n", err)
 		os.Exit(1)
 	}
+	// The process-wide loggers are set here and only here: client-go and controller-runtime
+	// internals log through them.
+	logger := textlogger.NewLogger(opts.logConfig)
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
+	if err := run(ctx, opts, logger); err != nil {
+		fmt.Fprintf(os.Stderr, "bootimage-operator: %v\n", err)
+		os.Exit(1)
+	}
 }
 
-func run(ctx context.Context, args []string) error {
+// parseFlags reads the command line.
+func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("bootimage-operator", flag.ContinueOnError)
 	var opts options
 	fs.StringVar(&opts.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Default: $KUBECONFIG, else the in-cluster config.")
@@ -82,22 +97,24 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&opts.kubeAPIBurst, "kube-api-burst", defaultKubeAPIBurst, "Requests the operator's API client may send in a burst.")
 	fs.StringVar(&opts.clusterOperator, "cluster-operator-name", "", "ClusterOperator whose Upgradeable condition carries the boot image skew guard; empty (inside the MCO, whose status sync reads the guard) sets none.")
 	fs.StringVar(&opts.ovaCacheDir, "ova-cache-dir", controllers.DefaultOVACacheDir, "Writable directory for downloaded vSphere OVAs.")
-	logConfig := textlogger.NewConfig()
-	logConfig.AddFlags(fs)
+	opts.logConfig = textlogger.NewConfig()
+	opts.logConfig.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		return err
+		return options{}, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	return opts, nil
+}
+
+// run builds a manager the way any embedder would and runs the operator in it until ctx ends.
+// It sets no process-wide state: logs go to logger.
+func run(ctx context.Context, opts options, logger logr.Logger) error {
 	metrics, err := metricsOptions(opts.metricsAddr, opts.metricsCertDir)
 	if err != nil {
 		return err
 	}
-
-	logger := textlogger.NewLogger(logConfig)
-	ctrl.SetLogger(logger)
-	klog.SetLogger(logger)
 	log := logger.WithName("setup")
 
 	restConfig, err := loadRESTConfig(opts.kubeconfig)
@@ -105,20 +122,19 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	restConfig.QPS, restConfig.Burst = float32(opts.kubeAPIQPS), opts.kubeAPIBurst
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:                        controllers.NewScheme(),
-		Cache:                         controllers.CacheOptions(),
-		Metrics:                       metrics,
-		HealthProbeBindAddress:        opts.probeAddr,
-		LeaderElection:                opts.leaderElect,
-		LeaderElectionID:              leaseName,
-		LeaderElectionNamespace:       leaseNS,
-		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 ptr(leaseDuration),
-		RenewDeadline:                 ptr(renewDeadline),
-		RetryPeriod:                   ptr(retryPeriod),
-		GracefulShutdownTimeout:       ptr(30 * time.Second),
-	})
+	mgrOpts := operator.ManagerOptions()
+	mgrOpts.Logger = logger
+	mgrOpts.Metrics = metrics
+	mgrOpts.HealthProbeBindAddress = opts.probeAddr
+	mgrOpts.LeaderElection = opts.leaderElect
+	mgrOpts.LeaderElectionID = leaseName
+	mgrOpts.LeaderElectionNamespace = leaseNS
+	mgrOpts.LeaderElectionReleaseOnCancel = true
+	mgrOpts.LeaseDuration = ptr(leaseDuration)
+	mgrOpts.RenewDeadline = ptr(renewDeadline)
+	mgrOpts.RetryPeriod = ptr(retryPeriod)
+	mgrOpts.GracefulShutdownTimeout = ptr(30 * time.Second)
+	mgr, err := ctrl.NewManager(restConfig, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
@@ -128,7 +144,13 @@ func run(ctx context.Context, args []string) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	if err := controllers.Setup(mgr, controllers.Config{ReleaseVersion: opts.releaseVersion, ClusterOperator: opts.clusterOperator, OVACacheDir: opts.ovaCacheDir}); err != nil {
+	if err := operator.AddToManager(mgr, operator.Options{
+		Logger:          logger,
+		ReleaseVersion:  opts.releaseVersion,
+		ClusterOperator: opts.clusterOperator,
+		OVACacheDir:     opts.ovaCacheDir,
+		GCP:             gcp.New,
+	}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}
 	go func() {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	gcpimages "github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcp"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 )
 
@@ -173,7 +174,7 @@ func imageCatalog(in planInputs, c client.Reader, awsImages string) (bootimage.C
 	if err != nil {
 		return nil, nil, err
 	}
-	return controllers.ClusterCatalog(c, rootCAs), notes, nil
+	return controllers.ClusterCatalog(c, rootCAs, nil, gcpimages.New), notes, nil
 }
 
 // vCenters returns the vCenter reader of a live plan, trusting the CAs of the PEM file caFile

@@ -1,4 +1,5 @@
-package cloud
+// Package lookups remembers cloud answers for the cloud adapters.
+package lookups
 
 import (
 	"time"
@@ -7,19 +8,21 @@ import (
 	utilcache "k8s.io/apimachinery/pkg/util/cache"
 )
 
-// lookups remembers answers by key, at most size of them and each for its ttl, and sends one
+// Lookups remembers answers by key, at most size of them and each for its ttl, and sends one
 // lookup per key at a time: callers asking for a key in flight wait for that answer. No lock is
 // held while a lookup runs. Errors are not remembered.
-type lookups[V any] struct {
+type Lookups[V any] struct {
 	cache  *utilcache.LRUExpireCache
 	flight singleflight.Group
 }
 
-func newLookups[V any](size int) *lookups[V] {
-	return &lookups[V]{cache: utilcache.NewLRUExpireCache(size)}
+// New returns Lookups holding at most size answers.
+func New[V any](size int) *Lookups[V] {
+	return &Lookups[V]{cache: utilcache.NewLRUExpireCache(size)}
 }
 
-func (l *lookups[V]) get(key string, ttl time.Duration, lookup func() (V, error)) (V, error) {
+// Get returns the answer for key, looking it up when it has none younger than ttl.
+func (l *Lookups[V]) Get(key string, ttl time.Duration, lookup func() (V, error)) (V, error) {
 	if v, ok := l.cache.Get(key); ok {
 		return v.(V), nil
 	}
