@@ -9,9 +9,14 @@ BIN := bin
 run: build k8s
 	$(BIN)/democluster
 
+# Packages whose tests run under the race detector: the controllers and the domain code they
+# call concurrently. The rest run without it (their envtest suites gain little and cost most).
+RACE_PKGS := ./bootimage/... ./controllers/... ./featuregates/... ./operator/...
+
 ## test: vet, unit tests and the integration suites on a real kube-apiserver and etcd.
 test: k8s vet
-	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -race -timeout 20m $(RACE_PKGS)
+	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -vxF "$$($(GO) list $(RACE_PKGS))")
 
 ## bench: benchmarks, as JSON test events on stdout (see bin/bench.json).
 bench:
