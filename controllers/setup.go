@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"crypto/x509"
+	"time"
 
 	"github.com/go-logr/logr"
 
@@ -62,6 +63,14 @@ type Config struct {
 	// Namespace holds the coreos-bootimages ConfigMap; MCONamespace when empty. The manager's
 	// cache must hold its ConfigMaps (CacheOptionsFor).
 	Namespace string
+	// ContestInterval and ContestedWrites bound the status writes while another writer rewrites
+	// this operator's fields: at most ContestedWrites per ContestInterval; zero takes
+	// DefaultContestInterval and DefaultContestedWrites.
+	ContestInterval time.Duration
+	ContestedWrites int
+	// CRDPollInterval is how often missing Machine API CRDs are looked for; 0 is
+	// DefaultCRDPollInterval.
+	CRDPollInterval time.Duration
 }
 
 // EventSource is the component name of the operator's Events.
@@ -103,6 +112,11 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	tracker := NewTracker()
 	cfg.Metrics.exportDecisions(tracker)
 	streams := &bootimage.StreamCache{}
+	machineAPI, err := newCRDGate(mgr, cfg.CRDPollInterval, tracker.Changed)
+	if err != nil {
+		return err
+	}
+	machineAPI.logger = cfg.Logger
 	mc := &MachineConfigurationReconciler{
 		Client:   mgr.GetClient(),
 		Gates:    gates,
@@ -118,6 +132,9 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		ClusterOperator: cfg.ClusterOperator,
 		Namespace:       cfg.Namespace,
 		reg:             reg,
+		MachineAPI:      machineAPI,
+		Reader:          mgr.GetAPIReader(),
+		contest:         statusContest{interval: cfg.ContestInterval, budget: cfg.ContestedWrites},
 	}
 	if err := mc.SetupWithManager(mgr); err != nil {
 		return err
@@ -129,15 +146,18 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	}
 	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: cfg.Images, Streams: streams, Namespace: cfg.Namespace, Templates: vcenters}
 	steps := bootImageSteps{
-		Client: mgr.GetClient(), Inputs: inputs, Recorder: recorder, Tracker: tracker, Timings: cfg.Cloud.withDefaults(),
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Inputs: inputs, Recorder: recorder, Tracker: tracker, Timings: cfg.Cloud.withDefaults(),
 		Metrics: cfg.Metrics, Clock: cfg.Clock, Templates: templates, reg: reg,
 	}
 	machineSets := &MachineSetReconciler{steps}
-	if err := machineSets.SetupWithManager(mgr); err != nil {
+	controlPlane := &ControlPlaneMachineSetReconciler{steps}
+	if err := machineAPI.add(gatedController{groupVersion: machinev1beta1.GroupVersion, resource: "machinesets", kind: "MachineSet", setup: machineSets.SetupWithManager}); err != nil {
 		return err
 	}
-	controlPlane := &ControlPlaneMachineSetReconciler{steps}
-	return controlPlane.SetupWithManager(mgr)
+	if err := machineAPI.add(gatedController{groupVersion: machinev1.GroupVersion, resource: "controlplanemachinesets", kind: cpmsKind, setup: controlPlane.SetupWithManager}); err != nil {
+		return err
+	}
+	return mgr.Add(machineAPI)
 }
 
 // registration is how one Setup names its controllers and where they log.

@@ -20,6 +20,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
+	"github.com/bootimage-operator/bootimage-operator/manifests"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -299,7 +300,7 @@ var _ = Describe("vSphere MachineSet boot images, against vcsim", func() {
 
 var _ = Describe("The shipped RBAC on vSphere", func() {
 	It("lets the operator read Secret kube-system/vsphere-creds and no other Secret there", func() {
-		rbac, err := fixtures.ManifestObjects("01-rbac.yaml")
+		rbac, err := fixtures.ManifestObjects(manifests.RBACFile)
 		Expect(err).NotTo(HaveOccurred())
 		for _, obj := range rbac {
 			Expect(k8s.Create(ctx, obj)).To(Succeed())

@@ -128,13 +128,19 @@ func NewScheme() *runtime.Scheme {
 	return s
 }
 
-// ManagerOptions returns manager options with what the operator needs: its scheme, and a cache
+// ManagerOptions returns manager options with what the operator needs: its scheme, a REST mapper
+// that starts without the Machine API, and a cache
 // holding MachineSets, the ControlPlaneMachineSet and Secrets of openshift-machine-api and
 // ConfigMaps of openshift-machine-config-operator only, which is all the shipped RBAC lets it
 // list. Set the rest (metrics, probes, leader election) before ctrl.NewManager. A caller with
 // its own scheme replaces Scheme after AddToScheme on it.
 func ManagerOptions() ctrl.Options {
-	return ctrl.Options{Scheme: NewScheme(), Cache: CacheOptions(controllers.MCONamespace), NewCache: NewCache(nil)}
+	return ctrl.Options{
+		Scheme: NewScheme(), Cache: CacheOptions(controllers.MCONamespace), NewCache: NewCache(nil),
+		// Knows the scope of the Machine API types before they are served, so the manager starts
+		// on a cluster without them.
+		MapperProvider: controllers.NewRESTMapper,
+	}
 }
 
 // CacheOptions are the cache restrictions of ManagerOptions with the coreos-bootimages ConfigMap

@@ -27,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/manifests"
 	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -39,7 +40,7 @@ func TestOperator(t *testing.T) {
 	RunSpecs(t, "operator embedded in another manager")
 }
 
-// serviceAccount is the identity the shipped RBAC (manifests/01-rbac.yaml) grants.
+// serviceAccount is the identity the shipped RBAC (manifests.RBACFile) grants.
 const serviceAccount = "system:serviceaccount:openshift-machine-config-operator:bootimage-operator"
 
 var (
@@ -50,7 +51,7 @@ var (
 
 var _ = BeforeSuite(func() {
 	env = testenv.StartForSpecs(testenv.Options{})
-	rbac, err := fixtures.ManifestObjects("01-rbac.yaml")
+	rbac, err := fixtures.ManifestObjects(manifests.RBACFile)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(fixtures.Create(ctx, env.Client, rbac...)).To(Succeed())
 	asOperator = rest.CopyConfig(env.Config)

@@ -36,6 +36,7 @@ func (e *Env) StartManagerWithHooks(hooks seams.Hooks, setup func(ctrl.Manager) 
 		BaseContext:            func() context.Context { return seams.With(context.Background(), hooks) },
 		Scheme:                 e.Scheme,
 		Cache:                  controllers.CacheOptions(),
+		MapperProvider:         controllers.NewRESTMapper,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		// Each test starts its own manager with the same controller names.
@@ -57,6 +58,17 @@ func (e *Env) StartManagerWithHooks(hooks seams.Hooks, setup func(ctrl.Manager) 
 		return nil, context.DeadlineExceeded
 	}
 	return m, nil
+}
+
+// Exited returns whether the manager stopped by itself, and its error.
+func (m *Manager) Exited() (bool, error) {
+	select {
+	case err := <-m.done:
+		m.done <- err
+		return true, err
+	default:
+		return false, nil
+	}
 }
 
 // Stop stops the manager and waits for it to finish; later calls return the same result.
