@@ -163,7 +163,7 @@ func (v *VCenters) ImportTemplate(ctx context.Context, imp bootimage.VSphereImpo
 	default:
 		return fmt.Errorf("disk provisioning type %q is not supported", diskType)
 	}
-	spec, err := ovf.NewManager(s.vim).CreateImportSpec(ctx, string(descriptor), pool.Reference(), datastore.Reference(), &params)
+	spec, err := ovf.NewManager(s.vim).CreateImportSpec(ctx, string(descriptor), pool.Reference(), datastore.Reference(), params)
 	if err != nil {
 		return fmt.Errorf("creating the import spec: %w", err)
 	}

@@ -1,3 +1,6 @@
+// Package manifests_test checks the shipped manifests with the types of the projects that read them
+// (Kubernetes, the Prometheus operator, Prometheus's rule parser). It is a module of its own so
+// that the operator's module, which the MCO imports, does not require Prometheus.
 package manifests_test
 
 import (
@@ -32,7 +35,7 @@ import (
 func shippedObjects(t *testing.T) []runtime.Object {
 	t.Helper()
 	decoder := serializer.NewCodecFactory(clientgoscheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
-	files, _ := filepath.Glob("*.yaml")
+	files, _ := filepath.Glob(filepath.Join(manifestsDir, "*.yaml"))
 	if len(files) == 0 {
 		t.Fatal("no manifests found")
 	}
@@ -167,7 +170,7 @@ func TestMetricsWiring(t *testing.T) {
 // objectsIn decodes every object of the shipped manifest file name.
 func objectsIn(t *testing.T, name string) []runtime.Object {
 	t.Helper()
-	data, err := os.ReadFile(name)
+	data, err := os.ReadFile(filepath.Join(manifestsDir, name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +259,11 @@ var payloadAnnotations = map[string]string{
 
 // TestPayloadFileNames checks the run-level names the CVO orders the payload's manifests by.
 func TestPayloadFileNames(t *testing.T) {
-	files, _ := filepath.Glob("*.yaml")
+	paths, _ := filepath.Glob(filepath.Join(manifestsDir, "*.yaml"))
+	var files []string
+	for _, p := range paths {
+		files = append(files, filepath.Base(p))
+	}
 	name := regexp.MustCompile(`^0000_(80|90)_machine-config_[0-9]{2}_bootimage-operator_[a-z-]+\.yaml$`)
 	for _, f := range files {
 		if !name.MatchString(f) {
@@ -291,7 +298,7 @@ func TestPayloadAnnotations(t *testing.T) {
 
 // TestImageReferences checks that every image is the release placeholder of an image-references tag.
 func TestImageReferences(t *testing.T) {
-	data, err := os.ReadFile("image-references")
+	data, err := os.ReadFile(filepath.Join(manifestsDir, "image-references"))
 	if err != nil {
 		t.Fatal(err)
 	}
