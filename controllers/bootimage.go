@@ -14,11 +14,13 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 )
 
-// Cloud timings. A lookup that fails is retried with the controller's backoff; once it has failed
-// for CloudErrorGrace the object is an Error CloudLookupFailed, retried every CloudRetryInterval
-// until it works. Skips that only the cloud can lift (an image not yet available or replicated)
+// Cloud timings. A lookup that fails is retried when the cloud adapter's failure backoff says
+// (cloud.Backoff; else with the controller's backoff); once it has failed for CloudErrorGrace the
+// object is an Error CloudLookupFailed, retried at that backoff and at least every
+// CloudRetryInterval until it works. Skips that only the cloud can lift (an image not yet available or replicated)
 // are re-checked every CloudRecheckInterval.
 const (
 	DefaultCloudErrorGrace      = 3 * time.Minute
@@ -41,6 +43,8 @@ type bootImageSteps struct {
 	Clock    clock.PassiveClock
 	// Templates imports vSphere templates before a vSphere update is patched in.
 	Templates *TemplateImporter
+	// Unavailable times stream targets the cloud does not have.
+	Unavailable *lastingSkips
 
 	reg registration
 }
@@ -48,6 +52,8 @@ type bootImageSteps struct {
 // CloudTimings are the cloud retry timings; zero fields take the defaults.
 type CloudTimings struct {
 	ErrorGrace, RetryInterval, RecheckInterval time.Duration
+	// Backoff is how long the cloud adapters remember a failed call (see cloud.Backoff).
+	Backoff cloud.Backoff
 }
 
 func (c CloudTimings) withDefaults() CloudTimings {
@@ -90,13 +96,27 @@ func (s bootImageSteps) reconcile(ctx context.Context, t target) (ctrl.Result, e
 	t.reduced.Attempts = s.Tracker.Attempts(kind, key, persisted, selection)
 	d, err := bootimage.Decide(ctx, in.cluster, t.reduced)
 	if err != nil {
+		if ctx.Err() != nil {
+			// This caller gave up (shutdown): no cloud failure, nothing to count.
+			return ctrl.Result{}, ctx.Err()
+		}
+		// A remembered cloud failure says when the call may be sent again: come back then, not
+		// sooner, and not through the controller's per-object backoff, which starts at 5ms.
+		retry, remembered := cloud.RetryAfter(err)
 		failing := s.Tracker.CloudFailing(kind, key, s.Clock.Now())
 		if failing < s.Timings.ErrorGrace {
-			return ctrl.Result{}, err // the controller's backoff retries it
+			if !remembered {
+				return ctrl.Result{}, err // the controller's backoff retries it
+			}
+			logf.FromContext(ctx).V(1).Info("Cloud lookup failed, retrying", "retryAfter", retry.String(), "error", err.Error())
+			return ctrl.Result{RequeueAfter: max(retry, time.Millisecond)}, nil
 		}
-		logf.FromContext(ctx).Info("Cloud lookup keeps failing", "kind", kind, "name", key, "failingFor", failing.Round(time.Second).String(), "error", err.Error())
-		report(ctx, s.Recorder, s.Tracker, s.Metrics, t.live, bootimage.CloudLookupFailed(d, err), in.version)
-		return ctrl.Result{RequeueAfter: s.Timings.RetryInterval}, nil
+		logf.FromContext(ctx).V(1).Info("Cloud lookup keeps failing", "failingFor", failing.Round(time.Second).String(), "error", err.Error())
+		reportFailure(ctx, s.Recorder, s.Tracker, s.Metrics, t.live, bootimage.CloudLookupFailed(d, err), in.version, cloud.FailureKey(err))
+		if !remembered {
+			retry = s.Timings.RetryInterval
+		}
+		return ctrl.Result{RequeueAfter: max(min(retry, s.Timings.RetryInterval), time.Millisecond)}, nil
 	}
 	s.Tracker.CloudWorks(kind, key)
 	next := s.Tracker.NextAttempts(kind, key, persisted, d.Target, selection)
@@ -116,12 +136,29 @@ func (s bootImageSteps) reconcile(ctx context.Context, t target) (ctrl.Result, e
 			return ctrl.Result{}, err
 		}
 	}
+	d, recheck := s.lasting(kind, key, d)
 	report(ctx, s.Recorder, s.Tracker, s.Metrics, t.live, d, in.version)
 	s.Metrics.markReconciled(s.Clock.Now())
-	if d.CloudDependent() {
-		return ctrl.Result{RequeueAfter: s.Timings.RecheckInterval}, nil
+	return ctrl.Result{RequeueAfter: recheck}, nil
+}
+
+// lasting turns a stream target the cloud has kept unavailable for longer than the cloud grace
+// period into an Error, which degrades, and says when to look again: within the grace period at
+// its end, then every retry interval until the image appears; other cloud-dependent skips at the
+// recheck interval.
+func (s bootImageSteps) lasting(kind string, key types.NamespacedName, d bootimage.Decision) (bootimage.Decision, time.Duration) {
+	if d.Action != bootimage.Skip || d.Reason != bootimage.ReasonTargetImageUnavailable {
+		s.Unavailable.clear(kind, key)
+		if d.CloudDependent() {
+			return d, s.Timings.RecheckInterval
+		}
+		return d, 0
 	}
-	return ctrl.Result{}, nil
+	lasted := s.Unavailable.unavailable(kind, key, d.Target, s.Clock.Now())
+	if lasted < s.Timings.ErrorGrace {
+		return d, min(s.Timings.ErrorGrace-lasted, s.Timings.RecheckInterval)
+	}
+	return bootimage.TargetUnavailableTooLong(d, s.Timings.ErrorGrace), s.Timings.RetryInterval
 }
 
 // update writes the upgraded user-data stub, if any, then the boot image, each with optimistic
@@ -141,7 +178,7 @@ func (s bootImageSteps) update(ctx context.Context, t target, key types.Namespac
 	}
 	s.Tracker.Patched(d.Kind, key, next)
 	s.Metrics.countUpdate(d.Kind)
-	logf.FromContext(ctx).Info("Updated boot image", "kind", d.Kind, "name", key, "from", d.Current, "to", d.Target)
+	logf.FromContext(ctx).Info("Updated boot image", "from", d.Current, "to", d.Target)
 	s.Recorder.Eventf(t.live, corev1.EventTypeNormal, ReasonBootImageUpdated, "Updated boot image from %s to %s", d.Current, d.Target)
 	return nil
 }

@@ -29,11 +29,12 @@ const cloudImagesTTL = 10 * time.Minute
 // ClusterCatalog returns the cloud image catalogues of the cluster, configured from its
 // credentials Secrets and Infrastructure, read through c: the manager's cache in the operator, a
 // direct client in `bootimagectl plan`. rootCAs, when set, are trusted for the cloud endpoints;
-// metrics, when set, count the requests. newGCP, when nil, leaves GCP images unlooked-up: the
+// backoff is how long failed calls are remembered (zero fields: cloud's defaults); metrics, when
+// set, count the requests. newGCP, when nil, leaves GCP images unlooked-up: the
 // image prefix rule alone decides, as on a GCP cluster without credentials.
-func ClusterCatalog(c client.Reader, rootCAs *x509.CertPool, metrics *cloud.Metrics, newGCP cloud.NewGCPLookup) bootimage.Catalog {
+func ClusterCatalog(c client.Reader, rootCAs *x509.CertPool, backoff cloud.Backoff, metrics *cloud.Metrics, newGCP cloud.NewGCPLookup) bootimage.Catalog {
 	catalog := cloud.Catalog{
-		AWS: &cloud.EC2{TTL: cloudImagesTTL, RootCAs: rootCAs, Metrics: metrics, Settings: func(ctx context.Context) (cloud.AWSSettings, error) {
+		AWS: &cloud.EC2{TTL: cloudImagesTTL, RootCAs: rootCAs, Backoff: backoff, Metrics: metrics, Settings: func(ctx context.Context) (cloud.AWSSettings, error) {
 			secret, err := credentialsSecret(ctx, c, AWSCredentialsSecret)
 			if err != nil {
 				return cloud.AWSSettings{}, err
@@ -74,7 +75,7 @@ func ClusterCatalog(c client.Reader, rootCAs *x509.CertPool, metrics *cloud.Metr
 			return cloud.GCPSettings{}, err
 		}
 		return cloud.GCPSettings{Version: secret.ResourceVersion, CredentialsJSON: secret.Data["service_account.json"]}, nil
-	}, cloudImagesTTL, metrics)
+	}, cloudImagesTTL, backoff, metrics)
 	return catalog
 }
 

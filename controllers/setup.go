@@ -93,7 +93,7 @@ func (cfg Config) withDefaults(mgr ctrl.Manager) Config {
 		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.Images == nil {
-		cfg.Images = ClusterCatalog(mgr.GetClient(), cfg.CloudRootCAs, cfg.CloudMetrics, cfg.GCP)
+		cfg.Images = ClusterCatalog(mgr.GetClient(), cfg.CloudRootCAs, cfg.Cloud.Backoff, cfg.CloudMetrics, cfg.GCP)
 	}
 	return cfg
 }
@@ -139,7 +139,6 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	if err := mc.SetupWithManager(mgr); err != nil {
 		return err
 	}
-
 	vcenters, templates := newVSphere(mgr.GetAPIReader(), cfg.CloudRootCAs, cfg.OVACacheDir)
 	if err := mgr.Add(vcenters); err != nil {
 		return err
@@ -147,7 +146,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: cfg.Images, Streams: streams, Namespace: cfg.Namespace, Templates: vcenters}
 	steps := bootImageSteps{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Inputs: inputs, Recorder: recorder, Tracker: tracker, Timings: cfg.Cloud.withDefaults(),
-		Metrics: cfg.Metrics, Clock: cfg.Clock, Templates: templates, reg: reg,
+		Metrics: cfg.Metrics, Clock: cfg.Clock, Templates: templates, Unavailable: newLastingSkips(), reg: reg,
 	}
 	machineSets := &MachineSetReconciler{steps}
 	controlPlane := &ControlPlaneMachineSetReconciler{steps}

@@ -99,7 +99,7 @@ func (t *TemplateImporter) Ensure(ctx context.Context, imp bootimage.VSphereImpo
 			return false, err
 		}
 	case old != nil:
-		log.Info("Deleting the template an interrupted swap replaced", "name", replaced)
+		log.Info("Deleting the template an interrupted swap replaced", "oldTemplate", replaced)
 		if err := t.Store.DestroyTemplate(ctx, at, replaced); err != nil {
 			return false, err
 		}
@@ -126,7 +126,7 @@ func (t *TemplateImporter) Ensure(ctx context.Context, imp bootimage.VSphereImpo
 			return false, err
 		}
 	} else {
-		log.Info("Reusing a verified template an interrupted swap imported", "name", importing)
+		log.Info("Reusing a verified template an interrupted swap imported", "importedTemplate", importing)
 	}
 
 	if current != nil {

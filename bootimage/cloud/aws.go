@@ -16,7 +16,6 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/internal/lookups"
 )
 
 // marketplaceOwnerAlias is how DescribeImages names the owner of AWS Marketplace AMIs.
@@ -59,16 +58,19 @@ type EC2 struct {
 	RootCAs *x509.CertPool
 	// Metrics, when set, count the requests.
 	Metrics *Metrics
+	// Backoff is how long a failed DescribeImages is remembered, per query, or per region when
+	// EC2 throttles or fails.
+	Backoff Backoff
 
 	init    sync.Once
-	clients *lookups.Lookups[*ec2.Client]
-	answers *lookups.Lookups[[]bootimage.AWSImage]
+	clients *Lookups[*ec2.Client]
+	answers *Lookups[[]bootimage.AWSImage]
 }
 
 func (e *EC2) caches() {
 	e.init.Do(func() {
-		e.clients = lookups.New[*ec2.Client](maxEC2Clients)
-		e.answers = lookups.New[[]bootimage.AWSImage](maxImageAnswers)
+		e.clients = NewLookups[*ec2.Client](maxEC2Clients)
+		e.answers = NewFailingLookups[[]bootimage.AWSImage](maxImageAnswers, e.Backoff)
 	})
 }
 
@@ -105,8 +107,9 @@ func (e *EC2) describe(ctx context.Context, region, query string, in *ec2.Descri
 	if ttl == 0 {
 		ttl = defaultImagesTTL
 	}
-	return e.answers.Get(clientKey(region, settings)+"|"+query, ttl, func() ([]bootimage.AWSImage, error) {
-		client, err := e.client(region, settings)
+	scope := clientKey(region, settings)
+	return e.answers.Get(ctx, scope+"|"+query, scope, ttl, func(ctx context.Context) ([]bootimage.AWSImage, error) {
+		client, err := e.client(ctx, region, settings)
 		if err != nil {
 			return nil, err
 		}
@@ -124,7 +127,7 @@ func describeImages(ctx context.Context, client observedEC2, region string, in *
 			break
 		}
 		if err != nil {
-			return nil, err
+			return nil, NewFailure(apiDescribeImages, region, err)
 		}
 		for _, img := range out.Images {
 			images = append(images, bootimage.AWSImage{
@@ -143,8 +146,8 @@ func clientKey(region string, s AWSSettings) string {
 
 // client returns the EC2 client of region and s. Building one makes no request: credentials are
 // fetched on first use and cached by the client until they expire.
-func (e *EC2) client(region string, s AWSSettings) (*ec2.Client, error) {
-	return e.clients.Get(clientKey(region, s), ec2ClientTTL, func() (*ec2.Client, error) {
+func (e *EC2) client(ctx context.Context, region string, s AWSSettings) (*ec2.Client, error) {
+	return e.clients.Get(ctx, clientKey(region, s), "", ec2ClientTTL, func(context.Context) (*ec2.Client, error) {
 		httpClient := e.httpClient()
 		creds, err := awsCredentials(s, region, httpClient, e.Metrics)
 		if err != nil {

@@ -28,8 +28,9 @@ type GCPLookup interface {
 }
 
 // NewGCPLookup makes a GCPLookup reading its settings from settings on each call
-// (bootimage.ErrNoCatalog when there are no credentials), its answers kept for ttl. gcp.New is one.
-type NewGCPLookup func(settings func(context.Context) (GCPSettings, error), ttl time.Duration, metrics *Metrics) GCPLookup
+// (bootimage.ErrNoCatalog when there are no credentials), its answers kept for ttl and its
+// failures remembered as backoff says. gcp.New is one.
+type NewGCPLookup func(settings func(context.Context) (GCPSettings, error), ttl time.Duration, backoff Backoff, metrics *Metrics) GCPLookup
 
 // Catalog combines the catalogues of both clouds into one bootimage.Catalog.
 type Catalog struct {

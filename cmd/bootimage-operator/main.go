@@ -25,6 +25,8 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcp"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
+	"github.com/bootimage-operator/bootimage-operator/internal/buildinfo"
+	"github.com/bootimage-operator/bootimage-operator/leader"
 	"github.com/bootimage-operator/bootimage-operator/operator"
 )
 
@@ -54,6 +56,7 @@ type options struct {
 	clusterOperator string
 	ovaCacheDir     string
 	logConfig       *textlogger.Config
+	showVersion     bool
 }
 
 func main() {
@@ -66,6 +69,10 @@ func main() {
 		}
 		fmt.Fprintf(os.Stderr, "bootimage-operator: %v\n", err)
 		os.Exit(1)
+	}
+	if opts.showVersion {
+		fmt.Printf("bootimage-operator %s\n", buildinfo.Read())
+		return
 	}
 	// The process-wide loggers are set here and only here: client-go and controller-runtime
 	// internals log through them.
@@ -92,8 +99,10 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&opts.kubeAPIBurst, "kube-api-burst", defaultKubeAPIBurst, "Requests the operator's API client may send in a burst.")
 	fs.StringVar(&opts.clusterOperator, "cluster-operator-name", "", "ClusterOperator whose Upgradeable condition carries the boot image skew guard; empty (inside the MCO, whose status sync reads the guard) sets none.")
 	fs.StringVar(&opts.ovaCacheDir, "ova-cache-dir", controllers.DefaultOVACacheDir, "Writable directory for downloaded vSphere OVAs.")
+	fs.BoolVar(&opts.showVersion, "version", false, "Print the version and exit.")
 	opts.logConfig = textlogger.NewConfig()
 	opts.logConfig.AddFlags(fs)
+	describeLogFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -120,7 +129,7 @@ func run(ctx context.Context, opts options, logger logr.Logger) error {
 	log.Info("Read cluster tuning", "leaseDuration", tuning.Lease.LeaseDuration.String(), "renewDeadline", tuning.Lease.RenewDeadline.String(),
 		"retryPeriod", tuning.Lease.RetryPeriod.String(), "metricsTLSProfile", tuning.TLSProfile)
 	mgrOpts := operator.ManagerOptions()
-	mgrOpts.Logger = logger
+	mgrOpts.Logger = quietOnStop(ctx, logger)
 	mgrOpts.Metrics = metricsOptions(opts.metricsAddr, opts.metricsCertDir, tuning)
 	mgrOpts.HealthProbeBindAddress = opts.probeAddr
 	mgrOpts.LeaderElection = opts.leaderElect
@@ -131,6 +140,11 @@ func run(ctx context.Context, opts options, logger logr.Logger) error {
 	mgrOpts.RenewDeadline = ptr(tuning.Lease.RenewDeadline)
 	mgrOpts.RetryPeriod = ptr(tuning.Lease.RetryPeriod)
 	mgrOpts.GracefulShutdownTimeout = ptr(shutdownGrace)
+	// Every write of the manager's client is fenced on the lease's last renewal.
+	fence, err := leader.Configure(restConfig, &mgrOpts, leader.DefaultSkewMargin)
+	if err != nil {
+		return fmt.Errorf("fencing writes on the leader lease: %w", err)
+	}
 	mgr, err := ctrl.NewManager(restConfig, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
@@ -138,8 +152,10 @@ func run(ctx context.Context, opts options, logger logr.Logger) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return err
+	for name, check := range leader.Readiness(mgr.GetCache(), fence) {
+		if err := mgr.AddReadyzCheck(name, check); err != nil {
+			return err
+		}
 	}
 	if err := operator.AddToManager(mgr, operator.Options{
 		Logger:          logger,
@@ -159,8 +175,8 @@ func run(ctx context.Context, opts options, logger logr.Logger) error {
 		case <-ctx.Done():
 		}
 	}()
-	log.Info("Starting manager", "releaseVersion", opts.releaseVersion, "leaderElect", opts.leaderElect, "host", restConfig.Host)
-	if err := mgr.Start(ctx); err != nil {
+	log.Info("Starting manager", "version", buildinfo.Read().String(), "releaseVersion", opts.releaseVersion, "leaderElect", opts.leaderElect, "host", restConfig.Host)
+	if err := leader.Start(ctx, mgr, fence); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	log.Info("Manager stopped")

@@ -248,6 +248,37 @@ func TestDeploymentGivesCloudCallsWhatTheyNeed(t *testing.T) {
 	t.Errorf("ConfigMap %s/%s is not shipped", deployment.Namespace, ca.Name)
 }
 
+// TestAlertsHaveRunbooks checks that every shipped alert links a runbook that exists in docs/runbooks.
+func TestAlertsHaveRunbooks(t *testing.T) {
+	const base = "https://github.com/bootimage-operator/bootimage-operator/blob/main/docs/runbooks/"
+	var alerts int
+	for _, obj := range objectsIn(t, manifests.MetricsFile) {
+		rule, ok := obj.(*monitoringv1.PrometheusRule)
+		if !ok {
+			continue
+		}
+		for _, g := range rule.Spec.Groups {
+			for _, r := range g.Rules {
+				if r.Alert == "" {
+					continue
+				}
+				alerts++
+				url := r.Annotations["runbook_url"]
+				if url != base+r.Alert+".md" {
+					t.Errorf("alert %s: runbook_url is %q, want %s%s.md", r.Alert, url, base, r.Alert)
+					continue
+				}
+				if _, err := os.Stat(filepath.Join(manifestsDir, "..", "docs", "runbooks", r.Alert+".md")); err != nil {
+					t.Errorf("alert %s: runbook missing: %v", r.Alert, err)
+				}
+			}
+		}
+	}
+	if alerts == 0 {
+		t.Fatal("no alerts shipped")
+	}
+}
+
 // payloadAnnotations are what the CVO needs to apply an object of the MCO's install/: the
 // cluster profiles that include it (the MCO's own), and the capability without which it is left
 // out (no Machine API, no boot images to manage).

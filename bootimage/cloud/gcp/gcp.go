@@ -13,13 +13,13 @@ import (
 
 	compute "cloud.google.com/go/compute/apiv1"
 	"cloud.google.com/go/compute/apiv1/computepb"
+	"github.com/googleapis/gax-go/v2"
 	"golang.org/x/oauth2"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/internal/lookups"
 )
 
 // Answer cache bounds, as the EC2 adapter's.
@@ -29,8 +29,8 @@ const (
 )
 
 // New returns Images reading settings on each call; it is a cloud.NewGCPLookup.
-func New(settings func(context.Context) (cloud.GCPSettings, error), ttl time.Duration, metrics *cloud.Metrics) cloud.GCPLookup {
-	return &Images{Settings: settings, TTL: ttl, Metrics: metrics}
+func New(settings func(context.Context) (cloud.GCPSettings, error), ttl time.Duration, backoff cloud.Backoff, metrics *cloud.Metrics) cloud.GCPLookup {
+	return &Images{Settings: settings, TTL: ttl, Backoff: backoff, Metrics: metrics}
 }
 
 var _ cloud.NewGCPLookup = New
@@ -43,11 +43,14 @@ type Images struct {
 	Settings func(context.Context) (cloud.GCPSettings, error)
 	// TTL bounds how stale an answer (existence, deprecation) may be; 10 minutes when zero.
 	TTL time.Duration
+	// Backoff is how long a failed images.get is remembered, per image, or for every image when
+	// the API throttles or fails.
+	Backoff cloud.Backoff
 	// Metrics, when set, count the requests.
 	Metrics *cloud.Metrics
 
 	init    sync.Once
-	answers *lookups.Lookups[*bootimage.GCPImage]
+	answers *cloud.Lookups[*bootimage.GCPImage]
 
 	mu     sync.Mutex // guards client; held only while swapping it, never across a request
 	client *gcpClient
@@ -66,19 +69,22 @@ func (g *Images) GCPImage(ctx context.Context, project, name string) (*bootimage
 	if err != nil {
 		return nil, err
 	}
-	g.init.Do(func() { g.answers = lookups.New[*bootimage.GCPImage](maxImageAnswers) })
+	g.init.Do(func() { g.answers = cloud.NewFailingLookups[*bootimage.GCPImage](maxImageAnswers, g.Backoff) })
 	ttl := g.TTL
 	if ttl == 0 {
 		ttl = defaultImagesTTL
 	}
-	return g.answers.Get(gcpClientKey(s)+"|"+project+"/"+name, ttl, func() (*bootimage.GCPImage, error) {
+	scope := gcpClientKey(s)
+	return g.answers.Get(ctx, scope+"|"+project+"/"+name, scope, ttl, func(ctx context.Context) (*bootimage.GCPImage, error) {
 		client, err := g.acquire(ctx, s)
 		if err != nil {
 			return nil, err
 		}
 		defer client.users.Done()
 		start := time.Now()
-		got, err := client.images.Get(ctx, &computepb.GetImageRequest{Project: project, Image: name})
+		// No gax retries: they would resend a 503 until the context ends, per lookup. The
+		// failure backoff retries, once for every caller.
+		got, err := client.images.Get(ctx, &computepb.GetImageRequest{Project: project, Image: name}, gax.WithRetry(func() gax.Retryer { return nil }))
 		var apiErr *googleapi.Error
 		if errors.As(err, &apiErr) && apiErr.Code == http.StatusNotFound {
 			g.Metrics.Observe(cloud.APIImagesGet, start, nil)
@@ -86,7 +92,7 @@ func (g *Images) GCPImage(ctx context.Context, project, name string) (*bootimage
 		}
 		g.Metrics.Observe(cloud.APIImagesGet, start, err)
 		if err != nil {
-			return nil, err
+			return nil, cloud.NewFailure(cloud.APIImagesGet, "", err)
 		}
 		return &bootimage.GCPImage{Name: got.GetName(), Deprecation: got.GetDeprecated().GetState()}, nil
 	})
