@@ -89,7 +89,7 @@ type OVAServer struct {
 	// Stalled counts downloads that stalled; Abandoned those of them whose client went away.
 	Stalled, Abandoned atomic.Int64
 
-	mu    sync.Mutex
+	mu       sync.Mutex
 	files    map[string][]byte
 	stall    chan struct{}
 	releases []func()
