@@ -35,7 +35,7 @@ type bootImageSteps struct {
 	Tracker  *Tracker
 	Timings  CloudTimings
 	// Templates imports vSphere templates before a vSphere update is patched in.
-	Templates *TemplateImporter
+	Templates *TemplateImports
 }
 
 // CloudTimings are the cloud retry timings; zero fields take the defaults.
@@ -96,15 +96,15 @@ func (s bootImageSteps) reconcile(ctx context.Context, t target) (ctrl.Result, e
 	if t.refine != nil {
 		d = t.refine(d, next)
 	}
-	if d.Action == bootimage.Update && d.VSphere != nil {
-		if again, err := s.importTemplate(ctx, t, d, in.version); again || err != nil {
-			return vsphereResult(err)
-		}
+	d, wait := s.vsphereImport(ctx, t, key, d, in.version)
+	if wait != nil {
+		return *wait, nil
 	}
 	if d.Action == bootimage.Update {
 		if err := s.update(ctx, t, key, d, next); err != nil {
 			return ctrl.Result{}, err
 		}
+		s.Templates.recorded(waiter{kind, key})
 	}
 	report(ctx, s.Recorder, s.Tracker, t.live, d, in.version)
 	markReconciled()

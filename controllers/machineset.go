@@ -75,6 +75,9 @@ func (r *MachineSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			inNamespace(MachineAPINamespace),
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: machineSetWorkers})
+	if r.Templates != nil {
+		b = b.WatchesRawSource(r.Templates.Source("MachineSet"))
+	}
 	return watchClusterInputs(b, all, byUserData).Complete(r)
 }
 

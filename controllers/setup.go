@@ -28,8 +28,8 @@ type Config struct {
 	CloudRootCAs *x509.CertPool
 	// OVACacheDir is the writable directory for downloaded OVAs; empty means DefaultOVACacheDir.
 	OVACacheDir string
-	// AfterTemplateStep is a test seam: see TemplateImporter.AfterStep.
-	AfterTemplateStep func(step string) error
+	// AfterTemplateStep is a test seam: see bootimage.VSphereSwapper.AfterStep.
+	AfterTemplateStep func(step bootimage.VSphereSwapStep) error
 	// BeforeMigrationWrite is a test seam: see migrations.Runner.BeforeWrite.
 	BeforeMigrationWrite func(ctx context.Context, migration string) error
 	// ClusterOperator, when set, names the ClusterOperator whose Upgradeable condition carries the
@@ -69,9 +69,8 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	if images == nil {
 		images = ClusterCatalog(mgr.GetClient(), cfg.CloudRootCAs)
 	}
-	vcenters, templates := newVSphere(mgr.GetAPIReader(), cfg.CloudRootCAs, cfg.OVACacheDir)
-	templates.AfterStep = cfg.AfterTemplateStep
-	if err := mgr.Add(vcenters); err != nil {
+	vcenters, templates, err := setupVSphere(mgr, cfg.CloudRootCAs, cfg.OVACacheDir, cfg.AfterTemplateStep)
+	if err != nil {
 		return err
 	}
 	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: images, Streams: streams, Templates: vcenters}
