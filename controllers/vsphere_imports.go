@@ -42,9 +42,11 @@ type TemplateImports struct {
 
 	mu sync.Mutex
 	// ctx is the runnable's, nil until Start: imports asked for earlier start with it.
-	ctx  context.Context
-	wg   sync.WaitGroup
-	jobs map[string]*importJob
+	ctx context.Context
+	// stopped is set once ctx ended: no import starts after, so wg.Wait sees every one.
+	stopped bool
+	wg      sync.WaitGroup
+	jobs    map[string]*importJob
 	// done holds, for the object that asked first, the decision an import made true.
 	done    map[waiter]bootimage.Decision
 	sources map[string]chan event.GenericEvent
@@ -102,6 +104,9 @@ func (t *TemplateImports) Start(ctx context.Context) error {
 	}
 	t.mu.Unlock()
 	<-ctx.Done()
+	t.mu.Lock()
+	t.stopped = true
+	t.mu.Unlock()
 	t.wg.Wait()
 	return nil
 }
@@ -143,13 +148,16 @@ func (t *TemplateImports) request(w waiter, d bootimage.Decision) importState {
 
 // run starts j; t.mu is held.
 func (t *TemplateImports) run(j *importJob) {
+	if t.stopped {
+		return
+	}
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
 		ctx, cancel := context.WithTimeout(t.ctx, importTimeout)
 		defer cancel()
-		log := logf.FromContext(ctx).WithValues("server", j.imp.Server, "folder", j.imp.Folder, "template", j.imp.Name, "release", j.imp.Release)
-		log.Info("Importing template", "ova", j.imp.OVALocation, "for", j.owner.kind+" "+j.owner.name.String())
+		log := logf.FromContext(ctx).WithName("vsphere-imports").WithValues("server", j.imp.Server, "folder", j.imp.Folder, "template", j.imp.Name, "release", j.imp.Release)
+		log.Info("Importing template", "ova", j.imp.OVALocation, "requestedBy", j.owner.kind+" "+j.owner.name.String())
 		steps, err := t.Swapper.Swap(ctx, j.imp)
 		if err != nil {
 			log.Info("Template import failed", "steps", steps, "error", err.Error())
