@@ -432,6 +432,7 @@ var _ = Describe("vSphere imports while the OVA mirror stalls", func() {
 		)).To(Succeed())
 		Eventually(decided("NoChange", "UpToDate")).Should(BeEquivalentTo(4))
 		Eventually(machineSetEvents("late-bad")).Should(ConsistOf(HavePrefix("InvalidProviderSpec: ")))
+		Eventually(condition(controllers.ConditionBootImageUpdateDegraded)).Should(HaveField("Message", ContainSubstring("MachineSet openshift-machine-api/late-bad: InvalidProviderSpec")), "the status controller keeps writing")
 		Expect(decided("", "")()).To(BeEquivalentTo(5), "the ten waiting for the import are not decided yet")
 		Expect(condition(controllers.ConditionBootImageUpdateProgressing)()).To(HaveField("Status", metav1.ConditionTrue), "while they wait")
 		Expect(w.ovas.Downloads.Load()).To(BeEquivalentTo(1), "one import for the ten MachineSets")
