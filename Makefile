@@ -9,14 +9,19 @@ BIN := bin
 run: build k8s
 	$(BIN)/democluster
 
-## test: vet, unit tests and the integration suites on a real kube-apiserver and etcd.
+## test: vet, unit tests and the integration suites on a real kube-apiserver and etcd; the refresh
+## module on its own (lowest versions) and with the MCO's (hack/ignition-v2.26), and its requirements.
 test: k8s vet
 	$(GO) test -count=1 -timeout 20m ./...
+	cd refresh && $(GO) test -race -count=1 ./...
+	cd hack/ignition-v2.26 && $(GO) test -race -count=1 github.com/bootimage-operator/bootimage-operator/refresh/...
+	@cd refresh && if $(GO) list -m all | grep -E '^(sigs.k8s.io/controller-runtime|k8s.io/client-go|github.com/prometheus/[^ ]+) '; then echo "refresh/ requires the modules above"; exit 1; fi
 
 ## bench: benchmarks, as JSON test events on stdout (see bin/bench.json).
 bench:
 	@mkdir -p $(BIN)
 	$(GO) test -run '^$$' -bench . -benchmem -json ./... | tee $(BIN)/bench.json
+	cd refresh && $(GO) test -run '^$$' -bench . -benchmem -json ./... | tee -a ../$(BIN)/bench.json
 
 ## lint: go vet and gofmt.
 lint: vet
@@ -24,6 +29,7 @@ lint: vet
 
 vet:
 	$(GO) vet ./...
+	cd refresh && $(GO) vet ./...
 
 ## manifests: copy the CRDs from the pinned openshift/api module into manifests/crds.
 manifests:

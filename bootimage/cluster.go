@@ -45,11 +45,3 @@ func NewCluster(o ClusterObjects) Cluster {
 	}
 	return c
 }
-
-// PlatformOf returns the cluster's platform type.
-func PlatformOf(infra *configv1.Infrastructure) configv1.PlatformType {
-	if infra.Status.PlatformStatus != nil && infra.Status.PlatformStatus.Type != "" {
-		return infra.Status.PlatformStatus.Type
-	}
-	return infra.Status.Platform //nolint:staticcheck // older clusters set only this
-}

@@ -178,7 +178,7 @@ func preconditions(cluster Cluster, obj Object) (Decision, bool) {
 	}
 	p, managed := providers[cluster.Platform]
 	if !managed || p == nil || (obj.Resource == operatorv1.ControlPlaneMachineSets && !slices.Contains(cpmsPlatforms, cluster.Platform)) {
-		return skip(ReasonUnsupportedPlatform, "boot images of %s are not managed on platform %q", obj.Resource, cluster.Platform)
+		return skip(ReasonUnsupportedPlatform, "%s", UnsupportedMessage(string(obj.Resource), cluster.Platform))
 	}
 	if cluster.Gates == nil {
 		return skip(ReasonFeatureGateDisabled, "feature gates unknown: %v", cluster.GatesError)

@@ -78,6 +78,7 @@ var _ = Describe("Decide", func() {
 			Expect(d.Message).To(ContainSubstring(message))
 			Expect(d.ProviderSpecPatch).To(BeNil())
 		},
+		Entry("Azure Stack Hub: skipped with the cloud named (the MCO's CheckBootImagePlatform)", bootimage.AzureStackHub, awsOld, mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Skip, bootimage.ReasonUnsupportedPlatform, "not managed on Azure Stack Hub (Infrastructure status.platformStatus.azure.cloudName AzureStackCloud)"),
 		Entry(nil, configv1.BareMetalPlatformType, awsOld, mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Skip, bootimage.ReasonUnsupportedPlatform, `not managed on platform "BareMetal"`),
 		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(c *bootimage.Cluster, _ *bootimage.Object) {
 			c.Gates = gateSet{featuregates.ManagedBootImagesAWS: false}

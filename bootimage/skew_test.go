@@ -30,6 +30,7 @@ var _ = Describe("Boot image skew enforcement", func() {
 		}, operatorv1.BootImageSkewEnforcementStatus{Mode: operatorv1.BootImageSkewEnforcementModeStatusAutomatic, Automatic: operatorv1.ClusterBootImageAutomatic{OCPVersion: "4.20.0"}}),
 		Entry("Manual with the install version when MachineSets are Partial", func(in *bootimage.SkewInputs) { in.Effective = spec(mm(ms, operatorv1.Partial)) }, manual("4.12.9")),
 		Entry("Manual on an unmanaged platform", func(in *bootimage.SkewInputs) { in.Platform = configv1.NutanixPlatformType }, manual("4.12.9")),
+		Entry("Manual on Azure Stack Hub, as the MCO's syncBootImageSkewEnforcementStatus without boot image support", func(in *bootimage.SkewInputs) { in.Platform = bootimage.AzureStackHub }, manual("4.12.9")),
 		Entry("None on single-node", func(in *bootimage.SkewInputs) { in.Topology = configv1.SingleReplicaTopologyMode },
 			operatorv1.BootImageSkewEnforcementStatus{Mode: operatorv1.BootImageSkewEnforcementModeStatusNone}),
 		Entry("None on bare metal", func(in *bootimage.SkewInputs) { in.Platform = configv1.BareMetalPlatformType },

@@ -29,7 +29,9 @@ const (
 // cluster, decide, write an update, report. The MachineSet and CPMS reconcilers differ only in
 // how they reduce their object, refine the decision and build the patch.
 type bootImageSteps struct {
-	Client   client.Client
+	Client client.Client
+	// Reader reads from the API server, for the managed fields the cache drops.
+	Reader   client.Reader
 	Inputs   clusterInputs
 	Recorder record.EventRecorder
 	Tracker  *Tracker
@@ -96,6 +98,9 @@ func (s bootImageSteps) reconcile(ctx context.Context, t target) (ctrl.Result, e
 	if t.refine != nil {
 		d = t.refine(d, next)
 	}
+	if d.Reason == bootimage.ReasonHotLoopDetected {
+		d.Message = withSecondWriter(ctx, s.Reader, t.live, d.Message)
+	}
 	d, wait := s.vsphereImport(ctx, t, key, d, in.version)
 	if wait != nil {
 		return *wait, nil
@@ -126,7 +131,7 @@ func (s bootImageSteps) update(ctx context.Context, t target, key types.Namespac
 	if err != nil {
 		return err
 	}
-	if err := s.Client.Patch(ctx, t.live, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+	if err := s.Client.Patch(ctx, t.live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(FieldManager)); err != nil {
 		return fmt.Errorf("patching boot image of %s %s: %w", d.Kind, key, err)
 	}
 	s.Tracker.Patched(d.Kind, key, next)

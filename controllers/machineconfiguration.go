@@ -47,10 +47,19 @@ type MachineConfigurationReconciler struct {
 	// the skew enforcement guard.
 	ClusterOperator string
 
+	// Reader reads from the API server, for the managed fields the cache drops.
+	Reader client.Reader
+	// contest backs the status writer off while a second writer is seen (secondwriter.go).
+	contest        statusContest
+	contestMessage string
+
+	// MachineAPI says which Machine API controllers wait for their CRDs; nil when none do.
+	MachineAPI *crdGate
+
 	// countsWritten is when the progress counts were last written during a wave.
 	countsWritten time.Time
 	// lastWarnings and lastGuard are what was last announced by Event, so each is announced once.
-	lastWarnings, lastGuard, lastRejection string
+	lastWarnings, lastGuard, lastRejection, lastSupport string
 }
 
 // Reconcile runs the migrations, then writes the status when it changed.
@@ -95,6 +104,8 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	}
 	want.Status.ObservedGeneration = mc.Generation
 	setConfigurationCondition(want, eff.Problems)
+	setSupportCondition(want, platform, gates, r.MachineAPI.Missing())
+	r.announceSupport(ctx, want)
 
 	p, err := r.progress(ctx, inputsVersion(want, bootImages))
 	if err != nil {
@@ -124,6 +135,9 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 		})
 	}
 	r.announce(ctx, mc, append(eff.Problems, warnings...))
+	if ok, wait, err := r.checkStatusContest(ctx, mc, want, skewOn); err != nil || !ok {
+		return ctrl.Result{RequeueAfter: wait}, err
+	}
 	if err := applyStatus(ctx, r.Client, mc, want, skewOn); err != nil {
 		// Keep deciding and writing what can be written: the boot image reconcilers wait only for
 		// observedGeneration, which the fallback write carries.
@@ -163,6 +177,20 @@ func (r *MachineConfigurationReconciler) announce(ctx context.Context, mc *opera
 	}
 }
 
+// announceSupport logs once each time boot image management becomes unavailable, or available again.
+func (r *MachineConfigurationReconciler) announceSupport(ctx context.Context, mc *operatorv1.MachineConfiguration) {
+	cond := meta.FindStatusCondition(mc.Status.Conditions, ConditionBootImageUpdateSupported)
+	if cond == nil || cond.Message == r.lastSupport {
+		return
+	}
+	r.lastSupport = cond.Message
+	if cond.Status == metav1.ConditionFalse {
+		logf.FromContext(ctx).Info("Boot image updates are off", "reason", cond.Reason, "message", cond.Message)
+	} else {
+		logf.FromContext(ctx).Info("Boot image updates are supported on this cluster")
+	}
+}
+
 // streamProblem says what the stream lacks for the cluster itself; a missing or unreadable stream
 // is reported by every decision instead.
 func (r *MachineConfigurationReconciler) streamProblem(ctx context.Context, bootImages *corev1.ConfigMap, platform configv1.PlatformType) string {
@@ -182,13 +210,19 @@ func (r *MachineConfigurationReconciler) streamProblem(ctx context.Context, boot
 
 // progress tallies the current decisions per resource.
 func (r *MachineConfigurationReconciler) progress(ctx context.Context, inputs string) (progress, error) {
+	// A kind whose CRD is not served has no objects; listing it would wait for a cache that
+	// cannot sync.
 	sets := &machinev1beta1.MachineSetList{}
-	if err := r.Client.List(ctx, sets, client.InNamespace(MachineAPINamespace)); err != nil {
-		return progress{}, err
+	if !r.MachineAPI.Waiting("MachineSet") {
+		if err := r.Client.List(ctx, sets, client.InNamespace(MachineAPINamespace)); err != nil && !meta.IsNoMatchError(err) {
+			return progress{}, err
+		}
 	}
 	cpmsList := &machinev1.ControlPlaneMachineSetList{}
-	if err := r.Client.List(ctx, cpmsList, client.InNamespace(MachineAPINamespace)); err != nil && !meta.IsNoMatchError(err) {
-		return progress{}, err
+	if !r.MachineAPI.Waiting(cpmsKind) {
+		if err := r.Client.List(ctx, cpmsList, client.InNamespace(MachineAPINamespace)); err != nil && !meta.IsNoMatchError(err) {
+			return progress{}, err
+		}
 	}
 	var p progress
 	msDecisions := r.Tracker.Decisions("MachineSet", inputs)

@@ -10,7 +10,7 @@ import (
 )
 
 // The operator's metrics, on controller-runtime's registry beside its controller_runtime_* ones.
-// The alerts in manifests/04-metrics.yaml name them; the cloud adapters add
+// The alerts in manifests/0000_90_machine-config_10_bootimage-operator_metrics.yaml name them; the cloud adapters add
 // bootimage_cloud_requests_total and bootimage_cloud_request_duration_seconds.
 var (
 	updatesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{

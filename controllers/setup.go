@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"crypto/x509"
+	"time"
 
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -37,6 +38,14 @@ type Config struct {
 	ClusterOperator string
 	// Cloud are the cloud retry timings; zero fields take the defaults.
 	Cloud CloudTimings
+	// ContestInterval and ContestedWrites bound the status writes while another writer rewrites
+	// this operator's fields: at most ContestedWrites per ContestInterval; zero takes
+	// DefaultContestInterval and DefaultContestedWrites.
+	ContestInterval time.Duration
+	ContestedWrites int
+	// CRDPollInterval is how often missing Machine API CRDs are looked for; 0 is
+	// DefaultCRDPollInterval.
+	CRDPollInterval time.Duration
 }
 
 // Setup registers every controller of the operator with mgr.
@@ -50,6 +59,10 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	tracker := NewTracker()
 	exportDecisions(tracker)
 	streams := &bootimage.StreamCache{}
+	machineAPI, err := newCRDGate(mgr, cfg.CRDPollInterval, tracker.Changed)
+	if err != nil {
+		return err
+	}
 	mc := &MachineConfigurationReconciler{
 		Client:   mgr.GetClient(),
 		Gates:    gates,
@@ -61,6 +74,9 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		Tracker:         tracker,
 		Streams:         streams,
 		ClusterOperator: cfg.ClusterOperator,
+		MachineAPI:      machineAPI,
+		Reader:          mgr.GetAPIReader(),
+		contest:         statusContest{interval: cfg.ContestInterval, budget: cfg.ContestedWrites},
 	}
 	if err := mc.SetupWithManager(mgr); err != nil {
 		return err
@@ -74,13 +90,16 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		return err
 	}
 	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: images, Streams: streams, Templates: vcenters}
-	steps := bootImageSteps{Client: mgr.GetClient(), Inputs: inputs, Recorder: recorder, Tracker: tracker, Timings: cfg.Cloud.withDefaults(), Templates: templates}
+	steps := bootImageSteps{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Inputs: inputs, Recorder: recorder, Tracker: tracker, Timings: cfg.Cloud.withDefaults(), Templates: templates}
 	machineSets := &MachineSetReconciler{steps}
-	if err := machineSets.SetupWithManager(mgr); err != nil {
+	controlPlane := &ControlPlaneMachineSetReconciler{steps}
+	if err := machineAPI.add(gatedController{groupVersion: machinev1beta1.GroupVersion, resource: "machinesets", kind: "MachineSet", setup: machineSets.SetupWithManager}); err != nil {
 		return err
 	}
-	controlPlane := &ControlPlaneMachineSetReconciler{steps}
-	return controlPlane.SetupWithManager(mgr)
+	if err := machineAPI.add(gatedController{groupVersion: machinev1.GroupVersion, resource: "controlplanemachinesets", kind: cpmsKind, setup: controlPlane.SetupWithManager}); err != nil {
+		return err
+	}
+	return mgr.Add(machineAPI)
 }
 
 // eventRecorder returns a core/v1 Event recorder. Unlike events.k8s.io series, which keep the

@@ -34,6 +34,9 @@ const (
 	// ConditionStatusWritten is False while the API rejects the status this operator computed;
 	// its message names the field and the API's answer.
 	ConditionStatusWritten = "BootImageStatusWritten"
+	// ConditionBootImageUpdateSupported is False while boot images cannot be managed at all: an
+	// unsupported platform, or Machine API CRDs not installed; its message says which.
+	ConditionBootImageUpdateSupported = "BootImageUpdateSupported"
 	// ConditionUpgradeable is set on the ClusterOperator named by --cluster-operator-name.
 	ConditionUpgradeable = string(configv1.OperatorUpgradeable)
 )
@@ -171,7 +174,7 @@ func (r *MachineConfigurationReconciler) holdCounts(current, want *operatorv1.Ma
 }
 
 // ownedConditions are the condition types this operator applies on MachineConfiguration.
-var ownedConditions = []string{ConditionBootImageUpdateProgressing, ConditionBootImageUpdateDegraded, ConditionConfigurationDegraded}
+var ownedConditions = []string{ConditionBootImageUpdateProgressing, ConditionBootImageUpdateDegraded, ConditionConfigurationDegraded, ConditionBootImageUpdateSupported}
 
 // applyStatus applies this operator's part of want's status when it differs from current's:
 // observedGeneration, managedBootImagesStatus, the skew enforcement status (when the gate is on)

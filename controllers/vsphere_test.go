@@ -26,6 +26,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
+	"github.com/bootimage-operator/bootimage-operator/manifests"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -323,6 +324,7 @@ func startElected(cfg controllers.Config) (stop func() error) {
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:                        env.Scheme,
 		Cache:                         controllers.CacheOptions(),
+		MapperProvider:                controllers.NewRESTMapper,
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:        "0",
 		Controller:                    config.Controller{SkipNameValidation: &skip},
@@ -458,7 +460,7 @@ var _ = Describe("vSphere imports while the OVA mirror stalls", func() {
 
 var _ = Describe("The shipped RBAC on vSphere", func() {
 	It("lets the operator read Secret kube-system/vsphere-creds and no other Secret there", func() {
-		rbac, err := fixtures.ManifestObjects("01-rbac.yaml")
+		rbac, err := fixtures.ManifestObjects(manifests.RBACFile)
 		Expect(err).NotTo(HaveOccurred())
 		for _, obj := range rbac {
 			Expect(k8s.Create(ctx, obj)).To(Succeed())

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,6 +23,9 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
+
+	"github.com/bootimage-operator/bootimage-operator/manifests"
 )
 
 // shippedObjects decodes every shipped manifest strictly: a typo or unknown field fails.
@@ -93,7 +98,7 @@ func TestMetricsWiring(t *testing.T) {
 		monitor    *monitoringv1.ServiceMonitor
 		deployment *appsv1.Deployment
 	)
-	for _, obj := range append(objectsIn(t, "04-metrics.yaml"), objectsIn(t, "02-deployment.yaml")...) {
+	for _, obj := range append(objectsIn(t, manifests.MetricsFile), objectsIn(t, manifests.DeploymentFile)...) {
 		switch o := obj.(type) {
 		case *corev1.Service:
 			svc = o
@@ -238,4 +243,107 @@ func TestDeploymentGivesCloudCallsWhatTheyNeed(t *testing.T) {
 		}
 	}
 	t.Errorf("ConfigMap %s/%s is not shipped", deployment.Namespace, ca.Name)
+}
+
+// payloadAnnotations are what the CVO needs to apply an object of the MCO's install/: the
+// cluster profiles that include it (the MCO's own), and the capability without which it is left
+// out (no Machine API, no boot images to manage).
+var payloadAnnotations = map[string]string{
+	"include.release.openshift.io/self-managed-high-availability": "true",
+	"include.release.openshift.io/single-node-developer":          "true",
+	"capability.openshift.io/name":                                "MachineAPI",
+}
+
+// TestPayloadFileNames checks the run-level names the CVO orders the payload's manifests by.
+func TestPayloadFileNames(t *testing.T) {
+	files, _ := filepath.Glob("*.yaml")
+	name := regexp.MustCompile(`^0000_(80|90)_machine-config_[0-9]{2}_bootimage-operator_[a-z-]+\.yaml$`)
+	for _, f := range files {
+		if !name.MatchString(f) {
+			t.Errorf("%s: not a run-level name 0000_80_machine-config_NN_bootimage-operator_<what>.yaml", f)
+		}
+	}
+	for _, f := range []string{manifests.RBACFile, manifests.DeploymentFile, manifests.AdmissionFile, manifests.MetricsFile} {
+		if !slices.Contains(files, f) {
+			t.Errorf("%s is not shipped", f)
+		}
+	}
+	if !(manifests.RBACFile < manifests.DeploymentFile) {
+		t.Errorf("the RBAC (%s) must sort before the Deployment (%s)", manifests.RBACFile, manifests.DeploymentFile)
+	}
+}
+
+// TestPayloadAnnotations checks that every shipped object carries the profile and capability
+// annotations.
+func TestPayloadAnnotations(t *testing.T) {
+	for _, obj := range shippedObjects(t) {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range payloadAnnotations {
+			if got := m.GetAnnotations()[k]; got != v {
+				t.Errorf("%T %s: annotation %s = %q, want %q", obj, m.GetName(), k, got, v)
+			}
+		}
+	}
+}
+
+// TestImageReferences checks that every image is the release placeholder of an image-references tag.
+func TestImageReferences(t *testing.T) {
+	data, err := os.ReadFile("image-references")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refs struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Spec       struct {
+			Tags []struct {
+				Name string `json:"name"`
+				From struct {
+					Kind string `json:"kind"`
+					Name string `json:"name"`
+				} `json:"from"`
+			} `json:"tags"`
+		} `json:"spec"`
+	}
+	if err := yaml.UnmarshalStrict(data, &refs); err != nil {
+		t.Fatal(err)
+	}
+	if refs.Kind != "ImageStream" {
+		t.Fatalf("image-references: kind %q, want ImageStream", refs.Kind)
+	}
+	placeholders := map[string]bool{}
+	for _, tag := range refs.Spec.Tags {
+		if want := placeholderPrefix + tag.Name; tag.From.Kind != "DockerImage" || tag.From.Name != want {
+			t.Errorf("image-references tag %s: from %s %s, want DockerImage %s", tag.Name, tag.From.Kind, tag.From.Name, want)
+		}
+		placeholders[tag.From.Name] = true
+	}
+	pod := shippedDeployment(t).Spec.Template.Spec
+	for _, c := range append(pod.InitContainers, pod.Containers...) {
+		if !placeholders[c.Image] {
+			t.Errorf("container %s: image %s is not a placeholder listed in image-references", c.Name, c.Image)
+		}
+	}
+	if !placeholders[placeholderPrefix+"machine-config-operator"] {
+		t.Error("the operator must run from the machine-config-operator image, which carries its binary")
+	}
+}
+
+// placeholderPrefix is the image the release tooling replaces, as in the MCO's install/.
+const placeholderPrefix = "placeholder.url.oc.will.replace.this.org/placeholdernamespace:"
+
+// TestControlPlaneScheduling checks that the pod runs on control-plane nodes, whichever taint
+// they carry.
+func TestControlPlaneScheduling(t *testing.T) {
+	pod := shippedDeployment(t).Spec.Template.Spec
+	for _, key := range []string{"node-role.kubernetes.io/master", "node-role.kubernetes.io/control-plane"} {
+		if !slices.ContainsFunc(pod.Tolerations, func(tol corev1.Toleration) bool {
+			return tol.Key == key && tol.Operator == corev1.TolerationOpExists && tol.Effect == corev1.TaintEffectNoSchedule
+		}) {
+			t.Errorf("no NoSchedule toleration of %s", key)
+		}
+	}
 }

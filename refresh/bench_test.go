@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	ign "github.com/coreos/ignition/v2/config/v3_6_experimental/types"
+	ign "github.com/coreos/ignition/v2/config/v3_5/types"
 
 	"github.com/bootimage-operator/bootimage-operator/refresh"
 )

@@ -1,6 +1,10 @@
 // Package refresh decides whether a change of a worker's config can be applied in place, without
 // a reboot, and which service actions follow: the rules of the MCO's Node Disruption Policies,
 // shared by the MCO and HyperShift so the two cannot drift. It is pure: configs in, decisions out.
+//
+// Configs come in as what both callers hold, MachineConfigs or raw Ignition JSON, and decisions
+// go out as this package's own types: no Ignition type is part of the API, so an importer's
+// version of Ignition never has to match this module's.
 package refresh
 
 import (
@@ -9,16 +13,23 @@ import (
 	"fmt"
 	"strings"
 
-	ignconfig "github.com/coreos/ignition/v2/config"
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
-	ign "github.com/coreos/ignition/v2/config/v3_6_experimental/types"
+	ign35 "github.com/coreos/ignition/v2/config/v3_5"
+	ign "github.com/coreos/ignition/v2/config/v3_5/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"sigs.k8s.io/yaml"
 )
 
-// Config is a node's configuration: its Ignition config, translated to the newest spec, and the
-// MachineConfig fields that live outside Ignition.
+// Config is a node's configuration: its Ignition config and the MachineConfig fields that live
+// outside Ignition. Build one with FromMachineConfig, FromIgnition or Parse; the zero Config is
+// the empty one.
 type Config struct {
+	c nodeConfig
+}
+
+// nodeConfig holds the Ignition config in spec 3.5, the newest the MCO reads (and the one its
+// types package exists in every Ignition release since 2.20).
+type nodeConfig struct {
 	Ignition        ign.Config
 	OSImageURL      string
 	KernelArguments []string
@@ -27,8 +38,64 @@ type Config struct {
 	Extensions      []string
 }
 
+// IgnitionVersion is the newest Ignition spec a config may have: the MCO's, whose daemon refuses
+// newer ones (3.6 included) as an unknown version.
+const IgnitionVersion = "3.5.0"
+
+// FromMachineConfig reads a MachineConfig: its spec fields and its Ignition config of any spec
+// from 3.0.0 to IgnitionVersion.
+func FromMachineConfig(mc *mcfgv1.MachineConfig) (Config, error) {
+	if mc == nil {
+		return Config{}, errors.New("no MachineConfig")
+	}
+	c := nodeConfig{
+		OSImageURL: mc.Spec.OSImageURL, KernelArguments: mc.Spec.KernelArguments, FIPS: mc.Spec.FIPS,
+		KernelType: mc.Spec.KernelType, Extensions: mc.Spec.Extensions,
+	}
+	if raw := mc.Spec.Config.Raw; len(raw) > 0 && string(raw) != "null" {
+		var err error
+		if c.Ignition, err = parseIgnition(raw); err != nil {
+			return Config{}, fmt.Errorf("MachineConfig %q spec.config: %v", mc.Name, err)
+		}
+	}
+	return Config{c: c}, nil
+}
+
+// FromIgnition reads a bare Ignition config (JSON) of any spec from 3.0.0 to IgnitionVersion.
+func FromIgnition(raw []byte) (Config, error) {
+	ic, err := parseIgnition(raw)
+	if err != nil {
+		return Config{}, err
+	}
+	return Config{c: nodeConfig{Ignition: ic}}, nil
+}
+
+// DecideMachineConfigs decides the change from a node's current MachineConfig to a new one (the
+// rendered configs, as the MCO daemon compares them) with the node disruption policies in force.
+func DecideMachineConfigs(old, new *mcfgv1.MachineConfig, policies Policies) (Result, error) {
+	oldCfg, err := FromMachineConfig(old)
+	if err != nil {
+		return Result{}, fmt.Errorf("current config: %v", err)
+	}
+	newCfg, err := FromMachineConfig(new)
+	if err != nil {
+		return Result{}, fmt.Errorf("new config: %v", err)
+	}
+	changes, err := Diff(oldCfg, newCfg)
+	if err != nil {
+		return Result{}, err
+	}
+	return Decide(changes, policies), nil
+}
+
+// Diff lists the changes from old to new in a deterministic order: the MachineConfig fields,
+// then files, directories, links, units, users and groups, storage, each by name. When anything
+// changed, files the new config may not hold (with append, or the daemon's force file) are listed
+// last even if unchanged: the MCO refuses such a config whatever else it changes.
+func Diff(old, new Config) ([]Change, error) { return diffConfigs(old.c, new.c) }
+
 // Parse reads a MachineConfig (machineconfiguration.openshift.io/v1, YAML or JSON) or a bare
-// Ignition config of any 3.x version.
+// Ignition config, as files hold them.
 func Parse(raw []byte) (Config, error) {
 	var probe struct {
 		Kind     string          `json:"kind"`
@@ -47,27 +114,18 @@ func Parse(raw []byte) (Config, error) {
 		if err := json.Unmarshal(jsonRaw, &mc); err != nil {
 			return Config{}, fmt.Errorf("MachineConfig: %v", err)
 		}
-		cfg := Config{
-			OSImageURL: mc.Spec.OSImageURL, KernelArguments: mc.Spec.KernelArguments, FIPS: mc.Spec.FIPS,
-			KernelType: mc.Spec.KernelType, Extensions: mc.Spec.Extensions,
-		}
-		if len(mc.Spec.Config.Raw) > 0 && string(mc.Spec.Config.Raw) != "null" {
-			if cfg.Ignition, err = parseIgnition(mc.Spec.Config.Raw); err != nil {
-				return Config{}, fmt.Errorf("MachineConfig %q spec.config: %v", mc.Name, err)
-			}
-		}
-		return cfg, nil
+		return FromMachineConfig(&mc)
 	case len(probe.Ignition) > 0:
-		ic, err := parseIgnition(jsonRaw)
-		return Config{Ignition: ic}, err
+		return FromIgnition(jsonRaw)
 	default:
 		return Config{}, fmt.Errorf("neither a MachineConfig nor an Ignition config (no kind: MachineConfig, no ignition section)")
 	}
 }
 
-// parseIgnition reads an Ignition config of any spec 3 version, naming the version it cannot read.
+// parseIgnition reads an Ignition config of any spec from 3.0.0 to 3.5.0, translated to 3.5.0,
+// naming the version it cannot read.
 func parseIgnition(raw []byte) (ign.Config, error) {
-	cfg, rpt, err := ignconfig.Parse(raw)
+	cfg, rpt, err := ign35.ParseCompatibleVersion(raw)
 	if err == nil {
 		return cfg, nil
 	}
@@ -78,7 +136,7 @@ func parseIgnition(raw []byte) (ign.Config, error) {
 	}
 	if errors.Is(err, ignerrors.ErrUnknownVersion) || errors.Is(err, ignerrors.ErrInvalidVersion) {
 		if json.Unmarshal(raw, &probe) == nil && probe.Ignition.Version != "" {
-			return ign.Config{}, fmt.Errorf("unsupported Ignition version %q: only spec 3.0.0 to %s can be read", probe.Ignition.Version, ign.MaxVersion)
+			return ign.Config{}, fmt.Errorf("unsupported Ignition version %q: only spec 3.0.0 to %s can be read, as in the MCO", probe.Ignition.Version, ign.MaxVersion)
 		}
 	}
 	msg := fmt.Sprintf("invalid Ignition config: %v", err)

@@ -5,7 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/base64"
 
-	ign "github.com/coreos/ignition/v2/config/v3_6_experimental/types"
+	ign "github.com/coreos/ignition/v2/config/v3_5/types"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -85,10 +85,10 @@ var _ = Describe("Decide with the cluster default policies", func() {
 			Expect(res.Outcome).To(Equal(refresh.Reboot))
 			Expect(res.Actions).To(BeEmpty())
 		},
-		Entry("OS image", cfgOpt(func(c *refresh.Config) { c.OSImageURL = "quay.io/openshift/rhcos@sha256:bbb" })),
-		Entry("kernel arguments", cfgOpt(func(c *refresh.Config) { c.KernelArguments = []string{"nosmt"} })),
-		Entry("kernel type", cfgOpt(func(c *refresh.Config) { c.KernelType = "realtime" })),
-		Entry("extensions", cfgOpt(func(c *refresh.Config) { c.Extensions = []string{"usbguard"} })),
+		Entry("OS image", cfgOpt(func(c *refresh.Spec) { c.OSImageURL = "quay.io/openshift/rhcos@sha256:bbb" })),
+		Entry("kernel arguments", cfgOpt(func(c *refresh.Spec) { c.KernelArguments = []string{"nosmt"} })),
+		Entry("kernel type", cfgOpt(func(c *refresh.Spec) { c.KernelType = "realtime" })),
+		Entry("extensions", cfgOpt(func(c *refresh.Spec) { c.Extensions = []string{"usbguard"} })),
 	)
 
 	DescribeTable("changes that cannot be applied",
@@ -96,32 +96,32 @@ var _ = Describe("Decide with the cluster default policies", func() {
 			res := decide(config(old), config(new), defaults)
 			Expect(res.Outcome).To(Equal(refresh.Reject), "%+v", res.Changes)
 		},
-		Entry("FIPS", cfgOpt(func(*refresh.Config) {}), cfgOpt(func(c *refresh.Config) { c.FIPS = true })),
-		Entry("a directory", cfgOpt(func(*refresh.Config) {}), cfgOpt(func(c *refresh.Config) {
+		Entry("FIPS", cfgOpt(func(*refresh.Spec) {}), cfgOpt(func(c *refresh.Spec) { c.FIPS = true })),
+		Entry("a directory", cfgOpt(func(*refresh.Spec) {}), cfgOpt(func(c *refresh.Spec) {
 			c.Ignition.Storage.Directories = []ign.Directory{{Node: ign.Node{Path: "/etc/foo"}}}
 		})),
-		Entry("an added link", cfgOpt(func(*refresh.Config) {}), cfgOpt(func(c *refresh.Config) {
+		Entry("an added link", cfgOpt(func(*refresh.Spec) {}), cfgOpt(func(c *refresh.Spec) {
 			c.Ignition.Storage.Links = []ign.Link{{Node: ign.Node{Path: "/etc/foo"}, LinkEmbedded1: ign.LinkEmbedded1{Target: ptr("/etc/bar")}}}
 		})),
-		Entry("append", cfgOpt(func(*refresh.Config) {}), cfgOpt(func(c *refresh.Config) {
+		Entry("append", cfgOpt(func(*refresh.Spec) {}), cfgOpt(func(c *refresh.Spec) {
 			c.Ignition.Storage.Files = []ign.File{{Node: ign.Node{Path: "/var/lib/kubelet/config.json"}, FileEmbedded1: ign.FileEmbedded1{Append: []ign.Resource{{Source: ptr(b64("x"))}}}}}
 		})),
-		Entry("Ignition kernelArguments", cfgOpt(func(*refresh.Config) {}), cfgOpt(func(c *refresh.Config) {
+		Entry("Ignition kernelArguments", cfgOpt(func(*refresh.Spec) {}), cfgOpt(func(c *refresh.Spec) {
 			c.Ignition.KernelArguments.ShouldExist = []ign.KernelArgument{"nosmt"}
 		})),
-		Entry("a user other than core", cfgOpt(func(*refresh.Config) {}), cfgOpt(func(c *refresh.Config) {
+		Entry("a user other than core", cfgOpt(func(*refresh.Spec) {}), cfgOpt(func(c *refresh.Spec) {
 			c.Ignition.Passwd.Users = []ign.PasswdUser{{Name: "admin"}}
 		})),
-		Entry("a group", cfgOpt(func(*refresh.Config) {}), cfgOpt(func(c *refresh.Config) {
+		Entry("a group", cfgOpt(func(*refresh.Spec) {}), cfgOpt(func(c *refresh.Spec) {
 			c.Ignition.Passwd.Groups = []ign.PasswdGroup{{Name: "wheel2"}}
 		})),
-		Entry("a filesystem", cfgOpt(func(*refresh.Config) {}), cfgOpt(func(c *refresh.Config) {
+		Entry("a filesystem", cfgOpt(func(*refresh.Spec) {}), cfgOpt(func(c *refresh.Spec) {
 			c.Ignition.Storage.Filesystems = []ign.Filesystem{{Device: "/dev/sdb", Format: ptr("xfs")}}
 		})),
-		Entry("a disk", cfgOpt(func(*refresh.Config) {}), cfgOpt(func(c *refresh.Config) {
+		Entry("a disk", cfgOpt(func(*refresh.Spec) {}), cfgOpt(func(c *refresh.Spec) {
 			c.Ignition.Storage.Disks = []ign.Disk{{Device: "/dev/sdb", WipeTable: ptr(true)}}
 		})),
-		Entry("RAID", cfgOpt(func(*refresh.Config) {}), cfgOpt(func(c *refresh.Config) {
+		Entry("RAID", cfgOpt(func(*refresh.Spec) {}), cfgOpt(func(c *refresh.Spec) {
 			c.Ignition.Storage.Raid = []ign.Raid{{Name: "md0", Level: ptr("raid1"), Devices: []ign.Device{"/dev/sdb", "/dev/sdc"}}}
 		})),
 	)
@@ -252,7 +252,7 @@ var _ = Describe("User policies", func() {
 
 var _ = Describe("Facts of the MCO's node disruption code", func() {
 	appendFile := func(path string, appended ...string) cfgOpt {
-		return func(c *refresh.Config) {
+		return func(c *refresh.Spec) {
 			f := ign.File{Node: ign.Node{Path: path}}
 			for _, a := range appended {
 				f.Append = append(f.Append, ign.Resource{Source: ptr(pct(a))})
@@ -261,7 +261,7 @@ var _ = Describe("Facts of the MCO's node disruption code", func() {
 		}
 	}
 	remoteFile := func(path, hash string) cfgOpt {
-		return func(c *refresh.Config) {
+		return func(c *refresh.Spec) {
 			c.Ignition.Storage.Files = append(c.Ignition.Storage.Files, ign.File{Node: ign.Node{Path: path}, FileEmbedded1: ign.FileEmbedded1{
 				Contents: ign.Resource{Source: ptr("https://example.com/config"), Verification: ign.Verification{Hash: ptr(hash)}},
 			}})
@@ -271,10 +271,10 @@ var _ = Describe("Facts of the MCO's node disruption code", func() {
 		return ign.Link{Node: ign.Node{Path: path}, LinkEmbedded1: ign.LinkEmbedded1{Target: ptr("/etc/target")}}
 	}
 	withLinks := func(links ...ign.Link) cfgOpt {
-		return func(c *refresh.Config) { c.Ignition.Storage.Links = links }
+		return func(c *refresh.Spec) { c.Ignition.Storage.Links = links }
 	}
-	kernel := func(t string) cfgOpt { return func(c *refresh.Config) { c.KernelType = t } }
-	extensions := func(e ...string) cfgOpt { return func(c *refresh.Config) { c.Extensions = e } }
+	kernel := func(t string) cfgOpt { return func(c *refresh.Spec) { c.KernelType = t } }
+	extensions := func(e ...string) cfgOpt { return func(c *refresh.Spec) { c.Extensions = e } }
 
 	DescribeTable("outcomes",
 		func(old, new []cfgOpt, outcome refresh.Outcome, rule string) {
@@ -317,7 +317,7 @@ var _ = Describe("Facts of the MCO's node disruption code", func() {
 		_, err := zw.Write(make([]byte, refresh.MaxDecompressedBytes+1))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(zw.Close()).To(Succeed())
-		bomb := func(c *refresh.Config) {
+		bomb := func(c *refresh.Spec) {
 			c.Ignition.Storage.Files = append(c.Ignition.Storage.Files, ign.File{Node: ign.Node{Path: "/etc/bomb"}, FileEmbedded1: ign.FileEmbedded1{
 				Contents: ign.Resource{Source: ptr("data:;base64," + base64.StdEncoding.EncodeToString(buf.Bytes())), Compression: ptr("gzip")},
 			}})

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	ign "github.com/coreos/ignition/v2/config/v3_6_experimental/types"
+	ign "github.com/coreos/ignition/v2/config/v3_5/types"
 	"github.com/vincent-petithory/dataurl"
 )
 
@@ -44,11 +44,8 @@ type Change struct {
 	remote bool
 }
 
-// Diff lists the changes from old to new in a deterministic order: the MachineConfig fields,
-// then files, directories, links, units, users and groups, storage, each by name. When anything
-// changed, files the new config may not hold (with append, or the daemon's force file) are listed
-// last even if unchanged: the MCO refuses such a config whatever else it changes.
-func Diff(old, new Config) ([]Change, error) {
+// diffConfigs is Diff.
+func diffConfigs(old, new nodeConfig) ([]Change, error) {
 	var out []Change
 	add := func(k Kind, name, what string) { out = append(out, Change{Kind: k, Name: name, What: what}) }
 	if old.OSImageURL != new.OSImageURL {

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -180,12 +181,7 @@ func NormalizeService(s string) string {
 // absolute and clean, has an unknown action, or names a service outside allowed, is ignored, so
 // its paths fall back to a reboot. Units and ssh keys follow the policies.
 func DecideWithNoRebootPaths(changes []Change, policies Policies, paths []NoRebootPath, allowed []string) Result {
-	valid := make([]NoRebootPath, 0, len(paths))
-	for _, p := range paths {
-		if v, ok := validEntry(p, allowed); ok {
-			valid = append(valid, v)
-		}
-	}
+	valid, _ := ValidateNoRebootPaths(paths, allowed)
 	return decide(changes, policies, func(c Change) verdict {
 		entry, ok := matchPath(valid, c.Name)
 		if !ok {
@@ -200,23 +196,40 @@ func DecideWithNoRebootPaths(changes []Change, policies Policies, paths []NoRebo
 	})
 }
 
-func validEntry(p NoRebootPath, allowed []string) (NoRebootPath, bool) {
+// ValidateNoRebootPaths checks a no-reboot-paths list as the receiving node does: it returns the
+// valid entries, their services as unit names, and an error naming each entry it ignores and why.
+// An ignored entry's paths fall back to a reboot, so a bad entry never suppresses one.
+func ValidateNoRebootPaths(paths []NoRebootPath, allowed []string) ([]NoRebootPath, error) {
+	valid := make([]NoRebootPath, 0, len(paths))
+	var errs []error
+	for i, p := range paths {
+		v, err := validEntry(p, allowed)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("entry %d (%q) ignored: %v", i, p.Path, err))
+			continue
+		}
+		valid = append(valid, v)
+	}
+	return valid, errors.Join(errs...)
+}
+
+func validEntry(p NoRebootPath, allowed []string) (NoRebootPath, error) {
 	dir := strings.HasSuffix(p.Path, "/")
 	trimmed := strings.TrimSuffix(p.Path, "/")
 	if !path.IsAbs(p.Path) || path.Clean(trimmed) != trimmed || trimmed == "" {
-		return NoRebootPath{}, false
+		return NoRebootPath{}, errors.New("the path must be absolute and clean, and not /")
 	}
 	switch p.Action {
 	case "None":
 		if len(p.Services) > 0 {
-			return NoRebootPath{}, false
+			return NoRebootPath{}, errors.New("action None takes no services")
 		}
 	case "Restart", "Reload":
 		if len(p.Services) == 0 {
-			return NoRebootPath{}, false
+			return NoRebootPath{}, fmt.Errorf("action %s needs at least one service", p.Action)
 		}
 	default:
-		return NoRebootPath{}, false
+		return NoRebootPath{}, fmt.Errorf("unknown action %q: None, Restart or Reload", p.Action)
 	}
 	out := NoRebootPath{Path: trimmed, Action: p.Action}
 	if dir {
@@ -224,12 +237,15 @@ func validEntry(p NoRebootPath, allowed []string) (NoRebootPath, bool) {
 	}
 	for _, s := range p.Services {
 		unit := NormalizeService(s)
-		if ValidateServiceName(unit) != nil || !slices.Contains(allowed, unit) {
-			return NoRebootPath{}, false
+		if err := ValidateServiceName(unit); err != nil {
+			return NoRebootPath{}, err
+		}
+		if !slices.Contains(allowed, unit) {
+			return NoRebootPath{}, fmt.Errorf("service %s is not allowed (allowed: %s)", unit, strings.Join(allowed, ", "))
 		}
 		out.Services = append(out.Services, unit)
 	}
-	return out, true
+	return out, nil
 }
 
 // matchPath returns the entry for p: an exact file entry, or the longest folder entry p is below.

@@ -96,9 +96,9 @@ var _ = Describe("The HyperShift push", func() {
 			func(old, new refresh.Config, paths []refresh.NoRebootPath, outcome refresh.Outcome) {
 				Expect(decideWith(old, new, paths).Outcome).To(Equal(outcome))
 			},
-			Entry("a kernel argument change listed as a path", config(), config(func(c *refresh.Config) { c.KernelArguments = []string{"mitigations=off"} }),
+			Entry("a kernel argument change listed as a path", config(), config(func(c *refresh.Spec) { c.KernelArguments = []string{"mitigations=off"} }),
 				[]refresh.NoRebootPath{{Path: "/", Action: "None"}, {Path: "/proc/cmdline", Action: "None"}}, refresh.Reboot),
-			Entry("an OS image change", config(), config(func(c *refresh.Config) { c.OSImageURL = "quay.io/evil@sha256:1" }),
+			Entry("an OS image change", config(), config(func(c *refresh.Spec) { c.OSImageURL = "quay.io/evil@sha256:1" }),
 				[]refresh.NoRebootPath{{Path: "/", Action: "None"}}, refresh.Reboot),
 			Entry("a service outside the allowlist", motd("a"), motd("b"),
 				[]refresh.NoRebootPath{{Path: "/etc/motd", Action: "Restart", Services: []string{"sshd"}}}, refresh.Reboot),
@@ -109,7 +109,7 @@ var _ = Describe("The HyperShift push", func() {
 			Entry("an unknown action", motd("a"), motd("b"), []refresh.NoRebootPath{{Path: "/etc/motd", Action: "Exec", Services: []string{"crio"}}}, refresh.Reboot),
 			Entry("None with services", motd("a"), motd("b"), []refresh.NoRebootPath{{Path: "/etc/motd", Action: "None", Services: []string{"crio"}}}, refresh.Reboot),
 			Entry("Restart without services", motd("a"), motd("b"), []refresh.NoRebootPath{{Path: "/etc/motd", Action: "Restart"}}, refresh.Reboot),
-			Entry("a directory under a root entry", config(), config(func(c *refresh.Config) {
+			Entry("a directory under a root entry", config(), config(func(c *refresh.Spec) {
 				c.Ignition.Storage.Directories = append(c.Ignition.Storage.Directories, dir("/etc/x"))
 			}), []refresh.NoRebootPath{{Path: "/", Action: "None"}}, refresh.Reject),
 		)

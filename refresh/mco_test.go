@@ -3,7 +3,7 @@ package refresh_test
 import (
 	"fmt"
 
-	ign "github.com/coreos/ignition/v2/config/v3_6_experimental/types"
+	ign "github.com/coreos/ignition/v2/config/v3_5/types"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -43,7 +43,7 @@ func checkMCOCase(c mcoCase) {
 }
 
 func withUsers(users ...ign.PasswdUser) cfgOpt {
-	return func(c *refresh.Config) { c.Ignition.Passwd.Users = append(c.Ignition.Passwd.Users, users...) }
+	return func(c *refresh.Spec) { c.Ignition.Passwd.Users = append(c.Ignition.Passwd.Users, users...) }
 }
 
 func keys(ks ...string) []ign.SSHAuthorizedKey {
@@ -54,7 +54,7 @@ func keys(ks ...string) []ign.SSHAuthorizedKey {
 	return out
 }
 
-func withMC(mutate func(*refresh.Config)) cfgOpt { return mutate }
+func withMC(mutate func(*refresh.Spec)) cfgOpt { return mutate }
 
 func withRegistries(toml string) cfgOpt { return withFile(refresh.RegistriesConf, pct(toml), 0o644) }
 
@@ -80,33 +80,33 @@ func specAction(t operatorv1.NodeDisruptionPolicySpecActionType) operatorv1.Node
 var _ = Describe("Cases ported from the MCO's reconcile_test.go", func() {
 	DescribeTable("pkg/controller/common/reconcile_test.go", checkMCOCase,
 		Entry("TestIsRenderedConfigReconcilable Disk: a disks change is refused", mcoCase{
-			old:     []cfgOpt{withMC(func(c *refresh.Config) { c.Ignition.Storage.Disks = []ign.Disk{{Device: "/one"}} })},
+			old:     []cfgOpt{withMC(func(c *refresh.Spec) { c.Ignition.Storage.Disks = []ign.Disk{{Device: "/one"}} })},
 			outcome: refresh.Reject,
 		}),
 		Entry("TestIsRenderedConfigReconcilable Filesystem: a filesystems change is refused", mcoCase{
-			old: []cfgOpt{withMC(func(c *refresh.Config) {
+			old: []cfgOpt{withMC(func(c *refresh.Spec) {
 				c.Ignition.Storage.Filesystems = []ign.Filesystem{{Device: "/dev/sda1", Format: ptr("ext4"), Path: ptr("/foo/bar")}}
 			})},
 			outcome: refresh.Reject,
 		}),
 		Entry("TestIsRenderedConfigReconcilable Raid: a RAID change is refused", mcoCase{
-			old: []cfgOpt{withMC(func(c *refresh.Config) {
+			old: []cfgOpt{withMC(func(c *refresh.Spec) {
 				c.Ignition.Storage.Raid = []ign.Raid{{Name: "data", Level: ptr("stripe"), Devices: []ign.Device{"/dev/vda", "/dev/vdb"}}}
 			})},
 			outcome: refresh.Reject,
 		}),
 		Entry("TestIsRenderedConfigReconcilable PasswdGroups: adding a group is refused", mcoCase{
-			new:     []cfgOpt{withMC(func(c *refresh.Config) { c.Ignition.Passwd.Groups = []ign.PasswdGroup{{Name: "testGroup"}} })},
+			new:     []cfgOpt{withMC(func(c *refresh.Spec) { c.Ignition.Passwd.Groups = []ign.PasswdGroup{{Name: "testGroup"}} })},
 			outcome: refresh.Reject,
 		}),
 		Entry("TestIsRenderedConfigReconcilable KernelArguments: Ignition kernel arguments are refused", mcoCase{
-			new: []cfgOpt{withMC(func(c *refresh.Config) {
+			new: []cfgOpt{withMC(func(c *refresh.Spec) {
 				c.Ignition.KernelArguments = ign.KernelArguments{ShouldExist: []ign.KernelArgument{"foo=bar"}, ShouldNotExist: []ign.KernelArgument{"baz=foo"}}
 			})},
 			outcome: refresh.Reject,
 		}),
 		Entry("TestIsRenderedConfigReconcilable LuksClevisTang: a Tang change is accepted, with no action", mcoCase{
-			old: []cfgOpt{withMC(func(c *refresh.Config) {
+			old: []cfgOpt{withMC(func(c *refresh.Spec) {
 				c.Ignition.Storage.Luks = []ign.Luks{{Name: "luks-tang", Device: ptr("/dev/sdb"), Clevis: ign.Clevis{Tang: []ign.Tang{{
 					URL: "https://tang.example.com", Thumbprint: ptr("REPLACE-WITH-THUMBPRINT"), Advertisement: ptr(`{"payload": "...", "protected": "...", "signature": "..."}`),
 				}}}}}
@@ -114,7 +114,7 @@ var _ = Describe("Cases ported from the MCO's reconcile_test.go", func() {
 			outcome: refresh.InPlace,
 		}),
 		Entry("TestIsRenderedConfigReconcilable FIPS: a FIPS change is refused", mcoCase{
-			new:     []cfgOpt{withMC(func(c *refresh.Config) { c.FIPS = true })},
+			new:     []cfgOpt{withMC(func(c *refresh.Spec) { c.FIPS = true })},
 			outcome: refresh.Reject,
 		}),
 		Entry("TestIsRenderedConfigReconcilable forcefile: a config may not create the force file", mcoCase{
@@ -156,14 +156,14 @@ var _ = Describe("Cases ported from the MCO's update_test.go", func() {
 	DescribeTable("pkg/daemon/update_test.go TestMachineConfigDiff", checkMCOCase,
 		Entry("empty configs are equal", mcoCase{outcome: refresh.NoChange}),
 		Entry("an OS image change reboots", mcoCase{
-			new: []cfgOpt{withMC(func(c *refresh.Config) {
+			new: []cfgOpt{withMC(func(c *refresh.Spec) {
 				c.OSImageURL = "quay.io/example/foo@sha256:b5bb9d8014a0f9b1d61e21e796d78dccdf1352f23cd32812f4850b878ae4944c"
 			})},
 			outcome: refresh.Reboot,
 		}),
 		Entry("nil and empty kernel arguments are equal", mcoCase{
-			old:     []cfgOpt{withMC(func(c *refresh.Config) { c.KernelArguments = nil })},
-			new:     []cfgOpt{withMC(func(c *refresh.Config) { c.KernelArguments = []string{} })},
+			old:     []cfgOpt{withMC(func(c *refresh.Spec) { c.KernelArguments = nil })},
+			new:     []cfgOpt{withMC(func(c *refresh.Spec) { c.KernelArguments = []string{} })},
 			outcome: refresh.NoChange,
 		}),
 		Entry("SSH key changes recognized - Empty MC", mcoCase{
@@ -199,7 +199,7 @@ var _ = Describe("Cases ported from the MCO's update_test.go", func() {
 		}),
 		Entry("remove all files: applies, and with no policy for them reboots", mcoCase{old: tenFiles(), outcome: refresh.Reboot}),
 		Entry("os update reboots", mcoCase{
-			old: tenFiles(), new: tenFiles(withMC(func(c *refresh.Config) { c.OSImageURL = "example.com/rhel-coreos:new" })), outcome: refresh.Reboot,
+			old: tenFiles(), new: tenFiles(withMC(func(c *refresh.Spec) { c.OSImageURL = "example.com/rhel-coreos:new" })), outcome: refresh.Reboot,
 		}),
 	)
 
@@ -216,7 +216,7 @@ var _ = Describe("Cases ported from the MCO's update_test.go", func() {
 	registries1 := withRegistries(`unqualified-search-registries = ["registry.access.redhat.com"]`)
 	registries2 := withRegistries(`unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]`)
 	restartCATrust := refresh.Action{Type: refresh.ActionRestart, Unit: "coreos-update-ca-trust.service"}
-	osImage := withMC(func(c *refresh.Config) { c.OSImageURL = "dummy1://" })
+	osImage := withMC(func(c *refresh.Spec) { c.OSImageURL = "dummy1://" })
 	DescribeTable("pkg/daemon/update_test.go TestCalculatePostConfigChangeAction", checkMCOCase,
 		Entry("case#0: a file without a policy reboots", mcoCase{
 			old: []cfgOpt{file(randomFile, "test\n")}, new: []cfgOpt{file(randomFile, "test 2\n")}, outcome: refresh.Reboot,
@@ -252,7 +252,7 @@ var _ = Describe("Cases ported from the MCO's update_test.go", func() {
 		Entry("case#9: a kernel argument change reboots whatever else changes", mcoCase{
 			old: []cfgOpt{registries1, withSSHKeys("key1")},
 			new: []cfgOpt{file(pullSecret, "kubelet conf 2\n"), file(kubeletCA, "kubeletCA1\n"), withSSHKeys("key2"),
-				withMC(func(c *refresh.Config) { c.KernelArguments = []string{"karg1"} })},
+				withMC(func(c *refresh.Spec) { c.KernelArguments = []string{"karg1"} })},
 			outcome: refresh.Reboot,
 		}),
 		Entry("case#10: a policy.json change reloads crio", mcoCase{

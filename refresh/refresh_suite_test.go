@@ -8,7 +8,7 @@ import (
 	"net/url"
 	"testing"
 
-	ign "github.com/coreos/ignition/v2/config/v3_6_experimental/types"
+	ign "github.com/coreos/ignition/v2/config/v3_5/types"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -34,38 +34,38 @@ func gz(s string) string {
 func ptr[T any](v T) *T { return &v }
 
 // cfg is a node config built up by options.
-type cfgOpt func(*refresh.Config)
+type cfgOpt func(*refresh.Spec)
 
 func config(opts ...cfgOpt) refresh.Config {
-	c := refresh.Config{Ignition: ign.Config{Ignition: ign.Ignition{Version: "3.6.0-experimental"}}, OSImageURL: "quay.io/openshift/rhcos@sha256:aaa"}
+	c := refresh.Spec{Ignition: ign.Config{Ignition: ign.Ignition{Version: refresh.IgnitionVersion}}, OSImageURL: "quay.io/openshift/rhcos@sha256:aaa"}
 	for _, o := range opts {
 		o(&c)
 	}
-	return c
+	return refresh.FromSpec(c)
 }
 
 func withFile(path, source string, mode int) cfgOpt {
-	return func(c *refresh.Config) {
+	return func(c *refresh.Spec) {
 		f := ign.File{Node: ign.Node{Path: path}, FileEmbedded1: ign.FileEmbedded1{Contents: ign.Resource{Source: ptr(source)}, Mode: ptr(mode)}}
 		c.Ignition.Storage.Files = append(c.Ignition.Storage.Files, f)
 	}
 }
 
 func withGzipFile(path, contents string) cfgOpt {
-	return func(c *refresh.Config) {
+	return func(c *refresh.Spec) {
 		f := ign.File{Node: ign.Node{Path: path}, FileEmbedded1: ign.FileEmbedded1{Contents: ign.Resource{Source: ptr(gz(contents)), Compression: ptr("gzip")}, Mode: ptr(0o644)}}
 		c.Ignition.Storage.Files = append(c.Ignition.Storage.Files, f)
 	}
 }
 
 func withUnit(name, contents string, dropins ...ign.Dropin) cfgOpt {
-	return func(c *refresh.Config) {
+	return func(c *refresh.Spec) {
 		c.Ignition.Systemd.Units = append(c.Ignition.Systemd.Units, ign.Unit{Name: name, Contents: ptr(contents), Enabled: ptr(true), Dropins: dropins})
 	}
 }
 
 func withSSHKeys(keys ...string) cfgOpt {
-	return func(c *refresh.Config) {
+	return func(c *refresh.Spec) {
 		u := ign.PasswdUser{Name: "core"}
 		for _, k := range keys {
 			u.SSHAuthorizedKeys = append(u.SSHAuthorizedKeys, ign.SSHAuthorizedKey(k))
@@ -82,7 +82,7 @@ func decide(old, new refresh.Config, policies refresh.Policies) refresh.Result {
 }
 
 func ignitionJSON(c refresh.Config) []byte {
-	out, err := json.Marshal(c.Ignition)
+	out, err := json.Marshal(refresh.SpecOf(c).Ignition)
 	Expect(err).NotTo(HaveOccurred())
 	return out
 }

@@ -12,7 +12,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -26,14 +25,10 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 )
 
-// Leader election timings of OpenShift's recommended defaults for operators: a 137s lease
-// tolerates a 60s kube-apiserver outage without losing leadership.
+// The Lease; its timings follow the control plane topology (clustertuning.go).
 const (
-	leaseDuration = 137 * time.Second
-	renewDeadline = 107 * time.Second
-	retryPeriod   = 26 * time.Second
-	leaseName     = "bootimage-operator"
-	leaseNS       = "openshift-machine-config-operator"
+	leaseName = "bootimage-operator"
+	leaseNS   = "openshift-machine-config-operator"
 )
 
 // Client-side limits of the operator's API client. A wave of boot image updates is one patch per
@@ -90,8 +85,7 @@ func run(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	metrics, err := metricsOptions(opts.metricsAddr, opts.metricsCertDir)
-	if err != nil {
+	if err := checkMetricsCertDir(opts.metricsCertDir); err != nil {
 		return err
 	}
 
@@ -105,19 +99,24 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	restConfig.QPS, restConfig.Burst = float32(opts.kubeAPIQPS), opts.kubeAPIBurst
+	tuning := readClusterTuning(ctx, restConfig, log)
+	log.Info("Read cluster tuning", "leaseDuration", tuning.Lease.LeaseDuration.String(), "renewDeadline", tuning.Lease.RenewDeadline.String(),
+		"retryPeriod", tuning.Lease.RetryPeriod.String(), "metricsTLSProfile", tuning.TLSProfile)
+	metrics := metricsOptions(opts.metricsAddr, opts.metricsCertDir, tuning)
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                        controllers.NewScheme(),
 		Cache:                         controllers.CacheOptions(),
+		MapperProvider:                controllers.NewRESTMapper,
 		Metrics:                       metrics,
 		HealthProbeBindAddress:        opts.probeAddr,
 		LeaderElection:                opts.leaderElect,
 		LeaderElectionID:              leaseName,
 		LeaderElectionNamespace:       leaseNS,
 		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 ptr(leaseDuration),
-		RenewDeadline:                 ptr(renewDeadline),
-		RetryPeriod:                   ptr(retryPeriod),
-		GracefulShutdownTimeout:       ptr(30 * time.Second),
+		LeaseDuration:                 ptr(tuning.Lease.LeaseDuration),
+		RenewDeadline:                 ptr(tuning.Lease.RenewDeadline),
+		RetryPeriod:                   ptr(tuning.Lease.RetryPeriod),
+		GracefulShutdownTimeout:       ptr(shutdownGrace),
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
@@ -148,18 +147,24 @@ func run(ctx context.Context, args []string) error {
 	return nil
 }
 
-// metricsOptions serves metrics over HTTPS to callers whose token the API server accepts and who
-// may get /metrics (SubjectAccessReview), as OpenShift's platform Prometheus scrapes.
-func metricsOptions(addr, certDir string) (metricsserver.Options, error) {
-	if certDir != "" {
-		// Without the files controller-runtime silently falls back to a self-signed certificate,
-		// which Prometheus would then refuse: say so now.
-		for _, name := range []string{metricsCertName, metricsKeyName} {
-			if _, err := os.Stat(filepath.Join(certDir, name)); err != nil {
-				return metricsserver.Options{}, fmt.Errorf("--metrics-cert-dir: %w", err)
-			}
+// checkMetricsCertDir fails when certDir lacks the certificate or key: controller-runtime would
+// silently fall back to a self-signed certificate, which Prometheus would then refuse.
+func checkMetricsCertDir(certDir string) error {
+	if certDir == "" {
+		return nil
+	}
+	for _, name := range []string{metricsCertName, metricsKeyName} {
+		if _, err := os.Stat(filepath.Join(certDir, name)); err != nil {
+			return fmt.Errorf("--metrics-cert-dir: %w", err)
 		}
 	}
+	return nil
+}
+
+// metricsOptions serves metrics over HTTPS to callers whose token the API server accepts and who
+// may get /metrics (SubjectAccessReview), as OpenShift's platform Prometheus scrapes, with the
+// cluster's TLS profile.
+func metricsOptions(addr, certDir string, tuning clusterTuning) metricsserver.Options {
 	return metricsserver.Options{
 		BindAddress:    addr,
 		SecureServing:  true,
@@ -169,8 +174,11 @@ func metricsOptions(addr, certDir string) (metricsserver.Options, error) {
 		KeyName:        metricsKeyName,
 		// HTTP/2 stays off: its stream handling had denial-of-service flaws (CVE-2023-44487,
 		// CVE-2023-39325) and a scrape gains nothing from it.
-		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
-	}, nil
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) {
+			c.NextProtos = []string{"http/1.1"}
+			c.MinVersion, c.CipherSuites = tuning.TLSMinVersion, tuning.TLSCipherSuites
+		}},
+	}
 }
 
 // File names in --metrics-cert-dir: those of a kubernetes.io/tls Secret, as the service CA

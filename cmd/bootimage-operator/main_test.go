@@ -88,7 +88,7 @@ var _ = Describe("The operator process on a real API server, with only the shipp
 		ctx := context.Background()
 		Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openshift-monitoring"}})).To(Succeed())
 		Expect(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-monitoring", Name: "prometheus-k8s"}})).To(Succeed())
-		for _, obj := range manifestObjects("01-rbac.yaml") {
+		for _, obj := range manifestObjects(manifests.RBACFile) {
 			Expect(env.Client.Create(ctx, obj)).To(Succeed())
 		}
 		wrongArch := fixtures.MachineSet("worker-b", fixtures.GCPProviderSpec(fixtures.OldGCPImage))
@@ -291,7 +291,7 @@ func value(families map[string]*dto.MetricFamily, name string, labelPairs ...str
 func alertMetrics() []string {
 	GinkgoHelper()
 	var names []string
-	for _, obj := range manifestObjects("04-metrics.yaml") {
+	for _, obj := range manifestObjects(manifests.MetricsFile) {
 		rule, ok := obj.(*monitoringv1.PrometheusRule)
 		if !ok {
 			continue
@@ -316,7 +316,7 @@ func alertMetrics() []string {
 			}
 		}
 	}
-	Expect(names).NotTo(BeEmpty(), "no alerts in manifests/04-metrics.yaml")
+	Expect(names).NotTo(BeEmpty(), "no alerts in the shipped metrics manifest")
 	return names
 }
 

@@ -279,7 +279,7 @@ func planPool(ctx context.Context, c client.Reader, pool *mcfgv1.MachineConfigPo
 	if len(updated) == 0 {
 		return pp, fmt.Errorf("MachineConfigPool %s would render no MachineConfigs at all: the MCO refuses that", pool.Name)
 	}
-	next, err := render.Render(updated, base)
+	next, err := renderConfig(updated, base)
 	if err != nil {
 		return pp, fmt.Errorf("MachineConfigPool %s: %v", pool.Name, err)
 	}
@@ -300,7 +300,7 @@ func planPool(ctx context.Context, c client.Reader, pool *mcfgv1.MachineConfigPo
 // pendingNote says when the pool's MachineConfigs as they are already render differently from its
 // current rendered config (a change not rolled out yet): the plan then includes that change too.
 func pendingNote(old refresh.Config, current []*mcfgv1.MachineConfig, base, renderedName string) string {
-	now, err := render.Render(current, base)
+	now, err := renderConfig(current, base)
 	if err != nil {
 		return ""
 	}
@@ -315,19 +315,22 @@ func pendingNote(old refresh.Config, current []*mcfgv1.MachineConfig, base, rend
 	return fmt.Sprintf("The pool's MachineConfigs already differ from %s before this change (%s): the plan includes that", renderedName, strings.Join(names, "; "))
 }
 
-// parseRendered reads a stored rendered config with the same parser as the file mode.
+// parseRendered reads a stored rendered config.
 func parseRendered(mc *mcfgv1.MachineConfig) (refresh.Config, error) {
-	mc = mc.DeepCopy()
-	mc.SetGroupVersionKind(mcfgv1.GroupVersion.WithKind("MachineConfig"))
-	data, err := json.Marshal(mc)
-	if err != nil {
-		return refresh.Config{}, err
-	}
-	cfg, err := refresh.Parse(data)
+	cfg, err := refresh.FromMachineConfig(mc)
 	if err != nil {
 		return refresh.Config{}, fmt.Errorf("rendered config %s: %v", mc.Name, err)
 	}
 	return cfg, nil
+}
+
+// renderConfig renders configs as the MCO would and reads the result.
+func renderConfig(configs []*mcfgv1.MachineConfig, base string) (refresh.Config, error) {
+	rendered, err := render.Render(configs, base)
+	if err != nil {
+		return refresh.Config{}, err
+	}
+	return refresh.FromMachineConfig(rendered)
 }
 
 // baseOSImage is the release's OS image that the MachineConfigs may override: the rendered

@@ -4,19 +4,18 @@
 package render
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 
-	ignconfig "github.com/coreos/ignition/v2/config"
-	ignexp "github.com/coreos/ignition/v2/config/v3_6_experimental"
-	ign "github.com/coreos/ignition/v2/config/v3_6_experimental/types"
+	ign35 "github.com/coreos/ignition/v2/config/v3_5"
+	ign "github.com/coreos/ignition/v2/config/v3_5/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-
-	"github.com/bootimage-operator/bootimage-operator/refresh"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Labels and annotations the MCO sets on MachineConfigs.
@@ -43,57 +42,63 @@ const workerRole = "worker"
 // SupportedExtensions are the RHCOS extensions a MachineConfig may ask for.
 var SupportedExtensions = []string{"ipsec", "kerberos", "kernel-devel", "sandboxed-containers", "sysstat", "two-node-ha", "usbguard"}
 
-// Render merges configs into the config the pool's nodes get. baseOSImage is the release's OS
+// Render merges configs into the rendered MachineConfig the pool's nodes get (unnamed; read it
+// with refresh.FromMachineConfig), its Ignition config in spec 3.5.0. baseOSImage is the release's OS
 // image (ControllerConfig spec.baseOSContainerImage), which a MachineConfig that the MCO did not
 // generate may override. The order is the MCO's: configs for the worker role sorted by name, then
 // the others (a custom pool's own) sorted by name, so a custom pool's config wins; Ignition is
 // merged with Ignition's own merge, later configs winning; kernel arguments and extensions are
 // appended in that order; FIPS is on when any config turns it on; a realtime or 64k-pages kernel
 // type wins over default.
-func Render(configs []*mcfgv1.MachineConfig, baseOSImage string) (refresh.Config, error) {
+func Render(configs []*mcfgv1.MachineConfig, baseOSImage string) (*mcfgv1.MachineConfig, error) {
 	if len(configs) == 0 {
-		return refresh.Config{}, fmt.Errorf("no MachineConfigs to render")
+		return nil, fmt.Errorf("no MachineConfigs to render")
 	}
 	for _, mc := range configs {
 		if err := Validate(mc); err != nil {
-			return refresh.Config{}, err
+			return nil, err
 		}
 	}
 	ordered := order(configs)
-	out := refresh.Config{
-		Ignition:        ign.Config{Ignition: ign.Ignition{Version: ign.MaxVersion.String()}},
+	out := &mcfgv1.MachineConfig{Spec: mcfgv1.MachineConfigSpec{
 		OSImageURL:      baseOSImage,
 		KernelType:      KernelTypeDefault,
 		KernelArguments: []string{},
 		Extensions:      []string{},
-	}
+	}}
+	merged := ign.Config{Ignition: ign.Ignition{Version: ign.MaxVersion.String()}}
 	for _, mc := range ordered {
 		if cfg, ok, err := ignition(mc); err != nil {
-			return refresh.Config{}, err
+			return nil, err
 		} else if ok {
-			out.Ignition = merge(out.Ignition, cfg)
+			merged = merge(merged, cfg)
 		}
-		out.FIPS = out.FIPS || mc.Spec.FIPS
+		out.Spec.FIPS = out.Spec.FIPS || mc.Spec.FIPS
 		if mc.Spec.KernelType == KernelTypeRealtime || mc.Spec.KernelType == KernelType64kPages {
-			out.KernelType = mc.Spec.KernelType
+			out.Spec.KernelType = mc.Spec.KernelType
 		}
-		out.KernelArguments = append(out.KernelArguments, mc.Spec.KernelArguments...)
-		out.Extensions = append(out.Extensions, mc.Spec.Extensions...)
+		out.Spec.KernelArguments = append(out.Spec.KernelArguments, mc.Spec.KernelArguments...)
+		out.Spec.Extensions = append(out.Spec.Extensions, mc.Spec.Extensions...)
 		if mc.Spec.OSImageURL != "" && mc.Annotations[GeneratedByAnnotation] == "" {
-			out.OSImageURL = mc.Spec.OSImageURL
+			out.Spec.OSImageURL = mc.Spec.OSImageURL
 		}
 	}
 	// The MCO always overwrites files, Ignition does not by default: the MCO writes that down so
 	// new nodes behave as updated ones.
-	for i := range out.Ignition.Storage.Files {
-		if out.Ignition.Storage.Files[i].Overwrite == nil {
+	for i := range merged.Storage.Files {
+		if merged.Storage.Files[i].Overwrite == nil {
 			yes := true
-			out.Ignition.Storage.Files[i].Overwrite = &yes
+			merged.Storage.Files[i].Overwrite = &yes
 		}
 	}
-	if out.KernelType != KernelTypeDefault && slices.Contains(out.Extensions, "kernel-devel") {
-		return refresh.Config{}, fmt.Errorf("extension kernel-devel needs the default kernel, not kernelType %s", out.KernelType)
+	if out.Spec.KernelType != KernelTypeDefault && slices.Contains(out.Spec.Extensions, "kernel-devel") {
+		return nil, fmt.Errorf("extension kernel-devel needs the default kernel, not kernelType %s", out.Spec.KernelType)
 	}
+	raw, err := json.Marshal(merged)
+	if err != nil {
+		return nil, fmt.Errorf("rendered Ignition config: %v", err)
+	}
+	out.Spec.Config = runtime.RawExtension{Raw: raw}
 	return out, nil
 }
 
@@ -124,7 +129,7 @@ func merge(parent, child ign.Config) ign.Config {
 			child.Storage.Files[i].Contents.Compression = &empty
 		}
 	}
-	out := ignexp.Merge(parent, child)
+	out := ign35.Merge(parent, child)
 	for i := range out.Storage.Files {
 		if c := out.Storage.Files[i].Contents.Compression; c != nil && *c == "" {
 			out.Storage.Files[i].Contents.Compression = nil
@@ -133,14 +138,14 @@ func merge(parent, child ign.Config) ign.Config {
 	return out
 }
 
-// ignition parses mc's Ignition config, of any 3.x version, into the newest spec; ok is false
-// when mc has none.
+// ignition parses mc's Ignition config, of any spec from 3.0.0 to 3.5.0 (the MCO's), into 3.5.0;
+// ok is false when mc has none.
 func ignition(mc *mcfgv1.MachineConfig) (cfg ign.Config, ok bool, err error) {
 	raw := mc.Spec.Config.Raw
 	if len(raw) == 0 || string(raw) == "null" {
 		return ign.Config{}, false, nil
 	}
-	cfg, rpt, err := ignconfig.Parse(raw)
+	cfg, rpt, err := ign35.ParseCompatibleVersion(raw)
 	if err != nil {
 		return ign.Config{}, false, fmt.Errorf("MachineConfig %s spec.config: invalid Ignition config: %v %s", mc.Name, err, strings.TrimSpace(rpt.String()))
 	}

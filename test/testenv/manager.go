@@ -28,6 +28,7 @@ func (e *Env) StartManager(setup func(ctrl.Manager) error) (*Manager, error) {
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
 		Scheme:                 e.Scheme,
 		Cache:                  controllers.CacheOptions(),
+		MapperProvider:         controllers.NewRESTMapper,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		// Each test starts its own manager with the same controller names.
@@ -49,6 +50,17 @@ func (e *Env) StartManager(setup func(ctrl.Manager) error) (*Manager, error) {
 		return nil, context.DeadlineExceeded
 	}
 	return m, nil
+}
+
+// Exited returns whether the manager stopped by itself, and its error.
+func (m *Manager) Exited() (bool, error) {
+	select {
+	case err := <-m.done:
+		m.done <- err
+		return true, err
+	default:
+		return false, nil
+	}
 }
 
 // Stop stops the manager and waits for it to finish; later calls return the same result.

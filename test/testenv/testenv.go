@@ -34,6 +34,9 @@ type Options struct {
 	// MutateCRD, when set, may change each CRD before it is installed (for example to remove a
 	// validation rule, as on a cluster whose CRD predates it).
 	MutateCRD func(*apiextensionsv1.CustomResourceDefinition)
+	// SkipCRD, when set, leaves out the CRDs it returns true for (as on a cluster without the
+	// MachineAPI capability); a spec may install them later.
+	SkipCRD func(*apiextensionsv1.CustomResourceDefinition) bool
 }
 
 // Env is a running control plane.
@@ -54,6 +57,15 @@ func Start(opts Options) (*Env, error) {
 	crds, err := LoadCRDs(opts.FeatureSet)
 	if err != nil {
 		return nil, err
+	}
+	if opts.SkipCRD != nil {
+		kept := crds[:0]
+		for _, crd := range crds {
+			if !opts.SkipCRD(crd) {
+				kept = append(kept, crd)
+			}
+		}
+		crds = kept
 	}
 	if opts.MutateCRD != nil {
 		for _, crd := range crds {

@@ -6,11 +6,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -24,7 +27,7 @@ import (
 // loadAdmissionPolicies reads the shipped ValidatingAdmissionPolicies and their bindings.
 func loadAdmissionPolicies() []client.Object {
 	GinkgoHelper()
-	data, err := os.ReadFile(filepath.Join(manifests.RepoRoot(), "manifests", "03-admission.yaml"))
+	data, err := os.ReadFile(filepath.Join(manifests.RepoRoot(), "manifests", manifests.AdmissionFile))
 	Expect(err).NotTo(HaveOccurred())
 	var objs []client.Object
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
@@ -105,6 +108,55 @@ var _ = Describe("Shipped ValidatingAdmissionPolicies", Ordered, func() {
 		Entry("CPMS None on vSphere", configv1.VSpherePlatformType, managers(cpms(operatorv1.None)), ""),
 		Entry("no boot image settings on Nutanix", configv1.NutanixPlatformType, fixtures.MachineConfiguration(nil), ""),
 	)
+
+	DescribeTable("on Azure Stack Hub, whose boot images are fixed at install",
+		func(mc *operatorv1.MachineConfiguration, denial string) {
+			Expect(fixtures.Create(ctx, k8s, fixtures.AzureStackHubInfrastructure())).To(Succeed())
+			expectCreate(mc, denial)
+		},
+		Entry("MachineSets All", managers(ms(operatorv1.All)), "boot image updates for machinesets are only supported on AWS, GCP, Azure and VSphere, and this cluster runs on Azure Stack Hub (platformStatus.azure.cloudName AzureStackCloud)"),
+		Entry("CPMS All", managers(cpms(operatorv1.All)), "boot image updates for controlplanemachinesets are only supported on AWS, GCP and Azure, and this cluster runs on Azure Stack Hub"),
+		Entry("MachineSets and CPMS None: opting out is allowed", managers(ms(operatorv1.None), cpms(operatorv1.None)), ""),
+	)
+
+	// The policy ratchets against oldObject: an object that holds an entry the platform refuses
+	// (opted in on AWS, then the Infrastructure says bare metal) still takes unrelated changes.
+	It("refuses only entries that are new or changed", func() {
+		infra := fixtures.Infrastructure(configv1.AWSPlatformType)
+		Expect(fixtures.Create(ctx, k8s, infra)).To(Succeed())
+		expectCreate(managers(ms(operatorv1.All)), "")
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(infra), infra)).To(Succeed())
+		infra.Status.PlatformStatus = &configv1.PlatformStatus{Type: configv1.BareMetalPlatformType}
+		Expect(k8s.Status().Update(ctx, infra)).To(Succeed())
+
+		// Merge patches: a typed round trip would drop required fields the API defaulted.
+		patch := func(spec string) func() error {
+			return func() error {
+				mc := &operatorv1.MachineConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
+				return k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":`+spec+`}`)))
+			}
+		}
+		const (
+			msAll     = `{"resource":"machinesets","apiGroup":"machine.openshift.io","selection":{"mode":"All"}}`
+			msPartial = `{"resource":"machinesets","apiGroup":"machine.openshift.io","selection":{"mode":"Partial","partial":{"machineResourceSelector":{"matchLabels":{"a":"b"}}}}}`
+			msNone    = `{"resource":"machinesets","apiGroup":"machine.openshift.io","selection":{"mode":"None"}}`
+			cpmsNone  = `{"resource":"controlplanemachinesets","apiGroup":"machine.openshift.io","selection":{"mode":"None"}}`
+			cpmsAll   = `{"resource":"controlplanemachinesets","apiGroup":"machine.openshift.io","selection":{"mode":"All"}}`
+		)
+		managersPatch := func(entries ...string) func() error {
+			return patch(`{"managedBootImages":{"machineManagers":[` + strings.Join(entries, ",") + `]}}`)
+		}
+		// Changing the refused entry is refused, once the API server sees the new Infrastructure.
+		Eventually(managersPatch(msPartial)).Should(MatchError(ContainSubstring("this cluster runs on BareMetal")))
+		// An unrelated spec change goes through, the refused entry unchanged.
+		Expect(patch(`{"logLevel":"Debug"}`)()).To(Succeed())
+		// So does adding an opt-out beside it.
+		Expect(managersPatch(msAll, cpmsNone)()).To(Succeed())
+		// A new opt-in beside it is refused.
+		Expect(managersPatch(msAll, cpmsAll)()).To(MatchError(ContainSubstring("controlplanemachinesets are only supported on AWS, GCP and Azure, and this cluster runs on BareMetal")))
+		// Turning the refused entry off is allowed.
+		Expect(managersPatch(msNone, cpmsNone)()).To(Succeed())
+	})
 
 	It("allows only the name cluster", func() {
 		Expect(fixtures.Create(ctx, k8s, fixtures.Infrastructure(configv1.AWSPlatformType))).To(Succeed())
