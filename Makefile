@@ -3,16 +3,18 @@ export GOTOOLCHAIN := local
 GO ?= go
 BIN := bin
 
-.PHONY: run test bench lint manifests build k8s vet
+.PHONY: run test bench lint manifests build k8s vet requirements
 
 ## run: start a local control plane with a demo cluster and the operator reconciling it.
 run: build k8s
 	$(BIN)/democluster
 
 ## test: vet, unit tests and the integration suites on a real kube-apiserver and etcd; the refresh
-## module on its own (lowest versions) and with the MCO's (hack/ignition-v2.26), and its requirements.
-test: k8s vet
+## module on its own (lowest versions) and with the MCO's (hack/ignition-v2.26), and its requirements;
+## the shipped manifests with Prometheus's parsers (test/manifests); requirements at or below the MCO's.
+test: k8s vet requirements
 	$(GO) test -count=1 -timeout 20m ./...
+	cd test/manifests && $(GO) test -count=1 ./...
 	cd refresh && $(GO) test -race -count=1 ./...
 	cd hack/ignition-v2.26 && $(GO) test -race -count=1 github.com/bootimage-operator/bootimage-operator/refresh/...
 	@cd refresh && if $(GO) list -m all | grep -E '^(sigs.k8s.io/controller-runtime|k8s.io/client-go|github.com/prometheus/[^ ]+) '; then echo "refresh/ requires the modules above"; exit 1; fi
@@ -30,6 +32,12 @@ lint: vet
 vet:
 	$(GO) vet ./...
 	cd refresh && $(GO) vet ./...
+	cd test/manifests && $(GO) vet ./...
+
+## requirements: fail on a requirement of go.mod or refresh/go.mod above the MCO's version
+## (hack/mco-requirements.txt) that hack/newer-than-mco.txt does not name with a reason.
+requirements:
+	$(GO) run ./hack/check-requirements hack/mco-requirements.txt hack/newer-than-mco.txt go.mod refresh/go.mod
 
 ## manifests: copy the CRDs from the pinned openshift/api module into manifests/crds.
 manifests:

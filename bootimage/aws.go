@@ -48,6 +48,11 @@ func (aws) decide(ctx context.Context, d Decision, in providerInput) (Decision, 
 	}
 	current := *ps.AMI.ID
 	d.Current = current
+	// The stream's own AMI is RHCOS whoever is asked: no lookup needed (and none possible offline).
+	if target, release, ok := streamAMI(in, region); ok && target == current {
+		d.Target, d.BootImageVersion = target, release
+		return d.with(NoChange, ReasonUpToDate, "AMI %s is the stream's", current), nil
+	}
 	if in.images == nil {
 		return d.with(Skip, ReasonCustomImage, "AMI %s: no EC2 image catalogue, so its owner (RHCOS or custom) cannot be checked", current), nil
 	}
@@ -64,16 +69,15 @@ func (aws) decide(ctx context.Context, d Decision, in providerInput) (Decision, 
 	var target string
 	switch img.OwnerID {
 	case RHCOSOwner:
-		aws := in.streams.Default.Architectures[in.arch].Images.Aws
-		if aws == nil {
+		if in.streams.Default.Architectures[in.arch].Images.Aws == nil {
 			return d.with(Skip, ReasonRegionNotInStream, "the stream has no AWS images for %s", in.arch), nil
 		}
-		ri, ok := aws.Regions[region]
-		if !ok || ri.Image == "" {
+		t, release, ok := streamAMI(in, region)
+		if !ok {
 			return d.with(Skip, ReasonRegionNotInStream, "the stream has no %s AMI for region %s", in.arch, region), nil
 		}
-		target = ri.Image
-		d.BootImageVersion = cmp.Or(ri.Release, in.streams.Default.Architectures[in.arch].Artifacts["aws"].Release)
+		target = t
+		d.BootImageVersion = release
 	case MarketplaceOwner:
 		return decideMarketplace(ctx, d, in, region, img)
 	default:
@@ -96,4 +100,18 @@ func (aws) decide(ctx context.Context, d Decision, in providerInput) (Decision, 
 	}
 	d.ProviderSpecPatch = []PatchOp{set("/ami/id", target)}
 	return d.with(Update, ReasonImageOutdated, "AMI %s is outdated: the stream's is %s", current, target), nil
+}
+
+// streamAMI returns the stream's AMI for region and its RHCOS release; ok is false when the
+// stream has none there.
+func streamAMI(in providerInput, region string) (ami, release string, ok bool) {
+	arch := in.streams.Default.Architectures[in.arch]
+	if arch.Images.Aws == nil {
+		return "", "", false
+	}
+	ri, found := arch.Images.Aws.Regions[region]
+	if !found || ri.Image == "" {
+		return "", "", false
+	}
+	return ri.Image, cmp.Or(ri.Release, arch.Artifacts["aws"].Release), true
 }

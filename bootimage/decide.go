@@ -140,7 +140,7 @@ func Decide(ctx context.Context, cluster Cluster, obj Object) (Decision, error) 
 		return d.with(skip.Action, skip.Reason, "%s", skip.Message), nil
 	}
 	if cluster.BootImages == nil {
-		return d.with(Error, ReasonStreamMissing, "ConfigMap openshift-machine-config-operator/coreos-bootimages not found: no boot images to compare against"), nil
+		return d.with(Error, ReasonStreamMissing, "%s", StreamMissingMessage), nil
 	}
 	parse := ParseBootImages
 	if cluster.Streams != nil {

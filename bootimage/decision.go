@@ -1,6 +1,9 @@
 package bootimage
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Action is what the operator does with one MachineSet or ControlPlaneMachineSet.
 type Action string
@@ -51,6 +54,25 @@ const (
 func CloudLookupFailed(d Decision, err error) Decision {
 	d.ProviderSpecPatch, d.UserData = nil, nil
 	return d.with(Error, ReasonCloudLookupFailed, "cloud lookup failed: %v", err)
+}
+
+// StreamMissingMessage says that the stream ConfigMap is missing.
+const StreamMissingMessage = "ConfigMap openshift-machine-config-operator/coreos-bootimages not found: no boot images to compare against"
+
+// clusterLevel are errors of the cluster's inputs, not of the object: every object has the same one.
+var clusterLevel = map[string]bool{ReasonStreamMissing: true, ReasonInvalidStream: true}
+
+// ClusterLevel reports whether d is an Error of the cluster's inputs (the stream ConfigMap) shared
+// by every object, which is reported once for the cluster rather than once per object.
+func (d Decision) ClusterLevel() bool {
+	return d.Action == Error && clusterLevel[d.Reason]
+}
+
+// TargetUnavailableTooLong returns the Error a TargetImageUnavailable skip becomes once it has
+// lasted for longer than grace: new machines keep booting the current image meanwhile, which an
+// admin must hear of.
+func TargetUnavailableTooLong(d Decision, grace time.Duration) Decision {
+	return d.with(Error, ReasonTargetImageUnavailable, "%s for more than %s: new machines keep booting %s until it is published there or the stream changes", d.Message, grace, d.Current)
 }
 
 // cloudDependentSkips are skips that a cloud can lift without any change in the cluster: an image

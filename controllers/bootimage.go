@@ -38,6 +38,8 @@ type bootImageSteps struct {
 	Timings  CloudTimings
 	// Templates imports vSphere templates before a vSphere update is patched in.
 	Templates *TemplateImports
+	// Unavailable times stream targets the cloud does not have.
+	Unavailable *lastingSkips
 }
 
 // CloudTimings are the cloud retry timings; zero fields take the defaults.
@@ -89,7 +91,7 @@ func (s bootImageSteps) reconcile(ctx context.Context, t target) (ctrl.Result, e
 		if failing < s.Timings.ErrorGrace {
 			return ctrl.Result{}, err // the controller's backoff retries it
 		}
-		logf.FromContext(ctx).Info("Cloud lookup keeps failing", "kind", kind, "name", key, "failingFor", failing.Round(time.Second).String(), "error", err.Error())
+		logf.FromContext(ctx).Info("Cloud lookup keeps failing", "failingFor", failing.Round(time.Second).String(), "error", err.Error())
 		report(ctx, s.Recorder, s.Tracker, t.live, bootimage.CloudLookupFailed(d, err), in.version)
 		return ctrl.Result{RequeueAfter: s.Timings.RetryInterval}, nil
 	}
@@ -111,12 +113,29 @@ func (s bootImageSteps) reconcile(ctx context.Context, t target) (ctrl.Result, e
 		}
 		s.Templates.recorded(waiter{kind, key})
 	}
+	d, recheck := s.lasting(kind, key, d)
 	report(ctx, s.Recorder, s.Tracker, t.live, d, in.version)
 	markReconciled()
-	if d.CloudDependent() {
-		return ctrl.Result{RequeueAfter: s.Timings.RecheckInterval}, nil
+	return ctrl.Result{RequeueAfter: recheck}, nil
+}
+
+// lasting turns a stream target the cloud has kept unavailable for longer than the cloud grace
+// period into an Error, which degrades, and says when to look again: within the grace period at
+// its end, then every retry interval until the image appears; other cloud-dependent skips at the
+// recheck interval.
+func (s bootImageSteps) lasting(kind string, key types.NamespacedName, d bootimage.Decision) (bootimage.Decision, time.Duration) {
+	if d.Action != bootimage.Skip || d.Reason != bootimage.ReasonTargetImageUnavailable {
+		s.Unavailable.clear(kind, key)
+		if d.CloudDependent() {
+			return d, s.Timings.RecheckInterval
+		}
+		return d, 0
 	}
-	return ctrl.Result{}, nil
+	lasted := s.Unavailable.unavailable(kind, key, d.Target, time.Now())
+	if lasted < s.Timings.ErrorGrace {
+		return d, min(s.Timings.ErrorGrace-lasted, s.Timings.RecheckInterval)
+	}
+	return bootimage.TargetUnavailableTooLong(d, s.Timings.ErrorGrace), s.Timings.RetryInterval
 }
 
 // update writes the upgraded user-data stub, if any, then the boot image, each with optimistic
@@ -136,7 +155,7 @@ func (s bootImageSteps) update(ctx context.Context, t target, key types.Namespac
 	}
 	s.Tracker.Patched(d.Kind, key, next)
 	countUpdate(d.Kind)
-	logf.FromContext(ctx).Info("Updated boot image", "kind", d.Kind, "name", key, "from", d.Current, "to", d.Target)
+	logf.FromContext(ctx).Info("Updated boot image", "from", d.Current, "to", d.Target)
 	s.Recorder.Eventf(t.live, corev1.EventTypeNormal, ReasonBootImageUpdated, "Updated boot image from %s to %s", d.Current, d.Target)
 	return nil
 }

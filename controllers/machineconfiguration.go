@@ -111,14 +111,15 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	var warnings []string
-	if problem := r.streamProblem(ctx, bootImages, platform); problem != "" {
+	var warnings []warning
+	// A missing or unreadable stream is said once, while it holds an object back.
+	if problem := r.streamProblem(ctx, bootImages, platform); problem.message != "" && (problem.reason == ReasonInvalidSelection || p.clusterLevel[problem.reason]) {
 		warnings = append(warnings, problem)
 	}
 	if cv == nil {
-		warnings = append(warnings, "ClusterVersion/version not found: the operator cannot tell whether the cluster is updating, nor which release it was installed with")
+		warnings = append(warnings, warning{ReasonInvalidSelection, "ClusterVersion/version not found: the operator cannot tell whether the cluster is updating, nor which release it was installed with"})
 	}
-	setProgressConditions(want, p, warnings)
+	setProgressConditions(want, p, messages(warnings))
 	requeue := r.holdCounts(mc, want, time.Now())
 
 	skewOn := gates.Enabled(featuregates.BootImageSkewEnforcement)
@@ -134,7 +135,7 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 			Pass:           p.pass(bootImages),
 		})
 	}
-	r.announce(ctx, mc, append(eff.Problems, warnings...))
+	r.announce(ctx, mc, append(problemWarnings(eff.Problems), warnings...))
 	if ok, wait, err := r.checkStatusContest(ctx, mc, want, skewOn); err != nil || !ok {
 		return ctrl.Result{RequeueAfter: wait}, err
 	}
@@ -164,16 +165,37 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
-// announce records a Warning Event when the set of configuration problems and warnings changes.
-func (r *MachineConfigurationReconciler) announce(ctx context.Context, mc *operatorv1.MachineConfiguration, warnings []string) {
-	joined := strings.Join(warnings, "; ")
+// warning is a problem of the cluster's inputs, said once on MachineConfiguration/cluster: in
+// Degraded or ConfigurationDegraded, and as a Warning Event with reason.
+type warning struct{ reason, message string }
+
+func problemWarnings(problems []string) []warning {
+	out := make([]warning, len(problems))
+	for i, p := range problems {
+		out[i] = warning{ReasonInvalidSelection, p}
+	}
+	return out
+}
+
+func messages(ws []warning) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = w.message
+	}
+	return out
+}
+
+// announce records a Warning Event for each configuration problem or warning when the set of
+// them changes: each is said once, however many objects it holds back.
+func (r *MachineConfigurationReconciler) announce(ctx context.Context, mc *operatorv1.MachineConfiguration, warnings []warning) {
+	joined := strings.Join(messages(warnings), "; ")
 	if joined == r.lastWarnings {
 		return
 	}
 	r.lastWarnings = joined
-	if joined != "" {
-		logf.FromContext(ctx).Info("Boot image configuration needs attention", "reason", joined)
-		r.Recorder.Event(mc, corev1.EventTypeWarning, ReasonInvalidSelection, joined)
+	for _, w := range warnings {
+		logf.FromContext(ctx).Info("Boot image configuration needs attention", "reason", w.reason, "message", w.message)
+		r.Recorder.Event(mc, corev1.EventTypeWarning, w.reason, w.message)
 	}
 }
 
@@ -191,21 +213,22 @@ func (r *MachineConfigurationReconciler) announceSupport(ctx context.Context, mc
 	}
 }
 
-// streamProblem says what the stream lacks for the cluster itself; a missing or unreadable stream
-// is reported by every decision instead.
-func (r *MachineConfigurationReconciler) streamProblem(ctx context.Context, bootImages *corev1.ConfigMap, platform configv1.PlatformType) string {
+// streamProblem says what is wrong with the stream itself: missing, unreadable, or without the
+// cluster's own architecture or platform. It is the same for every object, so it is said here
+// once rather than by each object's decision.
+func (r *MachineConfigurationReconciler) streamProblem(ctx context.Context, bootImages *corev1.ConfigMap, platform configv1.PlatformType) warning {
 	if bootImages == nil {
-		return ""
+		return warning{bootimage.ReasonStreamMissing, bootimage.StreamMissingMessage}
 	}
 	streams, err := r.Streams.Parse(bootImages)
 	if err != nil {
-		return ""
+		return warning{bootimage.ReasonInvalidStream, err.Error()}
 	}
 	arch, err := ControlPlaneArch(ctx, r.Client)
 	if err != nil {
-		return ""
+		return warning{}
 	}
-	return bootimage.StreamProblem(streams, platform, arch)
+	return warning{ReasonInvalidSelection, bootimage.StreamProblem(streams, platform, arch)}
 }
 
 // progress tallies the current decisions per resource.

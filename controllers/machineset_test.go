@@ -270,7 +270,12 @@ var _ = Describe("MachineSet boot images", func() {
 			setUp()
 			rv := resourceVersionOf("worker-a")()
 			start()
-			Eventually(machineSetEvents("worker-a")).Should(ContainElement(HavePrefix(reason)))
+			// A problem of the stream is the cluster's, said once on MachineConfiguration/cluster.
+			events := machineSetEvents("worker-a")
+			if reason == "InvalidStream" || reason == "StreamMissing" {
+				events = machineConfigurationEvents
+			}
+			Eventually(events).Should(ContainElement(HavePrefix(reason)))
 			Consistently(resourceVersionOf("worker-a"), "2s").Should(Equal(rv))
 		},
 		Entry("the AWS gate is off", func() {

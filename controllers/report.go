@@ -23,13 +23,19 @@ func report(ctx context.Context, recorder record.EventRecorder, tracker *Tracker
 	if !tracker.Record(d, inputs) {
 		return
 	}
-	log := logf.FromContext(ctx).WithValues("kind", d.Kind, "name", d.Namespace+"/"+d.Name, "reason", d.Reason)
+	// The request's logger already names the object, as controller-runtime logs it.
+	log := logf.FromContext(ctx).WithValues("reason", d.Reason)
 	switch d.Action {
 	case bootimage.Skip:
 		log.V(1).Info("Skipping boot image update", "message", d.Message)
 		recorder.Event(obj, corev1.EventTypeNormal, d.Reason, "Boot image update skipped: "+d.Message)
 	case bootimage.Error:
 		countError(d)
+		if d.ClusterLevel() {
+			// The same for every object: MachineConfiguration/cluster says it once.
+			log.V(1).Info("Cannot update boot image", "message", d.Message)
+			return
+		}
 		log.Info("Cannot update boot image", "message", d.Message)
 		recorder.Event(obj, corev1.EventTypeWarning, d.Reason, "Boot image update failed: "+d.Message)
 	}

@@ -90,7 +90,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		return err
 	}
 	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: images, Streams: streams, Templates: vcenters}
-	steps := bootImageSteps{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Inputs: inputs, Recorder: recorder, Tracker: tracker, Timings: cfg.Cloud.withDefaults(), Templates: templates}
+	steps := bootImageSteps{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Inputs: inputs, Recorder: recorder, Tracker: tracker, Timings: cfg.Cloud.withDefaults(), Templates: templates, Unavailable: newLastingSkips()}
 	machineSets := &MachineSetReconciler{steps}
 	controlPlane := &ControlPlaneMachineSetReconciler{steps}
 	if err := machineAPI.add(gatedController{groupVersion: machinev1beta1.GroupVersion, resource: "machinesets", kind: "MachineSet", setup: machineSets.SetupWithManager}); err != nil {

@@ -67,6 +67,8 @@ type progress struct {
 	machineSets, cpms tally
 	errs              []string
 	leftBehind        []string
+	// clusterLevel are the reasons of errors of the cluster's inputs some object is held by.
+	clusterLevel map[string]bool
 	// marketplaceRHCOS is the oldest RHCOS release chosen for a marketplace MachineSet.
 	marketplaceRHCOS string
 }
@@ -97,7 +99,14 @@ func (p *progress) add(t *tally, d bootimage.Decision) {
 		t.updating++
 	case bootimage.Error:
 		t.errored++
-		p.errs = append(p.errs, fmt.Sprintf("%s %s/%s: %s: %s", d.Kind, d.Namespace, d.Name, d.Reason, d.Message))
+		if d.ClusterLevel() { // said once, among the cluster's warnings
+			if p.clusterLevel == nil {
+				p.clusterLevel = map[string]bool{}
+			}
+			p.clusterLevel[d.Reason] = true
+		} else {
+			p.errs = append(p.errs, fmt.Sprintf("%s %s/%s: %s: %s", d.Kind, d.Namespace, d.Name, d.Reason, d.Message))
+		}
 	}
 }
 
@@ -200,7 +209,7 @@ func applyStatus(ctx context.Context, c client.Client, current, want *operatorv1
 	if err := apply(ctx, c, status); err != nil {
 		return fmt.Errorf("writing status of MachineConfiguration/%s: %w", current.Name, err)
 	}
-	logf.FromContext(ctx).Info("Updated MachineConfiguration status", "machineConfiguration", current.Name)
+	logf.FromContext(ctx).Info("Updated MachineConfiguration status")
 	return nil
 }
 

@@ -83,7 +83,7 @@ func (s bootImageSteps) vsphereImport(ctx context.Context, t target, key types.N
 		report(ctx, s.Recorder, s.Tracker, t.live, failed, inputs)
 		return d, &ctrl.Result{RequeueAfter: state.retryIn}
 	}
-	logf.FromContext(ctx).V(1).Info("Waiting for a template import", "kind", d.Kind, "name", key, "template", d.VSphere.Name, "release", d.VSphere.Release)
+	logf.FromContext(ctx).V(1).Info("Waiting for a template import", "template", d.VSphere.Name, "release", d.VSphere.Release)
 	return d, &ctrl.Result{RequeueAfter: state.poll}
 }
 

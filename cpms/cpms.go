@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	machinev1 "github.com/openshift/api/machine/v1"
@@ -95,7 +96,7 @@ func ProveImageOnly(c *machinev1.ControlPlaneMachineSet, patch []byte) error {
 	stripAllowed(b)
 	stripAllowed(a)
 	if diff := differences("", b, a); len(diff) > 0 {
-		return fmt.Errorf("refusing to write the ControlPlaneMachineSet: the change is not image-only, it also changes %v, which would roll out new control-plane machines", diff)
+		return fmt.Errorf("refusing to write the ControlPlaneMachineSet: the change is not image-only, it also changes %s, which would roll out new control-plane machines", strings.Join(diff, ", "))
 	}
 	return nil
 }

@@ -95,7 +95,8 @@ func DecideMachineConfigs(old, new *mcfgv1.MachineConfig, policies Policies) (Re
 func Diff(old, new Config) ([]Change, error) { return diffConfigs(old.c, new.c) }
 
 // Parse reads a MachineConfig (machineconfiguration.openshift.io/v1, YAML or JSON) or a bare
-// Ignition config, as files hold them.
+// Ignition config, as files hold them. An Ignition config the machine config server served (it
+// carries ServedMachineConfigPath) is read as FromServed reads it, as the daemon does.
 func Parse(raw []byte) (Config, error) {
 	var probe struct {
 		Kind     string          `json:"kind"`
@@ -115,6 +116,8 @@ func Parse(raw []byte) (Config, error) {
 			return Config{}, fmt.Errorf("MachineConfig: %v", err)
 		}
 		return FromMachineConfig(&mc)
+	case len(probe.Ignition) > 0 && isServed(jsonRaw):
+		return FromServed(jsonRaw)
 	case len(probe.Ignition) > 0:
 		return FromIgnition(jsonRaw)
 	default:

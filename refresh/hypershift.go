@@ -31,42 +31,89 @@ type NoRebootPath struct {
 	Services []string `json:"services,omitempty"`
 }
 
-// UpgradeNames returns the namespace and name of a pool's upgrade ConfigMap.
+// UpgradeNames returns the namespace and name of a pool's upgrade ConfigMap. HyperShift's pool
+// is the MachineSet (named after the NodePool).
 func UpgradeNames(pool string) (namespace, name string) { return pool + "-upgrade", pool + "-upgrade" }
 
-// BuildUpgradeConfigMap returns the ConfigMap that carries payload (the Ignition config, stored
-// gzipped and base64-encoded) and its hash to a pool's nodes, with the no-reboot paths.
-func BuildUpgradeConfigMap(pool string, payload []byte, hash string, paths []NoRebootPath) (*corev1.ConfigMap, error) {
+// EncodePayload encodes a payload as HyperShift stores it in the token Secret's payload key and
+// the upgrade ConfigMap's config key: gzip at best compression, no name and no modification time
+// in the header, then standard base64 with padding. An empty payload is the empty string. The
+// same payload always gives the same string, so the refresh side and the in-place upgrader never
+// see each other's write as a change.
+func EncodePayload(payload []byte) (string, error) {
+	if len(payload) == 0 {
+		return "", nil
+	}
 	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		return "", err
+	}
 	if _, err := zw.Write(payload); err != nil {
-		return nil, err
+		return "", err
 	}
 	if err := zw.Close(); err != nil {
-		return nil, err
+		return "", err
 	}
+	return base64.StdEncoding.EncodeToString(buf.Bytes()), nil
+}
+
+// DecodePayload reverses EncodePayload; the empty string is the empty payload. Output above
+// MaxDecompressedBytes is refused.
+func DecodePayload(encoded string) ([]byte, error) {
+	if encoded == "" {
+		return nil, nil
+	}
+	raw, err := base64.StdEncoding.DecodeString(encoded)
+	if err != nil {
+		return nil, fmt.Errorf("not base64: %v", err)
+	}
+	return gunzip(raw)
+}
+
+// BuildUpgradeConfigMap returns the ConfigMap that carries payload (the served Ignition config,
+// encoded by EncodePayload) and its hash to a pool's nodes, with the no-reboot paths if any.
+func BuildUpgradeConfigMap(pool string, payload []byte, hash string, paths []NoRebootPath) (*corev1.ConfigMap, error) {
 	ns, name := UpgradeNames(pool)
-	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Data:       map[string]string{KeyConfig: base64.StdEncoding.EncodeToString(buf.Bytes()), KeyHash: hash},
-	}
-	if paths != nil {
-		raw, err := json.Marshal(paths)
-		if err != nil {
-			return nil, err
-		}
-		cm.Data[KeyNoRebootPaths] = string(raw)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if _, err := SetUpgradeConfigMapData(cm, payload, hash, paths); err != nil {
+		return nil, err
 	}
 	return cm, nil
 }
 
+// SetUpgradeConfigMapData sets the config, hash and (when paths is not nil) no-reboot-paths keys
+// of cm and leaves every other key alone, so an update sends only what changed. It says whether
+// anything changed: when not, there is nothing to write.
+func SetUpgradeConfigMapData(cm *corev1.ConfigMap, payload []byte, hash string, paths []NoRebootPath) (bool, error) {
+	config, err := EncodePayload(payload)
+	if err != nil {
+		return false, err
+	}
+	want := map[string]string{KeyConfig: config, KeyHash: hash}
+	if paths != nil {
+		raw, err := json.Marshal(paths)
+		if err != nil {
+			return false, err
+		}
+		want[KeyNoRebootPaths] = string(raw)
+	}
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	changed := false
+	for k, v := range want {
+		if old, ok := cm.Data[k]; !ok || old != v {
+			cm.Data[k] = v
+			changed = true
+		}
+	}
+	return changed, nil
+}
+
 // ParseUpgradeConfigMap returns the payload, hash and no-reboot paths of an upgrade ConfigMap.
 func ParseUpgradeConfigMap(cm *corev1.ConfigMap) (payload []byte, hash string, paths []NoRebootPath, err error) {
-	raw, err := base64.StdEncoding.DecodeString(cm.Data[KeyConfig])
-	if err != nil {
-		return nil, "", nil, fmt.Errorf("ConfigMap %s/%s key %s is not base64: %v", cm.Namespace, cm.Name, KeyConfig, err)
-	}
-	if payload, err = gunzip(raw); err != nil {
+	if payload, err = DecodePayload(cm.Data[KeyConfig]); err != nil {
 		return nil, "", nil, fmt.Errorf("ConfigMap %s/%s key %s: %v", cm.Namespace, cm.Name, KeyConfig, err)
 	}
 	if v, ok := cm.Data[KeyNoRebootPaths]; ok {

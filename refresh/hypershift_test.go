@@ -1,11 +1,17 @@
 package refresh_test
 
 import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"io"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/bootimage-operator/bootimage-operator/refresh"
 )
@@ -29,7 +35,7 @@ var _ = Describe("The HyperShift push", func() {
 		cm, _ := refresh.BuildUpgradeConfigMap("workers", []byte("{}"), "h", nil)
 		cm.Data[refresh.KeyConfig] = "!!!"
 		_, _, _, err := refresh.ParseUpgradeConfigMap(cm)
-		Expect(err).To(MatchError(ContainSubstring("ConfigMap workers-upgrade/workers-upgrade key config is not base64")))
+		Expect(err).To(MatchError(ContainSubstring("ConfigMap workers-upgrade/workers-upgrade key config: not base64")))
 	})
 
 	It("generates no-reboot-paths from the policies it can express, as files and folders", func() {
@@ -113,5 +119,124 @@ var _ = Describe("The HyperShift push", func() {
 				c.Ignition.Storage.Directories = append(c.Ignition.Storage.Directories, dir("/etc/x"))
 			}), []refresh.NoRebootPath{{Path: "/", Action: "None"}}, refresh.Reject),
 		)
+	})
+})
+
+// hyperShiftEncoding is HyperShift's payload encoding written from its description: gzip at
+// best compression streamed into a standard base64 encoder; nothing at all for an empty payload.
+func hyperShiftEncoding(payload []byte) string {
+	GinkgoHelper()
+	if len(payload) == 0 {
+		return ""
+	}
+	var out bytes.Buffer
+	b64w := base64.NewEncoder(base64.StdEncoding, &out)
+	zw, err := gzip.NewWriterLevel(b64w, gzip.BestCompression)
+	Expect(err).NotTo(HaveOccurred())
+	_, err = io.Copy(zw, bytes.NewReader(payload))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(zw.Close()).To(Succeed())
+	Expect(b64w.Close()).To(Succeed())
+	return out.String()
+}
+
+var _ = Describe("The upgrade ConfigMap beside HyperShift's in-place upgrader", func() {
+	large := bytes.Repeat([]byte(`{"path":"/etc/motd","contents":{"source":"data:,hello"}},`), 20000)
+	DescribeTable("has config bytes identical to HyperShift's for the same payload",
+		func(payload []byte) {
+			want := hyperShiftEncoding(payload)
+			got, err := refresh.EncodePayload(payload)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(got).To(Equal(want))
+			cm, err := refresh.BuildUpgradeConfigMap("workers", payload, "6669fa99", nil)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cm.Data).To(Equal(map[string]string{refresh.KeyConfig: want, refresh.KeyHash: "6669fa99"}))
+			back, hash, paths, err := refresh.ParseUpgradeConfigMap(cm)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(back).To(HaveLen(len(payload)))
+			if len(payload) > 0 {
+				Expect(back).To(Equal(payload))
+			}
+			Expect(hash).To(Equal("6669fa99"))
+			Expect(paths).To(BeNil())
+		},
+		Entry("an empty payload is the empty string", []byte{}),
+		Entry("a nil payload is the empty string", nil),
+		Entry("a small payload", []byte(`{"ignition":{"version":"3.5.0"}}`)),
+		Entry("a served payload", served(baseWorker().machineConfig(), "kubeconfig: token-1")),
+		Entry("a payload over a megabyte", large),
+	)
+
+	It("writes the gzip header HyperShift writes: no name, no time, best-compression flag", func() {
+		enc, err := refresh.EncodePayload([]byte("x"))
+		Expect(err).NotTo(HaveOccurred())
+		raw, err := base64.StdEncoding.DecodeString(enc)
+		Expect(err).NotTo(HaveOccurred())
+		// ID1 ID2 CM FLG MTIME(4) XFL OS: XFL 2 is "maximum compression", OS 255 "unknown".
+		Expect(raw[:10]).To(Equal([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 2, 255}))
+	})
+
+	It("sets only its own keys, keeps the others, and reports no change when there is none", func() {
+		paths := []refresh.NoRebootPath{{Path: "/var/lib/kubelet/config.json", Action: "None"}}
+		payload := []byte(`{"ignition":{"version":"3.5.0"}}`)
+		cm, err := refresh.BuildUpgradeConfigMap("workers", payload, "h1", paths)
+		Expect(err).NotTo(HaveOccurred())
+		cm.Data["someone-else"] = "kept"
+		changed, err := refresh.SetUpgradeConfigMapData(cm, payload, "h1", paths)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(changed).To(BeFalse(), "same payload, same bytes: nothing to write")
+
+		// The in-place upgrader replaces the whole map: no-reboot-paths goes.
+		cm.Data = map[string]string{refresh.KeyConfig: hyperShiftEncoding(payload), refresh.KeyHash: "h1"}
+		changed, err = refresh.SetUpgradeConfigMapData(cm, payload, "h1", paths)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(changed).To(BeTrue())
+		Expect(cm.Data).To(HaveKeyWithValue(refresh.KeyNoRebootPaths, `[{"path":"/var/lib/kubelet/config.json","action":"None"}]`))
+		Expect(cm.Data[refresh.KeyConfig]).To(Equal(hyperShiftEncoding(payload)), "config untouched")
+	})
+
+	It("takes the token Secret's payload as it is", func() {
+		payload := served(baseWorker().machineConfig(), "kubeconfig")
+		secret := &corev1.Secret{Data: map[string][]byte{refresh.TokenSecretPayloadKey: []byte(hyperShiftEncoding(payload))}}
+		got, err := refresh.DecodePayload(string(secret.Data[refresh.TokenSecretPayloadKey]))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got).To(Equal(payload))
+	})
+
+	It("makes the upgrade namespace with HyperShift's pod-security labels, keeping others", func() {
+		ns := refresh.UpgradeNamespace("workers")
+		Expect(ns.Name).To(Equal("workers-upgrade"))
+		Expect(ns.Labels).To(Equal(map[string]string{
+			"pod-security.kubernetes.io/enforce": "privileged", "pod-security.kubernetes.io/audit": "privileged",
+			"pod-security.kubernetes.io/warn": "privileged", "security.openshift.io/scc.podSecurityLabelSync": "false",
+		}))
+		Expect(refresh.SetUpgradeNamespaceLabels(ns)).To(BeFalse())
+		ns.Labels["pod-security.kubernetes.io/warn"] = "restricted"
+		ns.Labels["team"] = "a"
+		Expect(refresh.SetUpgradeNamespaceLabels(ns)).To(BeTrue())
+		Expect(ns.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/warn", "privileged"))
+		Expect(ns.Labels).To(HaveKeyWithValue("team", "a"))
+		Expect(refresh.DaemonPodName("ip-10-0-1-2")).To(Equal("machine-config-daemon-ip-10-0-1-2"))
+	})
+
+	DescribeTable("reads an in-place upgrade from the MachineSet",
+		func(annotations map[string]string, inProgress bool) {
+			Expect(refresh.InPlaceUpgradeInProgress(annotations)).To(Equal(inProgress))
+		},
+		Entry("a Replace pool's MachineSet has no target", map[string]string{}, false),
+		Entry("at its target", map[string]string{refresh.MachineSetTargetConfigVersionAnnotation: "a", refresh.MachineSetCurrentConfigVersionAnnotation: "a"}, false),
+		Entry("a new target", map[string]string{refresh.MachineSetTargetConfigVersionAnnotation: "b", refresh.MachineSetCurrentConfigVersionAnnotation: "a"}, true),
+		Entry("a target and no current yet", map[string]string{refresh.MachineSetTargetConfigVersionAnnotation: "b"}, true),
+		Entry("the in-progress annotation", map[string]string{refresh.MachineSetUpgradeInProgressTrueAnnotation: "Nodepool update in progress"}, true),
+	)
+
+	It("converts the refresh conditions to NodePool conditions", func() {
+		t := metav1.Now()
+		got := refresh.NodePoolConditions([]metav1.Condition{
+			{Type: refresh.ConditionDegraded, Status: metav1.ConditionTrue, Reason: "RefreshFailed", Message: "1 node(s) failed", LastTransitionTime: t},
+		}, 7)
+		Expect(got).To(Equal([]refresh.NodePoolCondition{{
+			Type: refresh.ConditionDegraded, Status: corev1.ConditionTrue, Reason: "RefreshFailed", Message: "1 node(s) failed", LastTransitionTime: t, ObservedGeneration: 7,
+		}}))
 	})
 })

@@ -8,12 +8,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Node annotations of the machine config daemon.
+// Node annotations of the machine config daemon and HyperShift's drainer.
 const (
 	CurrentConfigAnnotation        = "machineconfiguration.openshift.io/currentConfig"
 	DesiredConfigAnnotation        = "machineconfiguration.openshift.io/desiredConfig"
 	StateAnnotation                = "machineconfiguration.openshift.io/state"
 	ReasonAnnotation               = "machineconfiguration.openshift.io/reason"
+	DesiredDrainAnnotation         = "machineconfiguration.openshift.io/desiredDrain"
+	LastAppliedDrainAnnotation     = "machineconfiguration.openshift.io/lastAppliedDrain"
 	CurrentRefreshConfigAnnotation = "hypershift.openshift.io/currentRefreshConfig"
 )
 
@@ -34,60 +36,123 @@ const (
 // NodeState is what the refresh controller knows about one node.
 type NodeState struct {
 	Name string
-	// RefreshConfig is the payload hash the node runs (annotation currentRefreshConfig).
+	// RefreshConfig is the refresh the node runs: annotation currentRefreshConfig, or with
+	// today's daemon currentConfig (see Delivery).
 	RefreshConfig string
 	// State and Reason are the daemon's (annotations state and reason).
 	State, Reason string
 	// DaemonPod is true while a machine-config-daemon pod runs on the node (refresh or upgrade).
 	DaemonPod bool
-	// Upgrading is true while an in-place upgrade targets the node.
+	// Upgrading is true while the daemon has been asked for a config it has not reached
+	// (desiredConfig differs from currentConfig): an in-place upgrade, or with today's daemon
+	// a refresh in flight.
 	Upgrading bool
+	// DesiredDrain and LastAppliedDrain are the drain handshake: the daemon asks for a drain or
+	// uncordon in desiredDrain and waits, doing nothing, until the drainer copies it to
+	// lastAppliedDrain. While they differ the node is busy and its daemon pod must stay.
+	DesiredDrain, LastAppliedDrain string
+}
+
+// Delivery says how a refresh reaches a node, and so where Plan reads what the node runs.
+type Delivery int
+
+const (
+	// DeliveryCurrentConfig is today's daemon (machine-config-operator 7ff337a4): it applies
+	// when desiredConfig differs from currentConfig and writes currentConfig=<ConfigMap hash>,
+	// never currentRefreshConfig. A refresh therefore sets the ConfigMap hash and desiredConfig
+	// to RefreshConfigValue(rolloutTarget, payloadHash), which the node reports in currentConfig.
+	DeliveryCurrentConfig Delivery = iota
+	// DeliveryRefreshAnnotation is a daemon that reports a refresh in currentRefreshConfig
+	// (the payload hash) and leaves currentConfig to the rollout target.
+	DeliveryRefreshAnnotation
+)
+
+// RefreshConfigValue is the refresh target with today's daemon: the rollout target, a dash, the
+// payload hash. It never equals a rollout target (8 hex digits), so the in-place upgrader, which
+// acts only while its MachineSet target differs from current, upgrades such a node like any
+// other, and the drainer, which reads the verb before the first dash of drain-<value>, works.
+func RefreshConfigValue(rolloutTarget, payloadHash string) string {
+	return rolloutTarget + "-" + payloadHash
+}
+
+// Target returns the value PoolState.Target takes for this delivery.
+func (d Delivery) Target(rolloutTarget, payloadHash string) string {
+	if d == DeliveryRefreshAnnotation {
+		return payloadHash
+	}
+	return RefreshConfigValue(rolloutTarget, payloadHash)
+}
+
+// NodeStateFromAnnotations reads a node's refresh state from its annotations.
+func NodeStateFromAnnotations(name string, annotations map[string]string, daemonPod bool, d Delivery) NodeState {
+	n := NodeState{
+		Name: name, State: annotations[StateAnnotation], Reason: annotations[ReasonAnnotation], DaemonPod: daemonPod,
+		Upgrading:    annotations[DesiredConfigAnnotation] != "" && annotations[DesiredConfigAnnotation] != annotations[CurrentConfigAnnotation],
+		DesiredDrain: annotations[DesiredDrainAnnotation], LastAppliedDrain: annotations[LastAppliedDrainAnnotation],
+		RefreshConfig: annotations[CurrentConfigAnnotation],
+	}
+	if d == DeliveryRefreshAnnotation {
+		n.RefreshConfig = annotations[CurrentRefreshConfigAnnotation]
+	}
+	return n
 }
 
 // PoolState is a NodePool's refresh input.
 type PoolState struct {
-	// Target is the payload hash every node should run.
+	// Target is the refresh every node should run (Delivery.Target); empty means none is known.
 	Target string
 	Nodes  []NodeState
 	// MaxUnavailable bounds nodes refreshing at once; below 1 means 1.
 	MaxUnavailable int
 	// ReplaceRollout is true while a Replace rollout runs (MachineDeployment updating, Machines deleting).
 	ReplaceRollout bool
+	// InPlaceUpgrade is true while the pool's MachineSet says an in-place upgrade runs
+	// (InPlaceUpgradeInProgress). The upgrader then owns the ConfigMap, the nodes'
+	// desiredConfig and the daemon pods, and delivers the full config itself.
+	InPlaceUpgrade bool
 }
 
 // Progress is what to do next for a pool.
 type Progress struct {
 	// Refresh are the nodes to start refreshing now, by name.
-	Refresh    []string
+	Refresh []string
+	// RemovePods are the nodes whose refresh is done (target reached, state not Working, drain
+	// handshake settled) and whose daemon pod can be deleted, by name.
+	RemovePods []string
 	Conditions []metav1.Condition
 }
 
-// Plan decides the next nodes to refresh and the pool's conditions. Refresh pauses during a
-// Replace rollout, never starts where a daemon pod already runs, leaves upgrading nodes to the
-// upgrade (which delivers the full config), and keeps at most MaxUnavailable nodes busy.
+// Plan decides the next nodes to refresh, the daemon pods to remove and the pool's conditions.
+// Refresh pauses during a Replace rollout and an in-place upgrade (then it removes no pod
+// either), never starts where a daemon pod already runs or a drain handshake is open, leaves
+// upgrading nodes to the upgrade, and keeps at most MaxUnavailable nodes busy.
 func Plan(pool PoolState) Progress {
 	nodes := append([]NodeState(nil), pool.Nodes...)
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	maxUnavailable := max(pool.MaxUnavailable, 1)
 
 	var done, busy int
-	var degraded []string
-	var candidates []string
+	var degraded, candidates, removable []string
 	for _, n := range nodes {
+		drainOpen := n.DesiredDrain != n.LastAppliedDrain
 		switch {
 		case n.State == StateDegraded:
 			degraded = append(degraded, fmt.Sprintf("%s: %s", n.Name, orUnknown(n.Reason)))
 			busy++
-		case n.RefreshConfig == pool.Target && n.State != StateWorking && !n.DaemonPod:
+		case pool.Target != "" && n.RefreshConfig == pool.Target && n.State != StateWorking && !n.Upgrading && !drainOpen:
 			done++
-		case n.DaemonPod || n.State == StateWorking || n.Upgrading:
+			if n.DaemonPod {
+				removable = append(removable, n.Name)
+			}
+		case n.DaemonPod || n.State == StateWorking || n.Upgrading || drainOpen:
 			busy++
 		default:
 			candidates = append(candidates, n.Name)
 		}
 	}
 	var p Progress
-	if !pool.ReplaceRollout {
+	paused := pool.ReplaceRollout || pool.InPlaceUpgrade || pool.Target == ""
+	if !paused {
 		for _, name := range candidates {
 			if busy >= maxUnavailable {
 				break
@@ -96,12 +161,21 @@ func Plan(pool PoolState) Progress {
 			busy++
 		}
 	}
+	if !pool.InPlaceUpgrade {
+		p.RemovePods = removable
+	}
 	total := len(nodes)
 	progressing := metav1.Condition{Type: ConditionProgressing, Status: metav1.ConditionFalse, Reason: "AsExpected", Message: fmt.Sprintf("%d/%d nodes refreshed", done, total)}
 	complete := metav1.Condition{Type: ConditionComplete, Status: metav1.ConditionFalse, Reason: "Refreshing", Message: fmt.Sprintf("%d/%d nodes refreshed", done, total)}
 	switch {
+	case pool.Target == "":
+		progressing.Reason, progressing.Message = "NoTarget", "No refresh target is known yet"
+		complete.Reason, complete.Message = "NoTarget", "No refresh target is known yet"
 	case done == total:
 		complete.Status, complete.Reason = metav1.ConditionTrue, "AsExpected"
+	case pool.InPlaceUpgrade:
+		progressing.Reason = "PausedForUpgrade"
+		progressing.Message = fmt.Sprintf("Paused while an in-place upgrade runs: %d/%d nodes refreshed", done, total)
 	case pool.ReplaceRollout:
 		progressing.Reason = "PausedForRollout"
 		progressing.Message = fmt.Sprintf("Paused while a Replace rollout runs: %d/%d nodes refreshed", done, total)

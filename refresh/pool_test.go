@@ -1,6 +1,8 @@
 package refresh_test
 
 import (
+	"strings"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -59,6 +61,100 @@ var _ = Describe("Pool progress", func() {
 		p := refresh.Plan(refresh.PoolState{Target: "new", MaxUnavailable: 1, Nodes: []refresh.NodeState{failed, node("b", "old", "Done")}})
 		Expect(p.Refresh).To(BeEmpty())
 		Expect(cond(p, refresh.ConditionDegraded)).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Message", "1 node(s) failed to refresh: a: failed to restart crio.service")))
+	})
+})
+
+var _ = Describe("Pool progress beside HyperShift's in-place upgrader", func() {
+	const rolloutTarget, payloadHash = "6669fa99", "b580dc5d"
+	target := refresh.DeliveryCurrentConfig.Target(rolloutTarget, payloadHash)
+	cond := func(p refresh.Progress, t string) metav1.Condition {
+		for _, c := range p.Conditions {
+			if c.Type == t {
+				return c
+			}
+		}
+		return metav1.Condition{}
+	}
+	// A node as the in-place upgrader and today's daemon leave it at the rollout target.
+	atRollout := func() map[string]string {
+		return map[string]string{
+			refresh.CurrentConfigAnnotation: rolloutTarget, refresh.DesiredConfigAnnotation: rolloutTarget, refresh.StateAnnotation: refresh.StateDone,
+			refresh.DesiredDrainAnnotation: "uncordon-" + rolloutTarget, refresh.LastAppliedDrainAnnotation: "uncordon-" + rolloutTarget,
+		}
+	}
+	plan := func(annotations map[string]string, pod bool) refresh.Progress {
+		return refresh.Plan(refresh.PoolState{Target: target, Nodes: []refresh.NodeState{
+			refresh.NodeStateFromAnnotations("n1", annotations, pod, refresh.DeliveryCurrentConfig),
+		}})
+	}
+
+	It("uses a refresh target no rollout target can equal, and one the drainer can split", func() {
+		Expect(target).To(Equal("6669fa99-b580dc5d"))
+		Expect(strings.SplitN("drain-"+target, "-", 2)[0]).To(Equal("drain"))
+		Expect(refresh.DeliveryRefreshAnnotation.Target(rolloutTarget, payloadHash)).To(Equal(payloadHash))
+	})
+
+	It("follows today's daemon through a refresh and its drain handshake, then removes the pod", func() {
+		node := atRollout()
+		Expect(plan(node, false).Refresh).To(Equal([]string{"n1"}), "currentConfig is the rollout target: not refreshed")
+
+		// The refresh side sets desiredConfig and starts the pod; the daemon asks for a drain.
+		node[refresh.DesiredConfigAnnotation] = target
+		Expect(plan(node, true).Refresh).To(BeEmpty())
+		node[refresh.StateAnnotation] = refresh.StateWorking
+		node[refresh.DesiredDrainAnnotation] = "drain-" + target
+		p := plan(node, true)
+		Expect(p.Refresh).To(BeEmpty())
+		Expect(p.RemovePods).To(BeEmpty())
+
+		// Drained; the daemon applies, writes currentConfig=<ConfigMap hash> and asks to uncordon.
+		node[refresh.LastAppliedDrainAnnotation] = "drain-" + target
+		node[refresh.StateAnnotation] = refresh.StateDone
+		node[refresh.CurrentConfigAnnotation] = target
+		node[refresh.DesiredDrainAnnotation] = "uncordon-" + target
+		p = plan(node, true)
+		Expect(p.RemovePods).To(BeEmpty(), "the uncordon is still open: the pod stays")
+		Expect(cond(p, refresh.ConditionComplete).Status).To(Equal(metav1.ConditionFalse))
+
+		node[refresh.LastAppliedDrainAnnotation] = "uncordon-" + target
+		p = plan(node, true)
+		Expect(p.RemovePods).To(Equal([]string{"n1"}))
+		Expect(cond(p, refresh.ConditionComplete).Status).To(Equal(metav1.ConditionTrue))
+		Expect(plan(node, false).RemovePods).To(BeEmpty())
+	})
+
+	It("reads currentRefreshConfig for a daemon that reports refreshes there", func() {
+		node := atRollout()
+		node[refresh.CurrentRefreshConfigAnnotation] = payloadHash
+		n := refresh.NodeStateFromAnnotations("n1", node, false, refresh.DeliveryRefreshAnnotation)
+		p := refresh.Plan(refresh.PoolState{Target: payloadHash, Nodes: []refresh.NodeState{n}})
+		Expect(cond(p, refresh.ConditionComplete).Status).To(Equal(metav1.ConditionTrue))
+	})
+
+	It("pauses while the MachineSet says an in-place upgrade runs, and leaves its pods alone", func() {
+		done := atRollout()
+		done[refresh.CurrentConfigAnnotation], done[refresh.DesiredConfigAnnotation] = target, target
+		done[refresh.DesiredDrainAnnotation], done[refresh.LastAppliedDrainAnnotation] = "uncordon-"+target, "uncordon-"+target
+		machineSet := map[string]string{refresh.MachineSetTargetConfigVersionAnnotation: "d6d65ef4", refresh.MachineSetCurrentConfigVersionAnnotation: rolloutTarget}
+		p := refresh.Plan(refresh.PoolState{Target: target, MaxUnavailable: 3, InPlaceUpgrade: refresh.InPlaceUpgradeInProgress(machineSet), Nodes: []refresh.NodeState{
+			refresh.NodeStateFromAnnotations("n1", atRollout(), false, refresh.DeliveryCurrentConfig),
+			refresh.NodeStateFromAnnotations("n2", done, true, refresh.DeliveryCurrentConfig),
+		}})
+		Expect(p.Refresh).To(BeEmpty())
+		Expect(p.RemovePods).To(BeEmpty())
+		Expect(cond(p, refresh.ConditionProgressing)).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "PausedForUpgrade")))
+	})
+
+	It("never starts a node whose drain handshake is open", func() {
+		node := atRollout()
+		node[refresh.DesiredDrainAnnotation] = "drain-" + rolloutTarget
+		Expect(plan(node, false).Refresh).To(BeEmpty())
+	})
+
+	It("does nothing without a target, rather than guess one", func() {
+		p := refresh.Plan(refresh.PoolState{Nodes: []refresh.NodeState{{Name: "n1"}}})
+		Expect(p.Refresh).To(BeEmpty())
+		Expect(cond(p, refresh.ConditionComplete)).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "NoTarget")))
 	})
 })
 

@@ -239,7 +239,7 @@ func (v *VCenters) startImport(ctx context.Context, imp bootimage.VSphereImport,
 	default:
 		return nil, nil, nil, fmt.Errorf("disk provisioning type %q is not supported", diskType)
 	}
-	spec, err := ovf.NewManager(s.vim).CreateImportSpec(ctx, descriptor, pool.Reference(), datastore.Reference(), &params)
+	spec, err := ovf.NewManager(s.vim).CreateImportSpec(ctx, descriptor, pool.Reference(), datastore.Reference(), params)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("creating the import spec: %w", err)
 	}

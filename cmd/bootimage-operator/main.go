@@ -23,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/bootimage-operator/bootimage-operator/controllers"
+	"github.com/bootimage-operator/bootimage-operator/internal/buildinfo"
 )
 
 // The Lease; its timings follow the control plane topology (clustertuning.go).
@@ -77,10 +78,16 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&opts.kubeAPIBurst, "kube-api-burst", defaultKubeAPIBurst, "Requests the operator's API client may send in a burst.")
 	fs.StringVar(&opts.clusterOperator, "cluster-operator-name", "", "ClusterOperator whose Upgradeable condition carries the boot image skew guard; empty (inside the MCO, whose status sync reads the guard) sets none.")
 	fs.StringVar(&opts.ovaCacheDir, "ova-cache-dir", controllers.DefaultOVACacheDir, "Writable directory for downloaded vSphere OVAs.")
+	showVersion := fs.Bool("version", false, "Print the version and exit.")
 	logConfig := textlogger.NewConfig()
 	logConfig.AddFlags(fs)
+	describeLogFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *showVersion {
+		fmt.Printf("bootimage-operator %s\n", buildinfo.Read())
+		return nil
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -117,6 +124,7 @@ func run(ctx context.Context, args []string) error {
 		RenewDeadline:                 ptr(tuning.Lease.RenewDeadline),
 		RetryPeriod:                   ptr(tuning.Lease.RetryPeriod),
 		GracefulShutdownTimeout:       ptr(shutdownGrace),
+		Logger:                        quietOnStop(ctx, logger),
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
@@ -139,7 +147,7 @@ func run(ctx context.Context, args []string) error {
 		case <-ctx.Done():
 		}
 	}()
-	log.Info("Starting manager", "releaseVersion", opts.releaseVersion, "leaderElect", opts.leaderElect, "host", restConfig.Host)
+	log.Info("Starting manager", "version", buildinfo.Read().String(), "releaseVersion", opts.releaseVersion, "leaderElect", opts.leaderElect, "host", restConfig.Host)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}

@@ -1,25 +1,21 @@
-// Command bootimagectl shows what bootimage-operator would do, writing nothing.
-//
-//	bootimagectl plan [--kubeconfig FILE [--offline] | -f FILE|DIR ...] [--aws-images FILE] [--vcenter-ca FILE] [--release-version V] [-o table|json]
+// Command bootimagectl shows what bootimage-operator would do, writing nothing. It is a
+// kubectl-family tool: it finds the cluster as kubectl does and prints tables, JSON or YAML.
 package main
 
 import (
 	"context"
 	"crypto/x509"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
-	configv1 "github.com/openshift/api/config/v1"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
-	"github.com/bootimage-operator/bootimage-operator/controllers"
+	"github.com/bootimage-operator/bootimage-operator/internal/buildinfo"
 )
 
 // Exit codes.
@@ -27,217 +23,180 @@ const (
 	exitOK       = 0
 	exitItemErr  = 1
 	exitUnusable = 2
+	// With `refresh plan --exit-code`: the change needs a reboot, or cannot be applied at all.
+	exitReboot = 3
+	exitReject = 4
 )
 
-const usage = `bootimagectl shows what bootimage-operator would do, writing nothing.
+// exitError ends a command with code; err, when set, is said on stderr after the command's path.
+type exitError struct {
+	code int
+	err  error
+}
 
-Commands:
-  plan           boot image decisions for every MachineSet and the ControlPlaneMachineSet
-  refresh plan   whether a worker config change can be applied in place, and which actions follow
+func (e exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
 
-Run 'bootimagectl COMMAND -h' for the flags of a command.
-`
+// unusable is input a command cannot work from (exit 2).
+func unusable(format string, a ...any) error {
+	return exitError{code: exitUnusable, err: fmt.Errorf(format, a...)}
+}
 
 func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	switch {
-	case len(args) > 0 && args[0] == "plan":
-		return runPlan(ctx, args[1:], stdout, stderr)
-	case len(args) > 1 && args[0] == "refresh" && args[1] == "plan":
-		return runRefreshPlan(args[2:], stdout, stderr)
-	default:
-		fmt.Fprint(stderr, usage)
-		return exitUnusable
+	root := newRootCommand(stdout)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return exitOK
 	}
-}
-
-type fileList []string
-
-func (f *fileList) String() string     { return strings.Join(*f, ",") }
-func (f *fileList) Set(v string) error { *f = append(*f, v); return nil }
-
-func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bootimagectl plan", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var files fileList
-	kubeconfig := fs.String("kubeconfig", "", "Read the cluster of this kubeconfig (default $KUBECONFIG) instead of files, and look images up in its cloud with its credentials Secrets, as the operator does.")
-	offline := fs.Bool("offline", false, "Look no image up in a cloud: only in --aws-images. Always so with -f.")
-	fs.Var(&files, "f", "A YAML or JSON file, or a folder of them (repeatable): Infrastructure, FeatureGate, ClusterVersion, MachineConfiguration, ConfigMap, MachineSet, ControlPlaneMachineSet, Secret, Node, and Lists of them.")
-	awsImages := fs.String("aws-images", "", "A JSON array of AMIs {imageId, ownerId, name, description, creationDate, region, state} to classify AWS images with, instead of EC2.")
-	vcenterCA := fs.String("vcenter-ca", "", "PEM CAs to trust for vCenter on a live cluster (default: the system's). vCenter is only read.")
-	releaseVersion := fs.String("release-version", "", "Release version whose feature gates apply (default: ClusterVersion status.desired.version).")
-	output := fs.String("o", "table", "Output format: table or json.")
-	if code, done := parseFlags(fs, args); done {
-		return code
-	}
-	if *output != "table" && *output != "json" {
-		fmt.Fprintf(stderr, "bootimagectl plan: -o must be table or json, not %q\n", *output)
-		return exitUnusable
-	}
-	in, c, err := planSource(ctx, files, *kubeconfig)
-	if err != nil {
-		fmt.Fprintf(stderr, "bootimagectl plan: %v\n", err)
-		return exitUnusable
-	}
-	if *offline {
-		c = nil
-	}
-	if c != nil {
-		// A live plan reads vSphere templates with the operator's credentials; it never writes.
-		if in.vcenters, err = vCenters(c, *vcenterCA); err != nil {
-			fmt.Fprintf(stderr, "bootimagectl plan: %v\n", err)
-			return exitUnusable
+	var ee exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", cmd.CommandPath(), ee.err)
 		}
-		defer in.vcenters.Close(ctx)
+		return ee.code
 	}
-	images, notes, err := imageCatalog(in, c, *awsImages)
-	if err != nil {
-		fmt.Fprintf(stderr, "bootimagectl plan: %v\n", err)
-		return exitUnusable
-	}
-	p, err := plan(ctx, in, *releaseVersion, images)
-	if err != nil {
-		fmt.Fprintf(stderr, "bootimagectl plan: %v\n", err)
-		return exitUnusable
-	}
-	p.Notes = append(notes, p.Notes...)
-	if err := printPlan(stdout, p, *output); err != nil {
-		fmt.Fprintf(stderr, "bootimagectl plan: %v\n", err)
-		return exitUnusable
-	}
-	if p.Summary.Error > 0 {
-		return exitItemErr
-	}
-	return exitOK
+	// cobra's own errors: an unknown command or flag, a flag value that does not parse.
+	fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for usage.\n", cmd.CommandPath(), err, cmd.CommandPath())
+	return exitUnusable
 }
 
-// planSource reads the plan's inputs from files or from the cluster of kubeconfig; for a cluster
-// it also returns the direct (uncached) client it read them with.
-func planSource(ctx context.Context, files []string, kubeconfig string) (planInputs, client.Reader, error) {
-	scheme := controllers.NewScheme()
-	if len(files) > 0 {
-		objs, err := loadFiles(scheme, files)
-		if err != nil {
-			return planInputs{}, nil, err
-		}
-		return fromObjects(objs), nil, nil
+func newRootCommand(stdout io.Writer) *cobra.Command {
+	cluster := &clusterFlags{}
+	root := &cobra.Command{
+		Use:   "bootimagectl",
+		Short: "Shows what bootimage-operator would do, writing nothing",
+		Long: `bootimagectl shows what bootimage-operator would do, writing nothing.
+
+It finds the cluster as kubectl does: --kubeconfig, else the $KUBECONFIG list, else
+~/.kube/config, with --context to pick a context. Cloud endpoints are trusted with the
+system's CAs plus $SSL_CERT_FILE, as the operator's are.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		// Errors and exit codes are said once, by run.
+		SilenceErrors: true,
+		SilenceUsage:  true,
 	}
-	if kubeconfig == "" {
-		kubeconfig = os.Getenv("KUBECONFIG")
+	cluster.addFlags(root.PersistentFlags())
+	refresh := &cobra.Command{
+		Use:   "refresh",
+		Short: "Whether a worker config change can be applied in place",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	if kubeconfig == "" {
-		return planInputs{}, nil, fmt.Errorf("give -f FILE|DIR or --kubeconfig")
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return planInputs{}, nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return planInputs{}, nil, err
-	}
-	in, err := fromCluster(ctx, c)
-	return in, c, err
+	refresh.AddCommand(newRefreshPlanCommand(cluster, stdout))
+	root.AddCommand(newPlanCommand(cluster, stdout), refresh, newVersionCommand(stdout))
+	return root
 }
 
-// imageCatalog returns where the plan looks cloud images up: the --aws-images file when given;
-// else, through c (a cluster, not --offline), the clouds as the operator reaches them, from the
-// same credentials Secrets and Infrastructure endpoints; else nowhere. notes say, once, what
-// cannot be looked up and why.
-func imageCatalog(in planInputs, c client.Reader, awsImages string) (bootimage.Catalog, []string, error) {
-	if awsImages != "" {
-		static, err := cloud.LoadStatic(awsImages)
-		if err != nil {
-			return nil, nil, err
-		}
-		return static, nil, nil
+func newVersionCommand(stdout io.Writer) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of bootimagectl",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			info := buildinfo.Read()
+			switch output {
+			case "":
+				_, err := fmt.Fprintf(stdout, "bootimagectl %s\n", info)
+				return err
+			case "json", "yaml":
+				return printStructured(stdout, info, output)
+			default:
+				return unusable("-o must be json or yaml, not %q", output)
+			}
+		},
 	}
-	var platform configv1.PlatformType
-	if in.infra != nil {
-		platform = bootimage.PlatformOf(in.infra)
-	}
-	if c == nil {
-		if platform == configv1.AWSPlatformType {
-			return nil, []string{"No AMI catalogue (no --aws-images; files and --offline reach no cloud): AMIs are not looked up, so RHCOS AMIs show as CustomImage"}, nil
-		}
-		return nil, nil, nil
-	}
-	var notes []string
-	if cc, ok := cloudCredentials[platform]; ok && in.secrets[cc.secret] == nil {
-		notes = append(notes, fmt.Sprintf("No Secret %s/%s: %s", controllers.MachineAPINamespace, cc.secret, cc.without))
-	}
-	rootCAs, err := awsCABundle()
-	if err != nil {
-		return nil, nil, err
-	}
-	return controllers.ClusterCatalog(c, rootCAs), notes, nil
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml (default: one line).")
+	return cmd
 }
 
-// vCenters returns the vCenter reader of a live plan, trusting the CAs of the PEM file caFile
-// when given, else the system's.
-func vCenters(c client.Reader, caFile string) (*cloud.VCenters, error) {
-	vc := &cloud.VCenters{Credentials: controllers.VSphereCredentials(c)}
-	if caFile == "" {
-		return vc, nil
-	}
-	pem, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, err
-	}
-	vc.RootCAs = x509.NewCertPool()
-	if !vc.RootCAs.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("--vcenter-ca %s: no PEM certificate", caFile)
-	}
-	return vc, nil
+// clusterFlags find the cluster as kubectl does.
+type clusterFlags struct {
+	kubeconfig string
+	context    string
 }
 
-// awsCABundle reads AWS_CA_BUNDLE, the AWS SDK's and CLI's variable for a private CA, into the
-// CAs trusted for the cloud endpoints; nil (the system's) when it is not set.
-func awsCABundle() (*x509.CertPool, error) {
-	path := os.Getenv("AWS_CA_BUNDLE")
+func (f *clusterFlags) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to the kubeconfig file (default: the files of $KUBECONFIG, else ~/.kube/config).")
+	fs.StringVar(&f.context, "context", "", "The kubeconfig context to use (default: its current-context).")
+}
+
+// restConfig loads the client configuration with clientcmd's loading rules, as kubectl does:
+// an explicit --kubeconfig, else the $KUBECONFIG list merged, else ~/.kube/config, else the
+// in-cluster service account.
+func (f *clusterFlags) restConfig() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = f.kubeconfig
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: f.context}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		return nil, errors.New("no cluster to read: give --kubeconfig, set $KUBECONFIG or write ~/.kube/config")
+	}
+	return cfg, err
+}
+
+// cloudRootCAs are the CAs trusted for cloud endpoints: the system's plus those of
+// $SSL_CERT_FILE, as the operator trusts them in its pod (where the cluster's bundle is the
+// system's). Read afresh, rather than from Go's once-per-process system pool, so the file is
+// always the one set now.
+func cloudRootCAs() (*x509.CertPool, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	path := os.Getenv("SSL_CERT_FILE")
 	if path == "" {
-		return nil, nil
+		return pool, nil
 	}
 	pem, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("AWS_CA_BUNDLE: %w", err)
+		return nil, fmt.Errorf("SSL_CERT_FILE: %w", err)
 	}
-	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("AWS_CA_BUNDLE %s holds no PEM certificate", path)
+		return nil, fmt.Errorf("SSL_CERT_FILE %s holds no PEM certificate", path)
 	}
 	return pool, nil
 }
 
-// cloudCredentials name, per platform, the Secret its image catalogue needs and what is lost
-// without it.
-var cloudCredentials = map[configv1.PlatformType]struct{ secret, without string }{
-	configv1.AWSPlatformType: {controllers.AWSCredentialsSecret, "AMIs cannot be looked up in EC2, by the operator either, so RHCOS AMIs show as CustomImage"},
-	configv1.GCPPlatformType: {controllers.GCPCredentialsSecret, "target images are not pre-flight checked, by the operator either"},
+// checkOutput refuses an output format not among allowed.
+func checkOutput(output string, allowed ...string) error {
+	for _, a := range allowed {
+		if output == a {
+			return nil
+		}
+	}
+	return unusable("-o must be one of %s, not %q", joinOr(allowed), output)
 }
 
-// parseFlags parses args into fs; done says the command ends there with code: help was asked for
-// (exit 0) or a flag is wrong (fs already said which).
-func parseFlags(fs *flag.FlagSet, args []string) (code int, done bool) {
-	err := fs.Parse(args)
-	switch {
-	case err == nil:
-		return 0, false
-	case errors.Is(err, flag.ErrHelp):
-		return exitOK, true
-	default:
-		return exitUnusable, true
+func joinOr(words []string) string {
+	switch len(words) {
+	case 0:
+		return ""
+	case 1:
+		return words[0]
 	}
-}
-
-// failure returns a function that says on stderr, after the command's name, why the input is
-// unusable, and gives the exit code for that.
-func failure(stderr io.Writer, command string) func(format string, a ...any) int {
-	return func(format string, a ...any) int {
-		fmt.Fprintf(stderr, command+": "+format+"\n", a...)
-		return exitUnusable
+	out := ""
+	for i, w := range words {
+		switch {
+		case i == 0:
+			out = w
+		case i == len(words)-1:
+			out += " or " + w
+		default:
+			out += ", " + w
+		}
 	}
+	return out
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -130,13 +129,10 @@ type Plan struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// errUnusable is input a plan cannot be computed from (exit 2).
-type errUnusable struct{ error }
-
 // plan decides for every MachineSet and ControlPlaneMachineSet with the operator's code.
 func plan(ctx context.Context, in planInputs, releaseVersion string, images bootimage.Catalog) (Plan, error) {
 	if in.infra == nil {
-		return Plan{}, errUnusable{fmt.Errorf("no Infrastructure cluster among the inputs: the platform is unknown")}
+		return Plan{}, fmt.Errorf("no Infrastructure cluster among the inputs: the platform is unknown")
 	}
 	if releaseVersion == "" && in.version != nil {
 		releaseVersion = in.version.Status.Desired.Version
@@ -164,32 +160,31 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, images boot
 	cluster := bootimage.NewCluster(objs)
 
 	// decide runs the operator's decision for one object; refine applies the CPMS rules.
-	decide := func(obj bootimage.Object, annotations map[string]string, refine func(bootimage.Decision, bootimage.Attempts) bootimage.Decision) error {
+	decide := func(obj bootimage.Object, annotations map[string]string, refine func(bootimage.Decision, bootimage.Attempts) bootimage.Decision) {
 		obj.UserData = in.userData(obj.ProviderSpec)
 		attempts := bootimage.ParseAttempts(annotations)
 		selection := bootimage.SelectionKey(cluster.Effective, obj.Resource)
 		obj.Attempts = func(target string) int { return attempts.For(target, selection) }
 		d, err := bootimage.Decide(ctx, cluster, obj)
 		if err != nil {
-			return errUnusable{err}
+			// As the operator does once its retries are spent: this row is an Error, the rest go on.
+			d = bootimage.CloudLookupFailed(d, err)
+		}
+		if d.Current == "" {
+			// Decisions taken before the image is read still show which image the object keeps.
+			d.Current = bootimage.CurrentImage(cluster.Platform, obj.ProviderSpec)
 		}
 		if refine != nil {
 			d = refine(d, attempts.Next(d.Target, selection))
 		}
 		out.Items = append(out.Items, d)
 		out.Summary.Add(d)
-		return nil
 	}
 	for _, ms := range in.machineSets {
-		if err := decide(bootimage.MachineSetObject(ms), ms.Annotations, nil); err != nil {
-			return Plan{}, err
-		}
+		decide(bootimage.MachineSetObject(ms), ms.Annotations, nil)
 	}
 	for _, c := range in.cpms {
-		refine := func(d bootimage.Decision, next bootimage.Attempts) bootimage.Decision { return cpms.Decide(c, d, next) }
-		if err := decide(cpms.Object(c), c.Annotations, refine); err != nil {
-			return Plan{}, err
-		}
+		decide(cpms.Object(c), c.Annotations, func(d bootimage.Decision, next bootimage.Attempts) bootimage.Decision { return cpms.Decide(c, d, next) })
 	}
 	sort.SliceStable(out.Items, func(i, j int) bool {
 		a, b := out.Items[i], out.Items[j]
@@ -242,15 +237,23 @@ func (in planInputs) userData(providerSpec []byte) *bootimage.UserData {
 }
 
 func printPlan(w io.Writer, p Plan, format string) error {
-	if format == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(p)
+	switch format {
+	case "json", "yaml":
+		return printStructured(w, p, format)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KIND\tNAME\tPLATFORM\tARCH\tACTION\tREASON\tCURRENT\tTARGET\tMESSAGE")
-	for _, d := range p.Items {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Kind, d.Name, d.Platform, orDash(d.Arch), d.Action, d.Reason, orDash(d.Current), orDash(d.Target), d.Message)
+	if format == "wide" {
+		fmt.Fprintln(tw, "KIND\tNAME\tPLATFORM\tARCH\tACTION\tREASON\tCURRENT\tTARGET\tMESSAGE")
+		for _, d := range p.Items {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Kind, d.Name, d.Platform, orDash(d.Arch), d.Action, d.Reason, orDash(d.Current), orDash(d.Target), d.Message)
+		}
+	} else {
+		// Fits 120 columns for the usual names: kind and name as kubectl's resource/name, RHCOS GCP
+		// images by name; the message is in -o wide.
+		fmt.Fprintln(tw, "NAME\tACTION\tREASON\tCURRENT\tTARGET")
+		for _, d := range p.Items {
+			fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\n", strings.ToLower(d.Kind), d.Name, d.Action, d.Reason, orDash(shortImage(d.Current)), orDash(shortImage(d.Target)))
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -259,12 +262,22 @@ func printPlan(w io.Writer, p Plan, format string) error {
 	if _, err := fmt.Fprintf(w, "\n%d to update, %d up to date, %d skipped, %d errors\n", s.Update, s.NoChange, s.Skip, s.Error); err != nil {
 		return err
 	}
+	if format == "table" && s.Error+s.Skip > 0 {
+		if _, err := fmt.Fprintln(w, "Why each was skipped or failed: -o wide"); err != nil {
+			return err
+		}
+	}
 	for _, n := range p.Notes {
 		if _, err := fmt.Fprintf(w, "Note: %s\n", n); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// shortImage drops the project path of an RHCOS GCP image, the one long image form.
+func shortImage(image string) string {
+	return strings.TrimPrefix(image, bootimage.RHCOSGCPImagePrefix+"/")
 }
 
 func orDash(s string) string {

@@ -69,7 +69,7 @@ var _ = Describe("bootimagectl plan on a cluster", Ordered, func() {
 		Expect(code).To(Equal(0))
 		p := parsePlan(out)
 		Expect(p.Notes).To(ConsistOf(HavePrefix(noCredentials), HavePrefix(notComputed)))
-		Expect(p.Items).To(HaveEach(HaveField("Reason", BeElementOf(bootimage.ReasonCustomImage, bootimage.ReasonOwnedByController))))
+		Expect(p.Items).To(HaveEach(HaveField("Reason", BeElementOf(bootimage.ReasonCustomImage, bootimage.ReasonOwnedByController, bootimage.ReasonUpToDate))))
 
 		_, table, _ := runCLI("plan", "--kubeconfig", kubeconfig)
 		Expect(strings.Count(table, "aws-cloud-credentials")).To(Equal(1), table)
@@ -105,7 +105,7 @@ var _ = Describe("bootimagectl plan on a cluster", Ordered, func() {
 		// The CLI trusts the fake endpoint the way an admin trusts a private one.
 		caBundle := filepath.Join(GinkgoT().TempDir(), "ca.pem")
 		Expect(os.WriteFile(caBundle, ec2.CertificatePEM(), 0o600)).To(Succeed())
-		GinkgoT().Setenv("AWS_CA_BUNDLE", caBundle)
+		GinkgoT().Setenv("SSL_CERT_FILE", caBundle)
 
 		infra := &configv1.Infrastructure{}
 		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, infra)).To(Succeed())

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,7 +143,7 @@ var _ = Describe("bootimagectl plan on files", func() {
     {"kind": "MachineSet", "namespace": "openshift-machine-api", "name": "custom", "platform": "AWS", "arch": "amd64", "action": "Skip", "reason": "CustomImage",
      "message": "AMI ami-0c0570c0570c05700 is owned by account 123456789012, not by RHCOS (531415883065) or the AWS Marketplace (679593333241)", "current": "ami-0c0570c0570c05700", "target": ""},
     {"kind": "MachineSet", "namespace": "openshift-machine-api", "name": "owned", "platform": "AWS", "arch": "", "action": "Skip", "reason": "OwnedByController",
-     "message": "owned by MachinePool pool, which manages its boot image", "current": "", "target": ""},
+     "message": "owned by MachinePool pool, which manages its boot image", "current": "ami-0aaaaaaaaaaaaaa01", "target": ""},
     {"kind": "MachineSet", "namespace": "openshift-machine-api", "name": "worker-a", "platform": "AWS", "arch": "amd64", "action": "Update", "reason": "ImageOutdated",
      "message": "AMI ami-0aaaaaaaaaaaaaa01 is outdated: the stream's is ami-0f1e2d3c4b5a69788", "current": "ami-0aaaaaaaaaaaaaa01", "target": "ami-0f1e2d3c4b5a69788"}
   ],
@@ -150,11 +151,39 @@ var _ = Describe("bootimagectl plan on files", func() {
 }`))
 	})
 
-	It("prints an aligned table by default", func() {
+	It("prints an aligned table of 120 columns at most by default, rows not updated with their current image", func() {
 		code, out, _ := runCLI("plan", "-f", dir, "--aws-images", images)
 		Expect(code).To(Equal(0))
-		Expect(out).To(ContainSubstring("KIND                    NAME      PLATFORM  ARCH   ACTION    REASON"))
+		Expect(out).To(HavePrefix("NAME                            ACTION    REASON             CURRENT                TARGET\n"))
+		Expect(out).To(ContainSubstring("\nmachineset/owned                Skip      OwnedByController  ami-0aaaaaaaaaaaaaa01  -\n"))
 		Expect(out).To(ContainSubstring("2 to update, 1 up to date, 2 skipped, 0 errors"))
+		Expect(out).NotTo(ContainSubstring("MESSAGE"))
+		for _, line := range strings.Split(out, "\n") {
+			Expect(len(line)).To(BeNumerically("<=", 120), line)
+		}
+	})
+
+	It("prints the messages with -o wide", func() {
+		code, out, _ := runCLI("plan", "-f", dir, "--aws-images", images, "-o", "wide")
+		Expect(code).To(Equal(0))
+		Expect(out).To(ContainSubstring("KIND                    NAME      PLATFORM  ARCH   ACTION    REASON"))
+		Expect(out).To(MatchRegexp(`(?m)^MachineSet +owned .*owned by MachinePool pool, which manages its boot image$`))
+	})
+
+	It("prints YAML with -o yaml, the same document as -o json", func() {
+		_, asJSON, _ := runCLI("plan", "-f", dir, "--aws-images", images, "-o", "json")
+		code, asYAML, stderr := runCLI("plan", "-f", dir, "--aws-images", images, "-o", "yaml")
+		Expect(stderr).To(BeEmpty())
+		Expect(code).To(Equal(0))
+		Expect(asYAML).To(ContainSubstring("\n  reason: OwnedByController\n"))
+		Expect(asYAML).To(MatchYAML(asJSON))
+	})
+
+	It("with --offline and no AMI catalogue, takes the stream's own AMI as up to date", func() {
+		code, out, _ := runCLI("plan", "-f", dir, "--offline", "-o", "json")
+		Expect(code).To(Equal(0))
+		Expect(parsePlan(out).Items).To(ContainElement(And(HaveField("Name", "current"), HaveField("Action", bootimage.NoChange),
+			HaveField("Reason", bootimage.ReasonUpToDate), HaveField("Target", fixtures.NewAWSAMIUSEast1))))
 	})
 
 	It("exits 1 when an item is an Error", func() {
@@ -192,7 +221,7 @@ var _ = Describe("bootimagectl plan on files", func() {
 			return []string{"plan", "-f", dir}
 		}, "bad.yaml, document 1"),
 		Entry("a missing file", func() []string { return []string{"plan", "-f", filepath.Join(dir, "nope.yaml")} }, "no such file"),
-		Entry("a bad output format", func() []string { return []string{"plan", "-f", dir, "-o", "xml"} }, "-o must be table or json"),
+		Entry("a bad output format", func() []string { return []string{"plan", "-f", dir, "-o", "xml"} }, `-o must be one of table, wide, json or yaml, not "xml"`),
 	)
 })
 
@@ -277,6 +306,6 @@ var _ = DescribeTable("the image catalogue of a plan says once what it cannot lo
 		"No Secret openshift-machine-api/gcp-cloud-credentials: target images are not pre-flight checked, by the operator either"}),
 	Entry("Azure needs none", configv1.AzurePlatformType, nil, true, []string{}),
 	Entry("AWS offline", configv1.AWSPlatformType, []string{controllers.AWSCredentialsSecret}, false, []string{
-		"No AMI catalogue (no --aws-images; files and --offline reach no cloud): AMIs are not looked up, so RHCOS AMIs show as CustomImage"}),
+		"No AMI catalogue (no --aws-images; files and --offline reach no cloud): AMIs other than the stream's are not looked up, so they show as CustomImage"}),
 	Entry("GCP offline", configv1.GCPPlatformType, nil, false, []string{}),
 )

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,12 +13,12 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	intstrutil "k8s.io/apimachinery/pkg/util/intstr"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/controllers"
@@ -61,59 +59,38 @@ type poolChange struct {
 // controllerConfig is the MCO's ControllerConfig, read only for its base OS image.
 var controllerConfig = schema.GroupVersionKind{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "ControllerConfig"}
 
-// wantsLiveRefreshPlan reports whether `refresh plan` args ask for a cluster (--kubeconfig).
-func wantsLiveRefreshPlan(args []string) bool {
-	return slices.ContainsFunc(args, func(a string) bool {
-		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		return strings.HasPrefix(a, "-") && name == "kubeconfig"
-	})
-}
-
-// runRefreshPlanLive is `bootimagectl refresh plan --kubeconfig`: it previews a MachineConfig on
+// runRefreshPlanLive is `bootimagectl refresh plan -f|--delete`: it previews a MachineConfig on
 // the pools of a cluster, reading only.
-func runRefreshPlanLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bootimagectl refresh plan --kubeconfig", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	kubeconfig := fs.String("kubeconfig", "", "Read this cluster's MachineConfigPools, MachineConfigs and node disruption policies.")
-	file := fs.String("f", "", "A MachineConfig (YAML or JSON) to preview applying.")
-	deleted := fs.String("delete", "", "The name of a MachineConfig to preview deleting.")
-	pool := fs.String("pool", "", "Only this MachineConfigPool.")
-	output := fs.String("o", "table", "Output format: table or json.")
-	if code, done := parseFlags(fs, args); done {
-		return code
-	}
-	fail := failure(stderr, "bootimagectl refresh plan")
-	if (*file == "") == (*deleted == "") {
-		return fail("give one of -f FILE and --delete NAME")
-	}
-	if *output != "table" && *output != "json" {
-		return fail("-o must be table or json, not %q", *output)
-	}
+func runRefreshPlanLive(ctx context.Context, o refreshPlanOptions, cluster *clusterFlags, stdout io.Writer) error {
 	scheme := liveScheme()
-	change := poolChange{name: *deleted}
-	if *file != "" {
-		mc, err := readMachineConfig(scheme, *file)
+	change := poolChange{name: o.deleted}
+	if o.file != "" {
+		mc, err := readMachineConfig(scheme, o.file)
 		if err != nil {
-			return fail("%v", err)
+			return unusable("%v", err)
 		}
 		change = poolChange{name: mc.Name, apply: mc}
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	cfg, err := cluster.restConfig()
 	if err != nil {
-		return fail("%v", err)
+		return unusable("%v", err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		return fail("%v", err)
+		return unusable("%v", err)
 	}
-	p, err := planLive(ctx, c, change, *pool)
+	p, err := planLive(ctx, c, change, o.pool)
 	if err != nil {
-		return fail("%v", err)
+		return unusable("%v", err)
 	}
-	if err := printLivePlan(stdout, p, *output); err != nil {
-		return fail("%v", err)
+	if err := printLivePlan(stdout, p, o.output); err != nil {
+		return unusable("%v", err)
 	}
-	return exitOK
+	outcomes := make([]refresh.Outcome, len(p.Pools))
+	for i, pp := range p.Pools {
+		outcomes[i] = pp.Outcome
+	}
+	return outcomeExit(o.exitCode, outcomes...)
 }
 
 func liveScheme() *runtime.Scheme {
@@ -129,6 +106,11 @@ func readMachineConfig(scheme *runtime.Scheme, path string) (*mcfgv1.MachineConf
 	if err != nil {
 		return nil, err
 	}
+	return decodeMachineConfig(scheme, path, data)
+}
+
+// decodeMachineConfig decodes data, read from path, as readMachineConfig does.
+func decodeMachineConfig(scheme *runtime.Scheme, path string, data []byte) (*mcfgv1.MachineConfig, error) {
 	decoder := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme, scheme, kjson.SerializerOptions{Yaml: true, Strict: true})
 	obj, gvk, err := decoder.Decode(data, nil, nil)
 	if err != nil {
@@ -204,9 +186,9 @@ func planLive(ctx context.Context, c client.Reader, change poolChange, onlyPool 
 		if change.apply != nil {
 			mc = change.apply
 		}
-		plan.Message = fmt.Sprintf("No MachineConfigPool selects MachineConfig %s (labels %v): nothing changes", change.name, mc.Labels)
+		plan.Message = fmt.Sprintf("No MachineConfigPool selects MachineConfig %s (labels %s): nothing changes", change.name, labelList(mc.Labels))
 		if onlyPool != "" {
-			plan.Message = fmt.Sprintf("MachineConfigPool %s does not select MachineConfig %s (labels %v): nothing changes there", onlyPool, change.name, mc.Labels)
+			plan.Message = fmt.Sprintf("MachineConfigPool %s does not select MachineConfig %s (labels %s): nothing changes there", onlyPool, change.name, labelList(mc.Labels))
 		}
 	}
 	return plan, nil
@@ -381,10 +363,8 @@ func livePolicies(ctx context.Context, c client.Reader) (refresh.Policies, strin
 }
 
 func printLivePlan(w io.Writer, p LivePlan, format string) error {
-	if format == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(p)
+	if format == "json" || format == "yaml" {
+		return printStructured(w, p, format)
 	}
 	fmt.Fprintf(w, "MachineConfig %s (%s)\n", p.MachineConfig, p.Operation)
 	if p.Message != "" {
@@ -404,4 +384,12 @@ func printLivePlan(w io.Writer, p LivePlan, format string) error {
 		}
 	}
 	return nil
+}
+
+// labelList prints labels as a selector does (a=b,c=d), "none" when there are none.
+func labelList(l map[string]string) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	return labels.Set(l).String()
 }

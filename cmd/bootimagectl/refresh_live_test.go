@@ -254,7 +254,7 @@ var _ = Describe("bootimagectl refresh plan on a cluster", Ordered, ContinueOnFa
 		mc.Labels[render.RoleLabel] = "master"
 		code, out, _ := runLive("-f", write(mc))
 		Expect(code).To(Equal(0))
-		Expect(out).To(ContainSubstring("No MachineConfigPool selects MachineConfig 99-master-chrony (labels map[machineconfiguration.openshift.io/role:master]): nothing changes"))
+		Expect(out).To(ContainSubstring("No MachineConfigPool selects MachineConfig 99-master-chrony (labels machineconfiguration.openshift.io/role=master): nothing changes"))
 	})
 
 	It("says when the pool's MachineConfigs already differ from its rendered config, and plans both changes", func() {

@@ -88,7 +88,8 @@ spec:
 			Expect(code).To(Equal(2))
 			Expect(stderr).To(ContainSubstring(message))
 		},
-		Entry("missing flags", func() []string { return []string{"refresh", "plan"} }, "--old and --new are required"),
+		Entry("no input", func() []string { return []string{"refresh", "plan"} }, "give -f FILE or --delete NAME to preview a MachineConfig on the cluster, or --old FILE --new FILE"),
+		Entry("--old without --new", func() []string { return []string{"refresh", "plan", "--old", "a.json"} }, "--old and --new are required together"),
 		Entry("spec 2 Ignition", func() []string {
 			p := write("v2.json", `{"ignition":{"version":"2.2.0"}}`)
 			return []string{"refresh", "plan", "--old", p, "--new", p}

@@ -11,12 +11,14 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/manifests"
@@ -59,7 +62,7 @@ func run() error {
 
 	// EC2 for the demo: a local endpoint speaking the EC2 Query API, which the operator reaches
 	// through the real SDK, as on AWS, via the Infrastructure's ec2 service endpoint.
-	ec2 := fakecloud.NewEC2(fixtures.AWSImages())
+	ec2 := fakecloud.NewEC2(append(fixtures.AWSImages(), nextRHCOSAMI))
 	defer ec2.Close()
 	dir := filepath.Join(manifests.RepoRoot(), "bin", "demo")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -69,14 +72,15 @@ func run() error {
 	if err := os.WriteFile(caBundle, ec2.CertificatePEM(), 0o600); err != nil {
 		return err
 	}
-	if err := seed(ctx, env.Client, ec2.URL); err != nil {
+	seeded, err := seed(ctx, env, ec2.URL)
+	if err != nil {
 		return fmt.Errorf("seeding the demo cluster: %w", err)
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := env.WriteKubeconfig(kubeconfig); err != nil {
 		return err
 	}
-	say("Demo cluster ready. In another terminal:\n\n    export KUBECONFIG=%s\n    kubectl get machinesets -n openshift-machine-api\n", kubeconfig)
+	printBanner(seeded, ec2.URL, kubeconfig, caBundle)
 
 	go printEvents(ctx, env)
 	go printProgress(ctx, env)
@@ -99,16 +103,20 @@ func run() error {
 	return nil
 }
 
+// nextRHCOSAMI is a newer RHCOS AMI in us-east-1 than the stream's, for "roll the stream".
+var nextRHCOSAMI = bootimage.AWSImage{ImageID: "ami-0b0b0b0b0b0b0b0b1", OwnerID: bootimage.RHCOSOwner, Name: "rhcos-9.6.20250801-0-x86_64",
+	Description: "rhcos-9.6.20250801-0-x86_64", CreationDate: "2025-08-01T12:00:00.000Z", Region: "us-east-1", State: "available"}
+
 // seed creates the demo cluster: AWS, tech preview gates, a stable 4.20 release, an RHCOS stream
-// newer than the MachineSets' images, one custom-image MachineSet, and a CPMS.
-func seed(ctx context.Context, c client.Client, ec2URL string) error {
+// newer than the MachineSets' images, one custom-image MachineSet, a CPMS, and a worker
+// MachineConfigPool with its MachineConfigs and rendered config. It returns what it created.
+func seed(ctx context.Context, env *testenv.Env, ec2URL string) ([]client.Object, error) {
 	infra := fixtures.Infrastructure(configv1.AWSPlatformType)
 	infra.Status.PlatformStatus.AWS.ServiceEndpoints = []configv1.AWSServiceEndpoint{{Name: "ec2", URL: ec2URL}}
 	objs := []client.Object{
 		infra,
 		fixtures.AWSCredentialsSecret(),
-		fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion,
-			[]configv1.FeatureGateName{featuregates.ManagedBootImagesCPMS, featuregates.BootImageSkewEnforcement}, nil),
+		fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, demoGates, nil),
 		fixtures.ClusterVersion(fixtures.ReleaseVersion, true),
 		// Opt the CPMS in: it defaults to None.
 		fixtures.MachineConfiguration(&operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{
@@ -122,7 +130,64 @@ func seed(ctx context.Context, c client.Client, ec2URL string) error {
 		fixtures.MachineSet("demo-x7k2p-custom-us-east-1c", fixtures.AWSProviderSpec("us-east-1", fixtures.CustomAMI)),
 		fixtures.ControlPlaneMachineSet(fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI), machinev1.ControlPlaneMachineSetStateActive),
 	}
-	return fixtures.Create(ctx, c, objs...)
+	objs = append(objs, fixtures.WorkerPoolObjects()...)
+	// MachineConfigs are not in the operator's scheme: a client that knows them.
+	scheme := controllers.NewScheme()
+	if err := mcfgv1.Install(scheme); err != nil {
+		return nil, err
+	}
+	c, err := client.New(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	return objs, fixtures.Create(ctx, c, objs...)
+}
+
+var demoGates = []configv1.FeatureGateName{featuregates.ManagedBootImagesCPMS, featuregates.BootImageSkewEnforcement}
+
+// printBanner says what the demo cluster holds and what the second terminal needs.
+func printBanner(objs []client.Object, ec2URL, kubeconfig, caBundle string) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Demo cluster ready: AWS cluster demo-x7k2p, release %s, feature set %s with gates %s\n", fixtures.ReleaseVersion, configv1.TechPreviewNoUpgrade, joinGates(demoGates))
+	fmt.Fprintf(&b, "    Stream (ConfigMap openshift-machine-config-operator/coreos-bootimages): RHCOS %s; us-east-1 %s, us-west-2 %s\n", fixtures.StreamRelease, fixtures.NewAWSAMIUSEast1, fixtures.NewAWSAMIUSWest2)
+	for _, o := range objs {
+		switch t := o.(type) {
+		case *machinev1beta1.MachineSet:
+			ami, what := amiOf(t.Spec.Template.Spec.ProviderSpec.Value), "old RHCOS"
+			if ami == fixtures.CustomAMI {
+				what = "a custom AMI: left alone"
+			}
+			fmt.Fprintf(&b, "    MachineSet %s: %s (%s)\n", t.Name, ami, what)
+		case *machinev1.ControlPlaneMachineSet:
+			fmt.Fprintf(&b, "    ControlPlaneMachineSet %s: %s (old RHCOS; opted in, it defaults to None)\n", t.Name, amiOf(t.Spec.Template.OpenShiftMachineV1Beta1Machine.Spec.ProviderSpec.Value))
+		case *mcfgv1.MachineConfigPool:
+			fmt.Fprintf(&b, "    MachineConfigPool %s: %d machines on %s, from MachineConfigs %s\n", t.Name, t.Status.MachineCount, t.Status.Configuration.Name, sourceNames(t))
+		}
+	}
+	fmt.Fprintf(&b, "    Fake EC2 at %s (the Infrastructure's ec2 endpoint): the AMIs above, and %s, a newer RHCOS in us-east-1\n", ec2URL, nextRHCOSAMI.ImageID)
+	fmt.Fprintf(&b, "\nIn another terminal, from %s:\n\n", manifests.RepoRoot())
+	fmt.Fprintf(&b, "    export KUBECONFIG=%s\n", kubeconfig)
+	fmt.Fprintf(&b, "    export SSL_CERT_FILE=%s   # the fake EC2's CA: bootimagectl trusts it as the operator does\n", caBundle)
+	b.WriteString("    kubectl get machinesets -n openshift-machine-api\n")
+	b.WriteString("    bin/bootimagectl plan\n")
+	b.WriteString("\nThings to try: README.md, \"Things to try\".\n")
+	say("%s", b.String())
+}
+
+func joinGates(gates []configv1.FeatureGateName) string {
+	names := make([]string, len(gates))
+	for i, g := range gates {
+		names[i] = string(g)
+	}
+	return strings.Join(names, ", ")
+}
+
+func sourceNames(p *mcfgv1.MachineConfigPool) string {
+	names := make([]string, len(p.Status.Configuration.Source))
+	for i, s := range p.Status.Configuration.Source {
+		names[i] = s.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 // printEvents prints each Event recorded in the demo cluster as it happens.

@@ -1,3 +1,6 @@
+// Package manifests_test checks the shipped manifests with the types of the projects that read them
+// (Kubernetes, the Prometheus operator, Prometheus's rule parser). It is a module of its own so
+// that the operator's module, which the MCO imports, does not require Prometheus.
 package manifests_test
 
 import (
@@ -32,7 +35,7 @@ import (
 func shippedObjects(t *testing.T) []runtime.Object {
 	t.Helper()
 	decoder := serializer.NewCodecFactory(clientgoscheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
-	files, _ := filepath.Glob("*.yaml")
+	files, _ := filepath.Glob(filepath.Join(manifestsDir, "*.yaml"))
 	if len(files) == 0 {
 		t.Fatal("no manifests found")
 	}
@@ -167,7 +170,7 @@ func TestMetricsWiring(t *testing.T) {
 // objectsIn decodes every object of the shipped manifest file name.
 func objectsIn(t *testing.T, name string) []runtime.Object {
 	t.Helper()
-	data, err := os.ReadFile(name)
+	data, err := os.ReadFile(filepath.Join(manifestsDir, name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,6 +248,37 @@ func TestDeploymentGivesCloudCallsWhatTheyNeed(t *testing.T) {
 	t.Errorf("ConfigMap %s/%s is not shipped", deployment.Namespace, ca.Name)
 }
 
+// TestAlertsHaveRunbooks checks that every shipped alert links a runbook that exists in docs/runbooks.
+func TestAlertsHaveRunbooks(t *testing.T) {
+	const base = "https://github.com/bootimage-operator/bootimage-operator/blob/main/docs/runbooks/"
+	var alerts int
+	for _, obj := range objectsIn(t, manifests.MetricsFile) {
+		rule, ok := obj.(*monitoringv1.PrometheusRule)
+		if !ok {
+			continue
+		}
+		for _, g := range rule.Spec.Groups {
+			for _, r := range g.Rules {
+				if r.Alert == "" {
+					continue
+				}
+				alerts++
+				url := r.Annotations["runbook_url"]
+				if url != base+r.Alert+".md" {
+					t.Errorf("alert %s: runbook_url is %q, want %s%s.md", r.Alert, url, base, r.Alert)
+					continue
+				}
+				if _, err := os.Stat(filepath.Join(manifestsDir, "..", "docs", "runbooks", r.Alert+".md")); err != nil {
+					t.Errorf("alert %s: runbook missing: %v", r.Alert, err)
+				}
+			}
+		}
+	}
+	if alerts == 0 {
+		t.Fatal("no alerts shipped")
+	}
+}
+
 // payloadAnnotations are what the CVO needs to apply an object of the MCO's install/: the
 // cluster profiles that include it (the MCO's own), and the capability without which it is left
 // out (no Machine API, no boot images to manage).
@@ -256,7 +290,11 @@ var payloadAnnotations = map[string]string{
 
 // TestPayloadFileNames checks the run-level names the CVO orders the payload's manifests by.
 func TestPayloadFileNames(t *testing.T) {
-	files, _ := filepath.Glob("*.yaml")
+	paths, _ := filepath.Glob(filepath.Join(manifestsDir, "*.yaml"))
+	var files []string
+	for _, p := range paths {
+		files = append(files, filepath.Base(p))
+	}
 	name := regexp.MustCompile(`^0000_(80|90)_machine-config_[0-9]{2}_bootimage-operator_[a-z-]+\.yaml$`)
 	for _, f := range files {
 		if !name.MatchString(f) {
@@ -291,7 +329,7 @@ func TestPayloadAnnotations(t *testing.T) {
 
 // TestImageReferences checks that every image is the release placeholder of an image-references tag.
 func TestImageReferences(t *testing.T) {
-	data, err := os.ReadFile("image-references")
+	data, err := os.ReadFile(filepath.Join(manifestsDir, "image-references"))
 	if err != nil {
 		t.Fatal(err)
 	}
