@@ -76,6 +76,18 @@ var _ = Describe("Bad configuration shows where an admin looks", func() {
 		Eventually(condition(controllers.ConditionBootImageUpdateDegraded)).Should(HaveField("Status", metav1.ConditionFalse))
 	})
 
+	It("blames a stream that does not parse even with no MachineSet to say so", func() {
+		bootImageCluster(configv1.GCPPlatformType)
+		cm := &corev1.ConfigMap{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: controllers.MCONamespace, Name: controllers.BootImagesConfigMapName}, cm)).To(Succeed())
+		cm.Data["stream"] = `{"architectures": "nope"}`
+		Expect(k8s.Update(ctx, cm)).To(Succeed())
+		start()
+		Eventually(condition(controllers.ConditionBootImageUpdateDegraded)).Should(And(
+			HaveField("Status", metav1.ConditionTrue),
+			HaveField("Message", ContainSubstring("ConfigMap openshift-machine-config-operator/coreos-bootimages: "))))
+	})
+
 	It("says so when ClusterVersion is missing, and still updates boot images", func() {
 		bootImageCluster(configv1.GCPPlatformType)
 		Expect(k8s.DeleteAllOf(ctx, &configv1.ClusterVersion{})).To(Succeed())

@@ -13,11 +13,13 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 )
 
-// Cloud timings. A lookup that fails is retried with the controller's backoff; once it has failed
-// for CloudErrorGrace the object is an Error CloudLookupFailed, retried every CloudRetryInterval
-// until it works. Skips that only the cloud can lift (an image not yet available or replicated)
+// Cloud timings. A lookup that fails is retried when the cloud adapter's failure backoff says
+// (cloud.Backoff; else with the controller's backoff); once it has failed for CloudErrorGrace the
+// object is an Error CloudLookupFailed, retried at that backoff and at least every
+// CloudRetryInterval until it works. Skips that only the cloud can lift (an image not yet available or replicated)
 // are re-checked every CloudRecheckInterval.
 const (
 	DefaultCloudErrorGrace      = 3 * time.Minute
@@ -45,6 +47,8 @@ type bootImageSteps struct {
 // CloudTimings are the cloud retry timings; zero fields take the defaults.
 type CloudTimings struct {
 	ErrorGrace, RetryInterval, RecheckInterval time.Duration
+	// Backoff is how long the cloud adapters remember a failed call (see cloud.Backoff).
+	Backoff cloud.Backoff
 }
 
 func (c CloudTimings) withDefaults() CloudTimings {
@@ -87,13 +91,27 @@ func (s bootImageSteps) reconcile(ctx context.Context, t target) (ctrl.Result, e
 	t.reduced.Attempts = s.Tracker.Attempts(kind, key, persisted, selection)
 	d, err := bootimage.Decide(ctx, in.cluster, t.reduced)
 	if err != nil {
+		if ctx.Err() != nil {
+			// This caller gave up (shutdown): no cloud failure, nothing to count.
+			return ctrl.Result{}, ctx.Err()
+		}
+		// A remembered cloud failure says when the call may be sent again: come back then, not
+		// sooner, and not through the controller's per-object backoff, which starts at 5ms.
+		retry, remembered := cloud.RetryAfter(err)
 		failing := s.Tracker.CloudFailing(kind, key, time.Now())
 		if failing < s.Timings.ErrorGrace {
-			return ctrl.Result{}, err // the controller's backoff retries it
+			if !remembered {
+				return ctrl.Result{}, err // the controller's backoff retries it
+			}
+			logf.FromContext(ctx).V(1).Info("Cloud lookup failed, retrying", "retryAfter", retry.String(), "error", err.Error())
+			return ctrl.Result{RequeueAfter: max(retry, time.Millisecond)}, nil
 		}
-		logf.FromContext(ctx).Info("Cloud lookup keeps failing", "failingFor", failing.Round(time.Second).String(), "error", err.Error())
-		report(ctx, s.Recorder, s.Tracker, t.live, bootimage.CloudLookupFailed(d, err), in.version)
-		return ctrl.Result{RequeueAfter: s.Timings.RetryInterval}, nil
+		logf.FromContext(ctx).V(1).Info("Cloud lookup keeps failing", "failingFor", failing.Round(time.Second).String(), "error", err.Error())
+		reportFailure(ctx, s.Recorder, s.Tracker, t.live, bootimage.CloudLookupFailed(d, err), in.version, cloud.FailureKey(err))
+		if !remembered {
+			retry = s.Timings.RetryInterval
+		}
+		return ctrl.Result{RequeueAfter: max(min(retry, s.Timings.RetryInterval), time.Millisecond)}, nil
 	}
 	s.Tracker.CloudWorks(kind, key)
 	next := s.Tracker.NextAttempts(kind, key, persisted, d.Target, selection)

@@ -28,11 +28,12 @@ const cloudImagesTTL = 10 * time.Minute
 
 // ClusterCatalog returns the cloud image catalogues of the cluster, configured from its
 // credentials Secrets and Infrastructure, read through c: the manager's cache in the operator, a
-// direct client in `bootimagectl plan`. rootCAs, when set, are trusted for the cloud endpoints.
-func ClusterCatalog(c client.Reader, rootCAs *x509.CertPool) bootimage.Catalog {
+// direct client in `bootimagectl plan`. rootCAs, when set, are trusted for the cloud endpoints;
+// backoff is how long failed calls are remembered (zero fields: cloud's defaults).
+func ClusterCatalog(c client.Reader, rootCAs *x509.CertPool, backoff cloud.Backoff) bootimage.Catalog {
 	var gcpOnce sync.Once
 	return cloud.Catalog{
-		AWS: &cloud.EC2{TTL: cloudImagesTTL, RootCAs: rootCAs, Settings: func(ctx context.Context) (cloud.AWSSettings, error) {
+		AWS: &cloud.EC2{TTL: cloudImagesTTL, RootCAs: rootCAs, Backoff: backoff, Settings: func(ctx context.Context) (cloud.AWSSettings, error) {
 			secret, err := credentialsSecret(ctx, c, AWSCredentialsSecret)
 			if err != nil {
 				return cloud.AWSSettings{}, err
@@ -56,7 +57,7 @@ func ClusterCatalog(c client.Reader, rootCAs *x509.CertPool) bootimage.Catalog {
 			}
 			return s, nil
 		}},
-		GCP: &cloud.GCPImages{TTL: cloudImagesTTL, Settings: func(ctx context.Context) (cloud.GCPSettings, error) {
+		GCP: &cloud.GCPImages{TTL: cloudImagesTTL, Backoff: backoff, Settings: func(ctx context.Context) (cloud.GCPSettings, error) {
 			secret, err := credentialsSecret(ctx, c, GCPCredentialsSecret)
 			if err == bootimage.ErrNoCatalog {
 				gcpOnce.Do(func() {

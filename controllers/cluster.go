@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -93,19 +94,18 @@ func getOptional[T client.Object](ctx context.Context, c client.Client, key clie
 	return obj, nil
 }
 
-// ControlPlaneArch returns the control plane's architecture by bootimage.ControlPlaneArch,
-// listing only the metadata of the nodes with a control-plane role.
+// ControlPlaneArch returns the control plane's architecture by bootimage.ControlPlaneArch, from
+// one list of the Nodes' metadata: no label selector can ask for either control-plane role, and
+// the cache holds every Node's metadata anyway.
 func ControlPlaneArch(ctx context.Context, c client.Reader) (string, error) {
-	var labels []map[string]string
-	for _, role := range bootimage.ControlPlaneRoles {
-		nodes := &metav1.PartialObjectMetadataList{}
-		nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
-		if err := c.List(ctx, nodes, client.HasLabels{role}); err != nil {
-			return "", err
-		}
-		for _, n := range nodes.Items {
-			labels = append(labels, n.Labels)
-		}
+	nodes := &metav1.PartialObjectMetadataList{}
+	nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+	if err := c.List(ctx, nodes); err != nil {
+		return "", fmt.Errorf("listing Nodes: %w", err)
+	}
+	labels := make([]map[string]string, 0, len(nodes.Items))
+	for _, n := range nodes.Items {
+		labels = append(labels, n.Labels)
 	}
 	return bootimage.ControlPlaneArch(labels), nil
 }

@@ -113,7 +113,11 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	}
 	var warnings []warning
 	// A missing or unreadable stream is said once, while it holds an object back.
-	if problem := r.streamProblem(ctx, bootImages, platform); problem.message != "" && (problem.reason == ReasonInvalidSelection || p.clusterLevel[problem.reason]) {
+	problem, err := r.streamProblem(ctx, bootImages, platform)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if problem.message != "" && (problem.reason == ReasonInvalidSelection || p.clusterLevel[problem.reason]) {
 		warnings = append(warnings, problem)
 	}
 	if cv == nil {
@@ -215,20 +219,21 @@ func (r *MachineConfigurationReconciler) announceSupport(ctx context.Context, mc
 
 // streamProblem says what is wrong with the stream itself: missing, unreadable, or without the
 // cluster's own architecture or platform. It is the same for every object, so it is said here
-// once rather than by each object's decision.
-func (r *MachineConfigurationReconciler) streamProblem(ctx context.Context, bootImages *corev1.ConfigMap, platform configv1.PlatformType) warning {
+// once rather than by each object's decision. A failed Node list is returned, not taken for "no
+// problem".
+func (r *MachineConfigurationReconciler) streamProblem(ctx context.Context, bootImages *corev1.ConfigMap, platform configv1.PlatformType) (warning, error) {
 	if bootImages == nil {
-		return warning{bootimage.ReasonStreamMissing, bootimage.StreamMissingMessage}
+		return warning{bootimage.ReasonStreamMissing, bootimage.StreamMissingMessage}, nil
 	}
 	streams, err := r.Streams.Parse(bootImages)
 	if err != nil {
-		return warning{bootimage.ReasonInvalidStream, err.Error()}
+		return warning{bootimage.ReasonInvalidStream, err.Error()}, nil
 	}
 	arch, err := ControlPlaneArch(ctx, r.Client)
 	if err != nil {
-		return warning{}
+		return warning{}, err
 	}
-	return warning{ReasonInvalidSelection, bootimage.StreamProblem(streams, platform, arch)}
+	return warning{ReasonInvalidSelection, bootimage.StreamProblem(streams, platform, arch)}, nil
 }
 
 // progress tallies the current decisions per resource.

@@ -20,7 +20,13 @@ const (
 // report records d, taken on inputs, and, when it changed, says so in an Event and the log: every
 // skip and error once, not again while nothing changes.
 func report(ctx context.Context, recorder record.EventRecorder, tracker *Tracker, obj client.Object, d bootimage.Decision, inputs string) {
-	if !tracker.Record(d, inputs) {
+	reportFailure(ctx, recorder, tracker, obj, d, inputs, "")
+}
+
+// reportFailure is report for an Error caused by the fault cause (cloud.FailureKey): the same
+// fault is said once, however often it recurs, and counted once in bootimage_errors_total.
+func reportFailure(ctx context.Context, recorder record.EventRecorder, tracker *Tracker, obj client.Object, d bootimage.Decision, inputs, cause string) {
+	if !tracker.RecordFailure(d, inputs, cause) {
 		return
 	}
 	// The request's logger already names the object, as controller-runtime logs it.

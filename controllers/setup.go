@@ -83,7 +83,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	}
 	images := cfg.Images
 	if images == nil {
-		images = ClusterCatalog(mgr.GetClient(), cfg.CloudRootCAs)
+		images = ClusterCatalog(mgr.GetClient(), cfg.CloudRootCAs, cfg.Cloud.Backoff)
 	}
 	vcenters, templates, err := setupVSphere(mgr, cfg.CloudRootCAs, cfg.OVACacheDir, cfg.AfterTemplateStep)
 	if err != nil {

@@ -36,6 +36,8 @@ type trackerKey struct {
 type trackedDecision struct {
 	bootimage.Decision
 	inputs string
+	// cause identifies the fault of an Error (cloud.FailureKey); empty for other decisions.
+	cause string
 }
 
 // NewTracker returns an empty tracker.
@@ -56,16 +58,27 @@ func keyOf(d bootimage.Decision) trackerKey {
 // Record stores d, taken on inputs, and reports whether it differs from the previous decision for
 // the object in action, reason or message (what an Event would say).
 func (t *Tracker) Record(d bootimage.Decision, inputs string) bool {
+	return t.RecordFailure(d, inputs, "")
+}
+
+// RecordFailure is Record for an Error caused by the fault cause: while the fault stays the
+// same (same reason and cause), the decision is unchanged and keeps its first message, so a
+// retry that fails alike costs no Event, no status write and no error count.
+func (t *Tracker) RecordFailure(d bootimage.Decision, inputs, cause string) bool {
 	k := keyOf(d)
 	t.mu.Lock()
 	prev, seen := t.decisions[k]
-	t.decisions[k] = trackedDecision{d, inputs}
+	sameFault := seen && cause != "" && prev.cause == cause && prev.Action == d.Action && prev.Reason == d.Reason
+	if sameFault {
+		d.Message = prev.Message
+	}
+	t.decisions[k] = trackedDecision{d, inputs, cause}
 	if d.Reason == bootimage.ReasonNotSelected {
 		delete(t.attempts, k)
 		t.optedOut[k] = true
 	}
 	t.mu.Unlock()
-	changed := !seen || prev.Action != d.Action || prev.Reason != d.Reason || prev.Message != d.Message
+	changed := !sameFault && (!seen || prev.Action != d.Action || prev.Reason != d.Reason || prev.Message != d.Message)
 	if changed || prev.inputs != inputs {
 		t.poke()
 	}

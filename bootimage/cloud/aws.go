@@ -56,6 +56,9 @@ type EC2 struct {
 	// RootCAs, when set, are the only CAs trusted for the endpoints; else the system's, which on
 	// a cluster include the injected trusted CA bundle.
 	RootCAs *x509.CertPool
+	// Backoff is how long a failed DescribeImages is remembered, per query, or per region when
+	// EC2 throttles or fails.
+	Backoff Backoff
 
 	init    sync.Once
 	clients *lookups[*ec2.Client]
@@ -66,6 +69,7 @@ func (e *EC2) caches() {
 	e.init.Do(func() {
 		e.clients = newLookups[*ec2.Client](maxEC2Clients)
 		e.answers = newLookups[[]bootimage.AWSImage](maxImageAnswers)
+		e.answers.failures = newFailures(e.Backoff)
 	})
 }
 
@@ -102,8 +106,9 @@ func (e *EC2) describe(ctx context.Context, region, query string, in *ec2.Descri
 	if ttl == 0 {
 		ttl = defaultImagesTTL
 	}
-	return e.answers.get(clientKey(region, settings)+"|"+query, ttl, func() ([]bootimage.AWSImage, error) {
-		client, err := e.client(region, settings)
+	scope := clientKey(region, settings)
+	return e.answers.get(ctx, scope+"|"+query, scope, ttl, func(ctx context.Context) ([]bootimage.AWSImage, error) {
+		client, err := e.client(ctx, region, settings)
 		if err != nil {
 			return nil, err
 		}
@@ -121,7 +126,7 @@ func describeImages(ctx context.Context, client *ec2.Client, region string, in *
 			break
 		}
 		if err != nil {
-			return nil, err
+			return nil, newFailure(apiDescribeImages, region, err)
 		}
 		for _, img := range out.Images {
 			images = append(images, bootimage.AWSImage{
@@ -140,8 +145,8 @@ func clientKey(region string, s AWSSettings) string {
 
 // client returns the EC2 client of region and s. Building one makes no request: credentials are
 // fetched on first use and cached by the client until they expire.
-func (e *EC2) client(region string, s AWSSettings) (*ec2.Client, error) {
-	return e.clients.get(clientKey(region, s), ec2ClientTTL, func() (*ec2.Client, error) {
+func (e *EC2) client(ctx context.Context, region string, s AWSSettings) (*ec2.Client, error) {
+	return e.clients.get(ctx, clientKey(region, s), "", ec2ClientTTL, func(context.Context) (*ec2.Client, error) {
 		httpClient := e.httpClient()
 		creds, err := awsCredentials(s, region, httpClient)
 		if err != nil {

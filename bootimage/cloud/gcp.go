@@ -10,6 +10,7 @@ import (
 
 	compute "cloud.google.com/go/compute/apiv1"
 	"cloud.google.com/go/compute/apiv1/computepb"
+	"github.com/googleapis/gax-go/v2"
 	"golang.org/x/oauth2"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
@@ -39,6 +40,9 @@ type GCPImages struct {
 	Settings func(context.Context) (GCPSettings, error)
 	// TTL bounds how stale an answer (existence, deprecation) may be; 10 minutes when zero.
 	TTL time.Duration
+	// Backoff is how long a failed images.get is remembered, per image, or for every image when
+	// the API throttles or fails.
+	Backoff Backoff
 
 	init    sync.Once
 	answers *lookups[*bootimage.GCPImage]
@@ -60,19 +64,25 @@ func (g *GCPImages) GCPImage(ctx context.Context, project, name string) (*bootim
 	if err != nil {
 		return nil, err
 	}
-	g.init.Do(func() { g.answers = newLookups[*bootimage.GCPImage](maxImageAnswers) })
+	g.init.Do(func() {
+		g.answers = newLookups[*bootimage.GCPImage](maxImageAnswers)
+		g.answers.failures = newFailures(g.Backoff)
+	})
 	ttl := g.TTL
 	if ttl == 0 {
 		ttl = defaultImagesTTL
 	}
-	return g.answers.get(gcpClientKey(s)+"|"+project+"/"+name, ttl, func() (*bootimage.GCPImage, error) {
+	scope := gcpClientKey(s)
+	return g.answers.get(ctx, scope+"|"+project+"/"+name, scope, ttl, func(ctx context.Context) (*bootimage.GCPImage, error) {
 		client, err := g.acquire(ctx, s)
 		if err != nil {
 			return nil, err
 		}
 		defer client.users.Done()
 		start := time.Now()
-		got, err := client.images.Get(ctx, &computepb.GetImageRequest{Project: project, Image: name})
+		// No gax retries: they would resend a 503 until the context ends, per lookup. The
+		// failure backoff retries, once for every caller.
+		got, err := client.images.Get(ctx, &computepb.GetImageRequest{Project: project, Image: name}, gax.WithRetry(func() gax.Retryer { return nil }))
 		var apiErr *googleapi.Error
 		if errors.As(err, &apiErr) && apiErr.Code == http.StatusNotFound {
 			observe(apiImagesGet, start, nil)
@@ -80,7 +90,7 @@ func (g *GCPImages) GCPImage(ctx context.Context, project, name string) (*bootim
 		}
 		observe(apiImagesGet, start, err)
 		if err != nil {
-			return nil, err
+			return nil, newFailure(apiImagesGet, "", err)
 		}
 		return &bootimage.GCPImage{Name: got.GetName(), Deprecation: got.GetDeprecated().GetState()}, nil
 	})

@@ -1,43 +1,77 @@
 package cloud
 
 import (
+	"context"
 	"time"
 
 	"golang.org/x/sync/singleflight"
 	utilcache "k8s.io/apimachinery/pkg/util/cache"
 )
 
+// lookupTimeout bounds one shared lookup, SDK retries included. The lookup runs on its own
+// context: a caller that gives up stops waiting, but neither cancels the lookup for the others
+// nor makes it fail.
+const lookupTimeout = time.Minute
+
 // lookups remembers answers by key, at most size of them and each for its ttl, and sends one
 // lookup per key at a time: callers asking for a key in flight wait for that answer. No lock is
-// held while a lookup runs. Errors are not remembered.
+// held while a lookup runs. With failures set, a failed lookup is remembered for a growing
+// interval (see Backoff), shared by every caller.
 type lookups[V any] struct {
-	cache  *utilcache.LRUExpireCache
-	flight singleflight.Group
+	cache    *utilcache.LRUExpireCache
+	flight   singleflight.Group
+	failures *failures
+	now      func() time.Time
 }
 
 func newLookups[V any](size int) *lookups[V] {
-	return &lookups[V]{cache: utilcache.NewLRUExpireCache(size)}
+	return &lookups[V]{cache: utilcache.NewLRUExpireCache(size), now: time.Now}
 }
 
-func (l *lookups[V]) get(key string, ttl time.Duration, lookup func() (V, error)) (V, error) {
+// get returns the answer for key, looking it up when it is not known. scope names what a
+// region-wide failure of the lookup stops (its endpoint and region).
+func (l *lookups[V]) get(ctx context.Context, key, scope string, ttl time.Duration, lookup func(context.Context) (V, error)) (V, error) {
+	var zero V
 	if v, ok := l.cache.Get(key); ok {
 		return v.(V), nil
 	}
-	v, err, _ := l.flight.Do(key, func() (any, error) {
+	if l.failures != nil {
+		if err := l.failures.active(l.now(), key, scope); err != nil {
+			return zero, err
+		}
+	}
+	ch := l.flight.DoChan(key, func() (any, error) {
 		// A lookup for key may have finished between the Get above and this flight.
 		if v, ok := l.cache.Get(key); ok {
 			return v, nil
 		}
-		v, err := lookup()
+		if l.failures != nil {
+			if err := l.failures.active(l.now(), key, scope); err != nil {
+				return nil, err
+			}
+		}
+		lookupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
+		defer cancel()
+		v, err := lookup(lookupCtx)
 		if err != nil {
+			if l.failures != nil {
+				err = l.failures.record(l.now(), key, scope, err)
+			}
 			return nil, err
+		}
+		if l.failures != nil {
+			l.failures.forget(key, scope)
 		}
 		l.cache.Add(key, v, ttl)
 		return v, nil
 	})
-	if err != nil {
-		var zero V
-		return zero, err
+	select {
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	case res := <-ch:
+		if res.Err != nil {
+			return zero, res.Err
+		}
+		return res.Val.(V), nil
 	}
-	return v.(V), nil
 }

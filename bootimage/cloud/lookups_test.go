@@ -79,22 +79,6 @@ var _ = Describe("Cloud lookups shared by every MachineSet", func() {
 		Expect(requestCount("ec2:DescribeImages", "success") - before).To(BeEquivalentTo(4))
 	})
 
-	It("asks again after a failure instead of remembering it", func() {
-		server := fakecloud.NewEC2(fixtures.AWSImages())
-		DeferCleanup(server.Close)
-		ec2 := staticKeysEC2(server)
-		before := requestCount("ec2:DescribeImages", "error")
-		server.Unavailable.Store(true)
-		_, err := ec2.AWSImage(ctx, "us-east-1", fixtures.OldAWSAMI)
-		Expect(err).To(MatchError(ContainSubstring("Unavailable")))
-		Expect(requestCount("ec2:DescribeImages", "error") - before).To(BeNumerically(">=", 1))
-
-		server.Unavailable.Store(false)
-		img, err := ec2.AWSImage(ctx, "us-east-1", fixtures.OldAWSAMI)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(img.ImageID).To(Equal(fixtures.OldAWSAMI))
-	})
-
 	It("sends one images.get per image, and never closes a GCP client under a request when the credentials rotate", func() {
 		var images []fakecloud.ComputeImage
 		for i := range 10 {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/buildinfo"
+	"github.com/bootimage-operator/bootimage-operator/leader"
 )
 
 // The Lease; its timings follow the control plane topology (clustertuning.go).
@@ -110,7 +111,7 @@ func run(ctx context.Context, args []string) error {
 	log.Info("Read cluster tuning", "leaseDuration", tuning.Lease.LeaseDuration.String(), "renewDeadline", tuning.Lease.RenewDeadline.String(),
 		"retryPeriod", tuning.Lease.RetryPeriod.String(), "metricsTLSProfile", tuning.TLSProfile)
 	metrics := metricsOptions(opts.metricsAddr, opts.metricsCertDir, tuning)
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+	mgrOpts := ctrl.Options{
 		Scheme:                        controllers.NewScheme(),
 		Cache:                         controllers.CacheOptions(),
 		MapperProvider:                controllers.NewRESTMapper,
@@ -125,15 +126,23 @@ func run(ctx context.Context, args []string) error {
 		RetryPeriod:                   ptr(tuning.Lease.RetryPeriod),
 		GracefulShutdownTimeout:       ptr(shutdownGrace),
 		Logger:                        quietOnStop(ctx, logger),
-	})
+	}
+	// Every write of the manager's client is fenced on the lease's last renewal.
+	fence, err := leader.Configure(restConfig, &mgrOpts, leader.DefaultSkewMargin)
+	if err != nil {
+		return fmt.Errorf("fencing writes on the leader lease: %w", err)
+	}
+	mgr, err := ctrl.NewManager(restConfig, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return err
+	for name, check := range leader.Readiness(mgr.GetCache(), fence) {
+		if err := mgr.AddReadyzCheck(name, check); err != nil {
+			return err
+		}
 	}
 	if err := controllers.Setup(mgr, controllers.Config{ReleaseVersion: opts.releaseVersion, ClusterOperator: opts.clusterOperator, OVACacheDir: opts.ovaCacheDir}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
@@ -148,7 +157,7 @@ func run(ctx context.Context, args []string) error {
 		}
 	}()
 	log.Info("Starting manager", "version", buildinfo.Read().String(), "releaseVersion", opts.releaseVersion, "leaderElect", opts.leaderElect, "host", restConfig.Host)
-	if err := mgr.Start(ctx); err != nil {
+	if err := leader.Start(ctx, mgr, fence); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	log.Info("Manager stopped")

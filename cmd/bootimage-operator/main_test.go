@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -139,6 +140,16 @@ var _ = Describe("The operator process on a real API server, with only the shipp
 			return *lease.Spec.HolderIdentity
 		}).ShouldNot(BeEmpty())
 		Expect(*lease.Spec.LeaseDurationSeconds).To(BeEquivalentTo(137))
+		// Ready says what it checks: the caches synced, and leading on a fresh lease or standing by.
+		Eventually(func() (string, error) {
+			resp, err := http.Get(fmt.Sprintf("http://%s/readyz?verbose", probe))
+			if err != nil {
+				return "", err
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			return fmt.Sprintf("%d %s", resp.StatusCode, body), err
+		}).Should(And(HavePrefix("200 "), ContainSubstring("[+]caches-synced ok"), ContainSubstring("[+]leader-or-standby ok")))
 
 		ms := &machinev1beta1.MachineSet{}
 		Eventually(func() string {

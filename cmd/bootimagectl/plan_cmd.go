@@ -145,7 +145,7 @@ func imageCatalog(in planInputs, c client.Reader, awsImages string) (bootimage.C
 	if err != nil {
 		return nil, nil, err
 	}
-	return controllers.ClusterCatalog(c, rootCAs), notes, nil
+	return controllers.ClusterCatalog(c, rootCAs, cloud.Backoff{}), notes, nil
 }
 
 // vCenters returns the vCenter reader of a live plan, trusting the CAs of the PEM file caFile

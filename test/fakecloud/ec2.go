@@ -3,6 +3,7 @@
 package fakecloud
 
 import (
+	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
 	"encoding/xml"
@@ -25,12 +26,19 @@ type EC2 struct {
 	// Calls counts DescribeImages requests.
 	Calls atomic.Int64
 	// Unavailable, while true, answers every request with HTTP 503 Unavailable, as EC2 does when
-	// it is throttling or failing.
+	// it is failing.
 	Unavailable atomic.Bool
-	amis        []bootimage.AWSImage
+	// Throttled, while true, answers every request with HTTP 503 RequestLimitExceeded, as EC2
+	// does when it throttles an account.
+	Throttled atomic.Bool
+	// Gate, when set before requests arrive, holds each request until it is closed, as a slow
+	// endpoint does.
+	Gate chan struct{}
+	amis []bootimage.AWSImage
 
 	mu       sync.Mutex
 	requests []DescribeImagesRequest
+	byRegion map[string]int
 }
 
 // DescribeImagesRequest is one DescribeImages request as the server received it.
@@ -90,13 +98,34 @@ type ec2ErrorResponse struct {
 	RequestID string   `xml:"RequestID"`
 }
 
+// CallsIn returns how many DescribeImages requests were signed for region, failed ones included.
+func (e *EC2) CallsIn(region string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.byRegion[region]
+}
+
 func (e *EC2) serve(w http.ResponseWriter, r *http.Request) {
-	if e.Unavailable.Load() {
-		writeXML(w, http.StatusServiceUnavailable, ec2ErrorResponse{Code: "Unavailable", Message: "The service is unavailable. Please try again shortly.", RequestID: "fake"})
+	if err := r.ParseForm(); err != nil || r.Form.Get("Action") != "DescribeImages" {
+		writeXML(w, http.StatusBadRequest, ec2ErrorResponse{Code: "InvalidAction", Message: "only DescribeImages is served", RequestID: RequestID()})
 		return
 	}
-	if err := r.ParseForm(); err != nil || r.Form.Get("Action") != "DescribeImages" {
-		writeXML(w, http.StatusBadRequest, ec2ErrorResponse{Code: "InvalidAction", Message: "only DescribeImages is served", RequestID: "fake"})
+	e.mu.Lock()
+	if e.byRegion == nil {
+		e.byRegion = map[string]int{}
+	}
+	e.byRegion[credentialScope(r, 2)]++
+	e.mu.Unlock()
+	if e.Gate != nil {
+		<-e.Gate
+	}
+	// Every answer carries a new request id, as EC2's do: nothing may key on it.
+	switch {
+	case e.Throttled.Load():
+		writeXML(w, http.StatusServiceUnavailable, ec2ErrorResponse{Code: "RequestLimitExceeded", Message: "Request limit exceeded.", RequestID: RequestID()})
+		return
+	case e.Unavailable.Load():
+		writeXML(w, http.StatusServiceUnavailable, ec2ErrorResponse{Code: "Unavailable", Message: "The service is unavailable. Please try again shortly.", RequestID: RequestID()})
 		return
 	}
 	e.Calls.Add(1)
@@ -110,7 +139,7 @@ func (e *EC2) serve(w http.ResponseWriter, r *http.Request) {
 	e.mu.Lock()
 	e.requests = append(e.requests, req)
 	e.mu.Unlock()
-	resp := describeImagesResponse{RequestID: "fake"}
+	resp := describeImagesResponse{RequestID: RequestID()}
 	for _, img := range e.amis {
 		alias := ""
 		for a, account := range ownerAliases {
@@ -126,7 +155,7 @@ func (e *EC2) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	// EC2 fails a lookup by id of an AMI it does not know, rather than answering with none.
 	if len(req.ImageIDs) > 0 && len(resp.Images) < len(req.ImageIDs) {
-		writeXML(w, http.StatusBadRequest, ec2ErrorResponse{Code: "InvalidAMIID.NotFound", Message: fmt.Sprintf("The image id '%v' does not exist", req.ImageIDs), RequestID: "fake"})
+		writeXML(w, http.StatusBadRequest, ec2ErrorResponse{Code: "InvalidAMIID.NotFound", Message: fmt.Sprintf("The image id '%v' does not exist", req.ImageIDs), RequestID: RequestID()})
 		return
 	}
 	writeXML(w, http.StatusOK, resp)
@@ -170,6 +199,13 @@ func writeXML(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(xml.Header))
 	_ = xml.NewEncoder(w).Encode(v)
+}
+
+// RequestID returns a new random request id in AWS's format (a UUID).
+func RequestID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 // RootCAs returns a pool trusting the server.

@@ -17,8 +17,11 @@ type ComputeImage struct {
 // Compute answers the GCP compute REST API's images.get.
 type Compute struct {
 	*httptest.Server
-	Calls  atomic.Int64
-	images []ComputeImage
+	Calls atomic.Int64
+	// Unavailable, while true, answers every request with HTTP 503 backendError, as the compute
+	// API does when it fails. Its errors carry no request id in the body; nothing to vary.
+	Unavailable atomic.Bool
+	images      []ComputeImage
 }
 
 // NewCompute starts a compute endpoint serving images. Close it when done.
@@ -30,6 +33,10 @@ func NewCompute(images []ComputeImage) *Compute {
 
 func (c *Compute) serve(w http.ResponseWriter, r *http.Request) {
 	c.Calls.Add(1)
+	if c.Unavailable.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, googleError(http.StatusServiceUnavailable, "backendError", "Backend Error"))
+		return
+	}
 	// GET /compute/v1/projects/{project}/global/images/{image}
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	if r.Method != http.MethodGet || len(parts) != 7 || parts[0] != "compute" || parts[2] != "projects" || parts[4] != "global" || parts[5] != "images" {

@@ -65,16 +65,16 @@ type stsErrorResponse struct {
 
 func (s *STS) serve(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil || r.Form.Get("Action") != "AssumeRoleWithWebIdentity" || r.Form.Get("Version") != "2011-06-15" {
-		writeXML(w, http.StatusBadRequest, stsErrorResponse{Type: "Sender", Code: "InvalidAction", Message: "only AssumeRoleWithWebIdentity (2011-06-15) is served", RequestID: "fake"})
+		writeXML(w, http.StatusBadRequest, stsErrorResponse{Type: "Sender", Code: "InvalidAction", Message: "only AssumeRoleWithWebIdentity (2011-06-15) is served", RequestID: RequestID()})
 		return
 	}
 	s.Calls.Add(1)
 	if r.Form.Get("WebIdentityToken") != s.token {
-		writeXML(w, http.StatusBadRequest, stsErrorResponse{Type: "Sender", Code: "InvalidIdentityToken", Message: "Couldn't retrieve verification key from your identity provider", RequestID: "fake"})
+		writeXML(w, http.StatusBadRequest, stsErrorResponse{Type: "Sender", Code: "InvalidIdentityToken", Message: "Couldn't retrieve verification key from your identity provider", RequestID: RequestID()})
 		return
 	}
 	if r.Form.Get("RoleArn") != s.roleARN {
-		writeXML(w, http.StatusForbidden, stsErrorResponse{Type: "Sender", Code: "AccessDenied", Message: "Not authorized to perform sts:AssumeRoleWithWebIdentity", RequestID: "fake"})
+		writeXML(w, http.StatusForbidden, stsErrorResponse{Type: "Sender", Code: "AccessDenied", Message: "Not authorized to perform sts:AssumeRoleWithWebIdentity", RequestID: RequestID()})
 		return
 	}
 	session := r.Form.Get("RoleSessionName")
@@ -83,7 +83,7 @@ func (s *STS) serve(w http.ResponseWriter, r *http.Request) {
 		RoleARN: fmt.Sprintf("%s/%s", s.roleARN, session), RoleID: "AROAFAKEROLEEXAMPLE:" + session,
 		Credentials: stsCredentials{AccessKeyID: s.AccessKeyID, SecretAccessKey: "fakeSecretAccessKeyFromSTS", SessionToken: s.SessionToken,
 			Expiration: time.Now().Add(time.Hour).UTC().Format(time.RFC3339)},
-		Provider: "arn:aws:iam::123456789012:oidc-provider/oidc.example.com", RequestID: "fake",
+		Provider: "arn:aws:iam::123456789012:oidc-provider/oidc.example.com", RequestID: RequestID(),
 	})
 }
 
