@@ -85,7 +85,7 @@ var _ = Describe("Bad configuration shows where an admin looks", func() {
 		start()
 		Eventually(condition(controllers.ConditionBootImageUpdateDegraded)).Should(And(
 			HaveField("Status", metav1.ConditionTrue),
-			HaveField("Message", ContainSubstring("ConfigMap openshift-machine-config-operator/coreos-bootimages: "))))
+			HaveField("Message", ContainSubstring("ConfigMap openshift-machine-config-operator/coreos-bootimages key stream: not a CoreOS stream"))))
 	})
 
 	It("says so when ClusterVersion is missing, and still updates boot images", func() {

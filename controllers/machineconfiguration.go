@@ -112,12 +112,13 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 		return ctrl.Result{}, err
 	}
 	var warnings []warning
-	// A missing or unreadable stream is said once, while it holds an object back.
+	// A missing stream is said once, while it holds an object back; one that does not parse is
+	// said even with no object to hold back, since nothing else would say it.
 	problem, err := r.streamProblem(ctx, bootImages, platform)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if problem.message != "" && (problem.reason == ReasonInvalidSelection || p.clusterLevel[problem.reason]) {
+	if problem.message != "" && (problem.reason != bootimage.ReasonStreamMissing || p.clusterLevel[problem.reason]) {
 		warnings = append(warnings, problem)
 	}
 	if cv == nil {
