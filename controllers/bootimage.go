@@ -42,7 +42,7 @@ type bootImageSteps struct {
 	Metrics  *Metrics
 	Clock    clock.PassiveClock
 	// Templates imports vSphere templates before a vSphere update is patched in.
-	Templates *TemplateImporter
+	Templates *TemplateImports
 	// Unavailable times stream targets the cloud does not have.
 	Unavailable *lastingSkips
 
@@ -126,15 +126,15 @@ func (s bootImageSteps) reconcile(ctx context.Context, t target) (ctrl.Result, e
 	if d.Reason == bootimage.ReasonHotLoopDetected {
 		d.Message = withSecondWriter(ctx, s.Reader, t.live, d.Message)
 	}
-	if d.Action == bootimage.Update && d.VSphere != nil {
-		if again, err := s.importTemplate(ctx, t, d, in.version); again || err != nil {
-			return vsphereResult(err)
-		}
+	d, wait := s.vsphereImport(ctx, t, key, d, in.version)
+	if wait != nil {
+		return *wait, nil
 	}
 	if d.Action == bootimage.Update {
 		if err := s.update(ctx, t, key, d, next); err != nil {
 			return ctrl.Result{}, err
 		}
+		s.Templates.recorded(waiter{kind, key})
 	}
 	d, recheck := s.lasting(kind, key, d)
 	report(ctx, s.Recorder, s.Tracker, s.Metrics, t.live, d, in.version)

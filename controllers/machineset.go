@@ -73,6 +73,9 @@ func (r *MachineSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&machinev1beta1.MachineSet{}, builder.WithPredicates(
 			inNamespace(MachineAPINamespace),
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
+	if r.Templates != nil {
+		b = b.WatchesRawSource(r.Templates.Source("MachineSet"))
+	}
 	return watchClusterInputs(b, r.Inputs.Namespace, all, byUserData).Complete(r)
 }
 

@@ -139,8 +139,8 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	if err := mc.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	vcenters, templates := newVSphere(mgr.GetAPIReader(), cfg.CloudRootCAs, cfg.OVACacheDir)
-	if err := mgr.Add(vcenters); err != nil {
+	vcenters, templates, err := setupVSphere(mgr, cfg.CloudRootCAs, cfg.OVACacheDir)
+	if err != nil {
 		return err
 	}
 	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: cfg.Images, Streams: streams, Namespace: cfg.Namespace, Templates: vcenters}
