@@ -91,6 +91,13 @@ func (g *Images) GCPImage(ctx context.Context, project, name string) (*bootimage
 			return nil, nil
 		}
 		g.Metrics.Observe(cloud.APIImagesGet, start, err)
+		if errors.As(err, &apiErr) {
+			var code string
+			if len(apiErr.Errors) > 0 {
+				code = apiErr.Errors[0].Reason
+			}
+			return nil, cloud.NewAPIFailure(cloud.APIImagesGet, "", err, apiErr.Code, code, apiErr.Message)
+		}
 		if err != nil {
 			return nil, cloud.NewFailure(cloud.APIImagesGet, "", err)
 		}
