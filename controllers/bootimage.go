@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -38,10 +39,14 @@ type bootImageSteps struct {
 	Recorder record.EventRecorder
 	Tracker  *Tracker
 	Timings  CloudTimings
+	Metrics  *Metrics
+	Clock    clock.PassiveClock
 	// Templates imports vSphere templates before a vSphere update is patched in.
-	Templates *TemplateImporter
+	Templates *TemplateImports
 	// Unavailable times stream targets the cloud does not have.
 	Unavailable *lastingSkips
+
+	reg registration
 }
 
 // CloudTimings are the cloud retry timings; zero fields take the defaults.
@@ -98,7 +103,7 @@ func (s bootImageSteps) reconcile(ctx context.Context, t target) (ctrl.Result, e
 		// A remembered cloud failure says when the call may be sent again: come back then, not
 		// sooner, and not through the controller's per-object backoff, which starts at 5ms.
 		retry, remembered := cloud.RetryAfter(err)
-		failing := s.Tracker.CloudFailing(kind, key, time.Now())
+		failing := s.Tracker.CloudFailing(kind, key, s.Clock.Now())
 		if failing < s.Timings.ErrorGrace {
 			if !remembered {
 				return ctrl.Result{}, err // the controller's backoff retries it
@@ -107,7 +112,7 @@ func (s bootImageSteps) reconcile(ctx context.Context, t target) (ctrl.Result, e
 			return ctrl.Result{RequeueAfter: max(retry, time.Millisecond)}, nil
 		}
 		logf.FromContext(ctx).V(1).Info("Cloud lookup keeps failing", "failingFor", failing.Round(time.Second).String(), "error", err.Error())
-		reportFailure(ctx, s.Recorder, s.Tracker, t.live, bootimage.CloudLookupFailed(d, err), in.version, cloud.FailureKey(err))
+		reportFailure(ctx, s.Recorder, s.Tracker, s.Metrics, t.live, bootimage.CloudLookupFailed(d, err), in.version, cloud.FailureKey(err))
 		if !remembered {
 			retry = s.Timings.RetryInterval
 		}
@@ -121,19 +126,19 @@ func (s bootImageSteps) reconcile(ctx context.Context, t target) (ctrl.Result, e
 	if d.Reason == bootimage.ReasonHotLoopDetected {
 		d.Message = withSecondWriter(ctx, s.Reader, t.live, d.Message)
 	}
-	if d.Action == bootimage.Update && d.VSphere != nil {
-		if again, err := s.importTemplate(ctx, t, d, in.version); again || err != nil {
-			return vsphereResult(err)
-		}
+	d, wait := s.vsphereImport(ctx, t, key, d, in.version)
+	if wait != nil {
+		return *wait, nil
 	}
 	if d.Action == bootimage.Update {
 		if err := s.update(ctx, t, key, d, next); err != nil {
 			return ctrl.Result{}, err
 		}
+		s.Templates.recorded(waiter{kind, key})
 	}
 	d, recheck := s.lasting(kind, key, d)
-	report(ctx, s.Recorder, s.Tracker, t.live, d, in.version)
-	markReconciled()
+	report(ctx, s.Recorder, s.Tracker, s.Metrics, t.live, d, in.version)
+	s.Metrics.markReconciled(s.Clock.Now())
 	return ctrl.Result{RequeueAfter: recheck}, nil
 }
 
@@ -149,7 +154,7 @@ func (s bootImageSteps) lasting(kind string, key types.NamespacedName, d bootima
 		}
 		return d, 0
 	}
-	lasted := s.Unavailable.unavailable(kind, key, d.Target, time.Now())
+	lasted := s.Unavailable.unavailable(kind, key, d.Target, s.Clock.Now())
 	if lasted < s.Timings.ErrorGrace {
 		return d, min(s.Timings.ErrorGrace-lasted, s.Timings.RecheckInterval)
 	}
@@ -160,7 +165,7 @@ func (s bootImageSteps) lasting(kind string, key types.NamespacedName, d bootima
 // locking; a conflict is returned so the object is decided again on fresh data.
 func (s bootImageSteps) update(ctx context.Context, t target, key types.NamespacedName, d bootimage.Decision, next bootimage.Attempts) error {
 	if d.UserData != nil {
-		if err := upgradeUserData(ctx, s.Client, s.Recorder, key.Namespace, bootimage.UserDataSecretName(t.reduced.ProviderSpec), d); err != nil {
+		if err := upgradeUserData(ctx, s.Client, s.Recorder, s.Clock.Now(), key.Namespace, bootimage.UserDataSecretName(t.reduced.ProviderSpec), d); err != nil {
 			return err
 		}
 	}
@@ -172,7 +177,7 @@ func (s bootImageSteps) update(ctx context.Context, t target, key types.Namespac
 		return fmt.Errorf("patching boot image of %s %s: %w", d.Kind, key, err)
 	}
 	s.Tracker.Patched(d.Kind, key, next)
-	countUpdate(d.Kind)
+	s.Metrics.countUpdate(d.Kind)
 	logf.FromContext(ctx).Info("Updated boot image", "from", d.Current, "to", d.Target)
 	s.Recorder.Eventf(t.live, corev1.EventTypeNormal, ReasonBootImageUpdated, "Updated boot image from %s to %s", d.Current, d.Target)
 	return nil

@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -56,10 +57,9 @@ func (r *ControlPlaneMachineSetReconciler) SetupWithManager(mgr ctrl.Manager) er
 	theCPMS := func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: MachineAPINamespace, Name: cpms.Name}}}
 	}
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named("controlplanemachineset").
+	b := r.reg.controller(mgr, "controlplanemachineset", cpmsKind, controller.Options{}).
 		For(&machinev1.ControlPlaneMachineSet{}, builder.WithPredicates(
 			inNamespace(MachineAPINamespace),
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
-	return watchClusterInputs(b, theCPMS, theCPMS).Complete(r)
+	return watchClusterInputs(b, r.Inputs.Namespace, theCPMS, theCPMS).Complete(r)
 }

@@ -69,13 +69,14 @@ func (r *MachineSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	byUserData := func(ctx context.Context, secret client.Object) []reconcile.Request {
 		return r.machineSets(ctx, client.MatchingFields{userDataSecretIndex: secret.GetName()})
 	}
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named("machineset").
+	b := r.reg.controller(mgr, "machineset", machineSetKind, controller.Options{MaxConcurrentReconciles: machineSetWorkers}).
 		For(&machinev1beta1.MachineSet{}, builder.WithPredicates(
 			inNamespace(MachineAPINamespace),
-			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: machineSetWorkers})
-	return watchClusterInputs(b, all, byUserData).Complete(r)
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
+	if r.Templates != nil {
+		b = b.WatchesRawSource(r.Templates.Source("MachineSet"))
+	}
+	return watchClusterInputs(b, r.Inputs.Namespace, all, byUserData).Complete(r)
 }
 
 // machineSets returns a request for each MachineSet of openshift-machine-api matching opts.
