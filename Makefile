@@ -24,7 +24,9 @@ test: k8s vet requirements
 	cd test/manifests && $(GO) test -count=1 ./...
 	cd refresh && $(GO) test -race -count=1 ./...
 	cd hack/ignition-v2.26 && $(GO) test -race -count=1 github.com/bootimage-operator/bootimage-operator/refresh/...
-	@cd refresh && if $(GO) list -m all | grep -E '^(sigs.k8s.io/controller-runtime|k8s.io/client-go|github.com/prometheus/[^ ]+) '; then echo "refresh/ requires the modules above"; exit 1; fi
+	@cd refresh && if $(GO) list -m all | grep -E '^(sigs.k8s.io/controller-runtime|k8s.io/client-go) '; then echo "refresh/ requires the modules above"; exit 1; fi
+	@# Prometheus is in the module graph through containers/image's go.mod (as in the MCO's), never built.
+	@cd refresh && if $(GO) list -deps ./... | grep -E '^github.com/prometheus/'; then echo "refresh/ builds the packages above"; exit 1; fi
 
 ## bench: benchmarks, as JSON test events on stdout (see bin/bench.json).
 bench:
