@@ -64,7 +64,9 @@ func (aws) decide(ctx context.Context, d Decision, in providerInput) (Decision, 
 		return d, fmt.Errorf("describing AMI %s in %s: %w", current, region, err)
 	}
 	if img == nil {
-		return d.with(Skip, ReasonCustomImage, "AMI %s not found in %s, so it cannot be recognised as RHCOS", current, region), nil
+		// As the MCO (describeAMI): an error, since the MachineSet cannot launch machines as it is.
+		return d.with(Error, ReasonImageNotFound, "AMI %s does not exist in region %s (EC2 DescribeImages there does not know it), so the MachineSet cannot launch machines: set ami.id to an AMI of %s%s",
+			current, region, region, streamHint(in, region)), nil
 	}
 	var target string
 	switch img.OwnerID {
@@ -114,4 +116,12 @@ func streamAMI(in providerInput, region string) (ami, release string, ok bool) {
 		return "", "", false
 	}
 	return ri.Image, cmp.Or(ri.Release, arch.Artifacts["aws"].Release), true
+}
+
+// streamHint names the stream's AMI for region, when it has one, for a message asking for an AMI.
+func streamHint(in providerInput, region string) string {
+	if ami, _, ok := streamAMI(in, region); ok {
+		return fmt.Sprintf(" (the stream's RHCOS AMI there is %s)", ami)
+	}
+	return ""
 }

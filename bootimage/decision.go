@@ -44,6 +44,9 @@ const (
 	ReasonInvalidUserData     = "InvalidUserData"
 	ReasonHotLoopDetected     = "HotLoopDetected"
 	ReasonInvalidTemplate     = "InvalidTemplate"
+	// ReasonImageNotFound: the cloud does not know the object's current image where it launches
+	// machines (an AMI not in the MachineSet's region), so it cannot boot as it is.
+	ReasonImageNotFound = "ImageNotFound"
 	// ReasonCloudLookupFailed: a cloud API call the decision needs kept failing for longer than
 	// the operator waits; the message carries the API's error.
 	ReasonCloudLookupFailed = "CloudLookupFailed"

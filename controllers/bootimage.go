@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -39,10 +40,14 @@ type bootImages struct {
 	Recorder record.EventRecorder
 	Tracker  *Tracker
 	Timings  CloudTimings
+	Metrics  *Metrics
+	Clock    clock.PassiveClock
 	// Templates imports vSphere templates before a vSphere update is patched in.
-	Templates *TemplateImporter
+	Templates *TemplateImports
 	// Unavailable times stream targets the cloud does not have.
 	Unavailable *lastingSkips
+
+	reg registration
 }
 
 // CloudTimings are the cloud retry timings; zero fields take the defaults.
@@ -122,7 +127,7 @@ func (s bootImages) cloudFailed(ctx context.Context, in loadedInputs, live clien
 		return ctrl.Result{}, ctx.Err()
 	}
 	retry, remembered := cloud.RetryAfter(err)
-	failing := s.Tracker.CloudFailing(kind, client.ObjectKeyFromObject(live), time.Now())
+	failing := s.Tracker.CloudFailing(kind, client.ObjectKeyFromObject(live), s.Clock.Now())
 	if failing < s.Timings.ErrorGrace {
 		if !remembered {
 			return ctrl.Result{}, err // the controller's backoff retries it
@@ -131,7 +136,7 @@ func (s bootImages) cloudFailed(ctx context.Context, in loadedInputs, live clien
 		return ctrl.Result{RequeueAfter: max(retry, time.Millisecond)}, nil
 	}
 	logf.FromContext(ctx).V(1).Info("Cloud lookup keeps failing", "failingFor", failing.Round(time.Second).String(), "error", err.Error())
-	reportFailure(ctx, s.Recorder, s.Tracker, live, bootimage.CloudLookupFailed(d, err), in.version, cloud.FailureKey(err))
+	reportFailure(ctx, s.Recorder, s.Tracker, s.Metrics, live, bootimage.CloudLookupFailed(d, err), in.version, cloud.FailureKey(err))
 	if !remembered {
 		retry = s.Timings.RetryInterval
 	}
@@ -144,7 +149,7 @@ func (s bootImages) cloudFailed(ctx context.Context, in loadedInputs, live clien
 func (s bootImages) update(ctx context.Context, live client.Object, userDataSecret string, d bootimage.Decision, next bootimage.Attempts, patch []byte) error {
 	key := client.ObjectKeyFromObject(live)
 	if d.UserData != nil {
-		if err := upgradeUserData(ctx, s.Client, s.Recorder, key.Namespace, userDataSecret, d); err != nil {
+		if err := upgradeUserData(ctx, s.Client, s.Recorder, s.Clock.Now(), key.Namespace, userDataSecret, d); err != nil {
 			return err
 		}
 	}
@@ -152,7 +157,8 @@ func (s bootImages) update(ctx context.Context, live client.Object, userDataSecr
 		return fmt.Errorf("patching boot image of %s %s: %w", d.Kind, key, err)
 	}
 	s.Tracker.Patched(d.Kind, key, next)
-	countUpdate(d.Kind)
+	s.Metrics.countUpdate(d.Kind)
+	s.Templates.recorded(waiter{d.Kind, key})
 	logf.FromContext(ctx).Info("Updated boot image", "from", d.Current, "to", d.Target)
 	s.Recorder.Eventf(live, corev1.EventTypeNormal, ReasonBootImageUpdated, "Updated boot image from %s to %s", d.Current, d.Target)
 	return nil
@@ -161,8 +167,8 @@ func (s bootImages) update(ctx context.Context, live client.Object, userDataSecr
 // done reports d and says when to look again (see lasting).
 func (s bootImages) done(ctx context.Context, live client.Object, d bootimage.Decision, inputs string) ctrl.Result {
 	d, recheck := s.lasting(d.Kind, client.ObjectKeyFromObject(live), d)
-	report(ctx, s.Recorder, s.Tracker, live, d, inputs)
-	markReconciled()
+	report(ctx, s.Recorder, s.Tracker, s.Metrics, live, d, inputs)
+	s.Metrics.markReconciled(s.Clock.Now())
 	return ctrl.Result{RequeueAfter: recheck}
 }
 
@@ -178,7 +184,7 @@ func (s bootImages) lasting(kind string, key types.NamespacedName, d bootimage.D
 		}
 		return d, 0
 	}
-	lasted := s.Unavailable.unavailable(kind, key, d.Target, time.Now())
+	lasted := s.Unavailable.unavailable(kind, key, d.Target, s.Clock.Now())
 	if lasted < s.Timings.ErrorGrace {
 		return d, min(s.Timings.ErrorGrace-lasted, s.Timings.RecheckInterval)
 	}

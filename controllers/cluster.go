@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/kube"
 )
 
@@ -24,9 +25,11 @@ const (
 // clusterInputs reads, from the cache, everything a decision needs besides the object itself.
 type clusterInputs struct {
 	Client  client.Client
-	Gates   kube.GateSource
+	Gates   featuregates.Reader
 	Images  bootimage.Catalog
 	Streams *bootimage.StreamCache
+	// Namespace holds the coreos-bootimages ConfigMap.
+	Namespace string
 	// Templates reads vCenter templates for vSphere decisions.
 	Templates bootimage.VSphereTemplates
 }
@@ -49,7 +52,7 @@ func (in clusterInputs) load(ctx context.Context) (loaded loadedInputs, ready bo
 	if objs.ClusterVersion, err = getOptional(ctx, in.Client, client.ObjectKey{Name: "version"}, &configv1.ClusterVersion{}); err != nil {
 		return loaded, false, err
 	}
-	if objs.BootImages, err = getOptional(ctx, in.Client, client.ObjectKey{Namespace: MCONamespace, Name: BootImagesConfigMapName}, &corev1.ConfigMap{}); err != nil {
+	if objs.BootImages, err = getOptional(ctx, in.Client, client.ObjectKey{Namespace: in.Namespace, Name: BootImagesConfigMapName}, &corev1.ConfigMap{}); err != nil {
 		return loaded, false, err
 	}
 	gates, gatesErr := in.Gates.Current(ctx)

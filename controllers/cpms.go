@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -58,12 +59,11 @@ func (r *ControlPlaneMachineSetReconciler) Register(_ context.Context, mgr ctrl.
 	theCPMS := func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: MachineAPINamespace, Name: cpms.Name}}}
 	}
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named("controlplanemachineset").
+	b := r.reg.controller(mgr, "controlplanemachineset", cpmsKind, controller.Options{}).
 		For(&machinev1.ControlPlaneMachineSet{}, builder.WithPredicates(
 			inNamespace(MachineAPINamespace),
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
-	return watchClusterInputs(b, theCPMS, theCPMS).Complete(objectReconciler[*machinev1.ControlPlaneMachineSet]{
+	return watchClusterInputs(b, r.Inputs.Namespace, theCPMS, theCPMS).Complete(objectReconciler[*machinev1.ControlPlaneMachineSet]{
 		// No CPMS (for example user-provisioned infrastructure): nothing to manage, nothing wrong.
 		client: r.Client, tracker: r.Tracker, kind: cpmsKind,
 		newObject: func() *machinev1.ControlPlaneMachineSet { return &machinev1.ControlPlaneMachineSet{} }, reconcile: r.Reconcile,

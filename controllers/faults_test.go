@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"sync"
 	"time"
 
@@ -13,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
@@ -71,9 +71,11 @@ func (c *apiWrites) counts() map[string]int {
 	return out
 }
 
-// errorsCounted reads bootimage_errors_total{kind, reason}.
-func errorsCounted(kind, reason string) float64 {
-	families, err := metrics.Registry.Gather()
+// errorsCounted reads bootimage_errors_total{kind, reason} of m.
+func errorsCounted(m *controllers.Metrics, kind, reason string) float64 {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m.Collectors()...)
+	families, err := reg.Gather()
 	Expect(err).NotTo(HaveOccurred())
 	for _, f := range families {
 		if f.GetName() != "bootimage_errors_total" {
@@ -143,12 +145,13 @@ var _ = Describe("An EC2 outage", func() {
 		names := awsMachineSets(n)
 		statusWrites := watchWrites(&operatorv1.MachineConfigurationList{}, "")
 		machineSetWrites := watchWrites(&machinev1beta1.MachineSetList{}, fixtures.MachineAPINamespace)
-		errorsBefore := errorsCounted("MachineSet", bootimage.ReasonCloudLookupFailed)
+		operatorMetrics := controllers.NewMetrics()
+		errorsBefore := errorsCounted(operatorMetrics, "MachineSet", bootimage.ReasonCloudLookupFailed)
 
 		// Compressed time: the 3-minute grace is 2s, the 1-minute retry 1s and the failure backoff
 		// at most 1s, so the outage below spans about as many retry rounds per MachineSet as five
 		// minutes of the defaults (5 retries) several times over.
-		mgr := startOperator(controllers.Config{CloudRootCAs: server.RootCAs(), Cloud: controllers.CloudTimings{
+		mgr := startOperator(controllers.Config{CloudRootCAs: server.RootCAs(), Metrics: operatorMetrics, Cloud: controllers.CloudTimings{
 			ErrorGrace: 2 * time.Second, RetryInterval: time.Second,
 			Backoff: cloud.Backoff{Initial: 200 * time.Millisecond, Max: time.Second},
 		}})
@@ -168,7 +171,7 @@ var _ = Describe("An EC2 outage", func() {
 		for name, count := range warningEvents(bootimage.ReasonCloudLookupFailed) {
 			Expect(count).To(Equal(1), "one Warning Event for "+name)
 		}
-		Expect(errorsCounted("MachineSet", bootimage.ReasonCloudLookupFailed)-errorsBefore).To(BeEquivalentTo(n), "one error counted per MachineSet")
+		Expect(errorsCounted(operatorMetrics, "MachineSet", bootimage.ReasonCloudLookupFailed)-errorsBefore).To(BeEquivalentTo(n), "one error counted per MachineSet")
 		Expect(writesAtError).To(BeNumerically("<=", n+5), "status writes bounded by the MachineSets turning Error, not by retries")
 		Expect(server.CallsIn("us-east-1")+server.CallsIn("us-west-2")-calls).To(BeNumerically("<=", 2*3*16), "at most one flight per region per backoff interval")
 		Expect(machineSetWrites.total()).To(BeZero())
@@ -181,7 +184,7 @@ var _ = Describe("An EC2 outage", func() {
 		for _, name := range names {
 			Expect(machineSetWrites.counts()[name]).To(Equal(1), "one write of "+name)
 		}
-		Expect(errorsCounted("MachineSet", bootimage.ReasonCloudLookupFailed) - errorsBefore).To(BeEquivalentTo(n))
+		Expect(errorsCounted(operatorMetrics, "MachineSet", bootimage.ReasonCloudLookupFailed) - errorsBefore).To(BeEquivalentTo(n))
 	})
 })
 

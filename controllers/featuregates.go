@@ -9,11 +9,12 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/bootimage-operator/bootimage-operator/kube"
+	"github.com/bootimage-operator/bootimage-operator/featuregates"
 )
 
 // Event reasons of the feature gate reporter.
@@ -26,11 +27,13 @@ const (
 // the operator's gates are in force, each time that changes. Gated controllers read the gates
 // themselves; this only reports.
 type FeatureGateReporter struct {
-	Gates    kube.GateSource
+	Gates    featuregates.Reader
 	Recorder record.EventRecorder
 
 	mu   sync.Mutex
 	last string
+
+	reg registration
 }
 
 // Reconcile reads the gates and reports them when they differ from the last report.
@@ -66,8 +69,7 @@ func (r *FeatureGateReporter) SetupWithManager(mgr ctrl.Manager) error {
 	toSingleton := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: "cluster"}}}
 	})
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("featuregates").
+	return r.reg.controller(mgr, "featuregates", "", controller.Options{}).
 		Watches(&configv1.FeatureGate{}, toSingleton).
 		Watches(&configv1.ClusterVersion{}, toSingleton).
 		Complete(r)

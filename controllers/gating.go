@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -50,6 +51,8 @@ type crdGate struct {
 	interval  time.Duration
 	// changed tells the status reconciler that what runs changed.
 	changed chan event.GenericEvent
+	// logger is the registration's; the context's when zero.
+	logger logr.Logger
 
 	mu      sync.Mutex
 	waiting []gatedController
@@ -118,7 +121,11 @@ func (g *crdGate) Missing() string {
 // Start looks for the missing resources every interval and sets up each controller whose
 // resource appeared; it returns once none waits.
 func (g *crdGate) Start(ctx context.Context) error {
-	log := logf.FromContext(ctx).WithName("crd-gate")
+	log := g.logger
+	if log.GetSink() == nil {
+		log = logf.FromContext(ctx)
+	}
+	log = log.WithName("crd-gate")
 	if msg := g.Missing(); msg != "" {
 		log.Info("Waiting for the Machine API", "reason", msg)
 	}

@@ -14,9 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -38,14 +40,18 @@ const MachineConfigurationName = kube.MachineConfigurationName
 // server-side apply (see status.go).
 type MachineConfigurationReconciler struct {
 	Client     client.Client
-	Gates      kube.GateSource
+	Gates      featuregates.Reader
 	Recorder   record.EventRecorder
+	Metrics    *Metrics
+	Clock      clock.PassiveClock
 	Migrations migrations.Runner
 	Tracker    *Tracker
 	Streams    *bootimage.StreamCache
 	// ClusterOperator, when set, names the ClusterOperator whose Upgradeable condition carries
 	// the skew enforcement guard.
 	ClusterOperator string
+	// Namespace holds the coreos-bootimages ConfigMap.
+	Namespace string
 
 	// Reader reads from the API server, for the managed fields the cache drops.
 	Reader client.Reader
@@ -60,6 +66,8 @@ type MachineConfigurationReconciler struct {
 	counts bootimage.CountsHold
 	// lastWarnings and lastGuard are what was last announced by Event, so each is announced once.
 	lastWarnings, lastGuard, lastRejection, lastSupport string
+
+	reg registration
 }
 
 // Reconcile runs the migrations, then writes the status when it changed.
@@ -90,7 +98,7 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	bootImages, err := getOptional(ctx, r.Client, client.ObjectKey{Namespace: MCONamespace, Name: BootImagesConfigMapName}, &corev1.ConfigMap{})
+	bootImages, err := getOptional(ctx, r.Client, client.ObjectKey{Namespace: r.Namespace, Name: BootImagesConfigMapName}, &corev1.ConfigMap{})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -164,8 +172,8 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	if skewOn {
 		guard = bootimage.EvaluateSkewGuard(want.Status)
 	}
-	setDegraded(meta.IsStatusConditionTrue(want.Status.Conditions, ConditionBootImageUpdateDegraded))
-	SetUpgradeBlocked(guard.Blocked)
+	r.Metrics.setDegraded(meta.IsStatusConditionTrue(want.Status.Conditions, ConditionBootImageUpdateDegraded))
+	r.Metrics.setUpgradeBlocked(guard.Blocked)
 	if err := r.reportGuard(ctx, mc, guard, p.LeftBehind()); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -301,13 +309,12 @@ func (r *MachineConfigurationReconciler) SetupWithManager(mgr ctrl.Manager) erro
 	toSingleton := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: MachineConfigurationName}}}
 	})
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named("machineconfiguration").
+	b := r.reg.controller(mgr, "machineconfiguration", "", controller.Options{}).
 		Watches(&operatorv1.MachineConfiguration{}, toSingleton, builder.WithPredicates(named("", MachineConfigurationName))).
 		Watches(&configv1.Infrastructure{}, toSingleton, builder.WithPredicates(changed(func(o, n *configv1.Infrastructure) bool { return equality.Semantic.DeepEqual(o.Status, n.Status) }))).
 		Watches(&configv1.FeatureGate{}, toSingleton, builder.WithPredicates(changed(func(o, n *configv1.FeatureGate) bool { return equality.Semantic.DeepEqual(o.Status, n.Status) }))).
 		Watches(&configv1.ClusterVersion{}, toSingleton, builder.WithPredicates(clusterVersionChanged())).
-		Watches(&corev1.ConfigMap{}, toSingleton, builder.WithPredicates(named(MCONamespace, BootImagesConfigMapName))).
+		Watches(&corev1.ConfigMap{}, toSingleton, builder.WithPredicates(named(r.Namespace, BootImagesConfigMapName))).
 		WatchesRawSource(source.Channel(r.Tracker.Changed, toSingleton))
 	if r.ClusterOperator != "" {
 		b = b.Watches(&configv1.ClusterOperator{}, toSingleton, builder.WithPredicates(named("", r.ClusterOperator)))

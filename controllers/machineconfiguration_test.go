@@ -18,6 +18,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/migrations"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -62,8 +63,14 @@ func cleanCluster() {
 
 func startOperator(cfg controllers.Config) *testenv.Manager {
 	GinkgoHelper()
+	return startOperatorWithHooks(cfg, seams.Hooks{})
+}
+
+// startOperatorWithHooks starts the operator with test seams.
+func startOperatorWithHooks(cfg controllers.Config, hooks seams.Hooks) *testenv.Manager {
+	GinkgoHelper()
 	cfg.ReleaseVersion = fixtures.ReleaseVersion
-	mgr, err := env.StartManager(func(m ctrl.Manager) error { return controllers.Setup(m, cfg) })
+	mgr, err := env.StartManagerWithHooks(hooks, func(m ctrl.Manager) error { return controllers.Setup(m, cfg) })
 	Expect(err).NotTo(HaveOccurred())
 	return mgr
 }
@@ -233,7 +240,7 @@ var _ = Describe("Legacy empty machineManagers migration", func() {
 		setUp(configv1.AWSPlatformType, true, emptyList)
 		userChoice := []operatorv1.MachineManager{entry(ms, operatorv1.Partial)}
 		raced := false
-		mgr := startOperator(controllers.Config{BeforeMigrationWrite: func(context.Context, string) error {
+		mgr := startOperatorWithHooks(controllers.Config{}, seams.Hooks{BeforeMigrationWrite: func(context.Context, string) error {
 			if !raced {
 				raced = true
 				mc := machineConfiguration()
@@ -255,7 +262,7 @@ var _ = Describe("Legacy empty machineManagers migration", func() {
 		w := setUp(configv1.AWSPlatformType, true, emptyList)
 		crashed := make(chan struct{})
 		var once sync.Once
-		first := startOperator(controllers.Config{BeforeMigrationWrite: func(context.Context, string) error {
+		first := startOperatorWithHooks(controllers.Config{}, seams.Hooks{BeforeMigrationWrite: func(context.Context, string) error {
 			once.Do(func() { close(crashed) })
 			return errors.New("operator killed before the migration's write")
 		}})

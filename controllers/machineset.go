@@ -42,10 +42,9 @@ func (r *MachineSetReconciler) Reconcile(ctx context.Context, ms *machinev1beta1
 	if retry != nil || err != nil {
 		return orZero(retry), err
 	}
-	if d.Action == bootimage.Update && d.VSphere != nil {
-		if again, err := r.importTemplate(ctx, ms, d, in.version); again || err != nil {
-			return vsphereResult(err)
-		}
+	d, wait := r.vsphereImport(ctx, ms, d, in.version)
+	if wait != nil {
+		return *wait, nil
 	}
 	if d.Action == bootimage.Update {
 		patch, err := d.JSONPatch(machineSetProviderSpecPath, ms.ResourceVersion, bootimage.AnnotationPatchOp(ms.Annotations, bootimage.AttemptsAnnotation, next.String()))
@@ -78,13 +77,14 @@ func (r *MachineSetReconciler) Register(ctx context.Context, mgr ctrl.Manager) e
 	byUserData := func(ctx context.Context, secret client.Object) []reconcile.Request {
 		return r.machineSets(ctx, client.MatchingFields{userDataSecretIndex: secret.GetName()})
 	}
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named("machineset").
+	b := r.reg.controller(mgr, "machineset", machineSetKind, controller.Options{MaxConcurrentReconciles: machineSetWorkers}).
 		For(&machinev1beta1.MachineSet{}, builder.WithPredicates(
 			inNamespace(MachineAPINamespace),
-			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: machineSetWorkers})
-	return watchClusterInputs(b, all, byUserData).Complete(objectReconciler[*machinev1beta1.MachineSet]{
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
+	if r.Templates != nil {
+		b = b.WatchesRawSource(r.Templates.Source(bootimage.KindMachineSet))
+	}
+	return watchClusterInputs(b, r.Inputs.Namespace, all, byUserData).Complete(objectReconciler[*machinev1beta1.MachineSet]{
 		client: r.Client, tracker: r.Tracker, kind: bootimage.KindMachineSet,
 		newObject: func() *machinev1beta1.MachineSet { return &machinev1beta1.MachineSet{} }, reconcile: r.Reconcile,
 	})

@@ -178,7 +178,7 @@ var _ = Describe("MachineSet boot images", func() {
 			badUserData: "InvalidUserData: Boot image update failed: user-data Secret openshift-machine-api/broken-user-data: userData is not a JSON object",
 			fixtures.MachineSet("custom", fixtures.AWSProviderSpec("us-east-1", fixtures.CustomAMI)):                                 "CustomImage: Boot image update skipped: AMI ami-0c0570c0570c05700 is owned by account 123456789012",
 			fixtures.MachineSet("by-arn", `{"ami":{"arn":"arn:aws:ec2:us-east-1::image/ami-1"},"placement":{"region":"us-east-1"}}`): "ImageNotByID: Boot image update skipped: the AMI is given by ARN or filters",
-			fixtures.MachineSet("far-away", fixtures.AWSProviderSpec("ap-south-1", fixtures.OldAWSAMI)):                              "CustomImage: Boot image update skipped: AMI ami-0aaaaaaaaaaaaaa01 not found in ap-south-1",
+			fixtures.MachineSet("far-away", fixtures.AWSProviderSpec("ap-south-1", fixtures.OldAWSAMI)):                              "ImageNotFound: Boot image update failed: AMI ami-0aaaaaaaaaaaaaa01 does not exist in region ap-south-1",
 			fixtures.MachineSet("garbage", `{"ami": 42}`):                                                                            "InvalidProviderSpec: Boot image update failed: providerSpec: field ami",
 		}
 		versions := map[string]string{}
@@ -194,7 +194,7 @@ var _ = Describe("MachineSet boot images", func() {
 		}
 		Eventually(condition(controllers.ConditionBootImageUpdateDegraded)).Should(And(
 			HaveField("Status", metav1.ConditionTrue),
-			HaveField("Message", HavePrefix("Reconciled 7 of 10 MAPI MachineSets (7 skipped) | Reconciled 0 of 0 ControlPlaneMachineSets (0 skipped) | 3 failed: ")),
+			HaveField("Message", HavePrefix("Reconciled 6 of 10 MAPI MachineSets (6 skipped) | Reconciled 0 of 0 ControlPlaneMachineSets (0 skipped) | 4 failed: ")),
 			HaveField("Message", ContainSubstring("MachineSet openshift-machine-api/bad-user-data: InvalidUserData")),
 		))
 		for name, rv := range versions {
@@ -219,6 +219,28 @@ var _ = Describe("MachineSet boot images", func() {
 		Expect(string(secret.Data["userData"])).To(ContainSubstring(`"version":"3.2.0"`))
 		Expect(string(secret.Data["userData"])).To(ContainSubstring(`"merge":[{"source":"https://api-int.demo.example.com:22623/config/worker"`))
 		Expect(secret.Data).To(HaveKeyWithValue("disableTemplating", []byte("true")), "other keys kept")
+	})
+
+	It("converts a spec 2 stub that carries content besides the pointer, as the MCO does, and then updates the MachineSet", func() {
+		bootImageCluster(configv1.AWSPlatformType)
+		stub := `{"ignition":{"version":"2.2.0","config":{"append":[{"source":"https://api-int.demo.example.com:22623/config/worker"}]}},` +
+			`"storage":{"files":[{"filesystem":"root","path":"/etc/motd","mode":420,"contents":{"source":"data:,hello"}}]},` +
+			`"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["ssh-ed25519 AAAA core"]}]}}`
+		Expect(fixtures.Create(ctx, k8s,
+			fixtures.UserDataSecret("content-user-data", stub),
+			fixtures.MachineSet("content", fmt.Sprintf(`{"ami":{"id":%q},"placement":{"region":"us-east-1"},"userDataSecret":{"name":"content-user-data"}}`, fixtures.OldAWSAMI)),
+		)).To(Succeed())
+		start()
+
+		Eventually(amiOf("content")).Should(Equal(fixtures.NewAWSAMIUSEast1))
+		secret := &corev1.Secret{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: fixtures.MachineAPINamespace, Name: "content-user-data"}, secret)).To(Succeed())
+		Expect(secret.Annotations).To(HaveKeyWithValue(controllers.UserDataUpgradedFromAnnotation, "2.2.0"))
+		var cfg map[string]any
+		Expect(json.Unmarshal(secret.Data["userData"], &cfg)).To(Succeed())
+		Expect(cfg).To(HaveKeyWithValue("ignition", HaveKeyWithValue("version", "3.2.0")))
+		Expect(cfg).To(HaveKeyWithValue("storage", HaveKeyWithValue("files", ConsistOf(HaveKeyWithValue("path", "/etc/motd")))))
+		Expect(cfg).To(HaveKeyWithValue("passwd", HaveKeyWithValue("users", ConsistOf(HaveKeyWithValue("name", "core")))))
 	})
 
 	It("stops after three patches that something reverts, and stays stopped across a restart", func() {

@@ -2,46 +2,63 @@ package controllers
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 )
 
-// The operator's metrics, on controller-runtime's registry beside its controller_runtime_* ones.
-// The alerts in manifests/0000_90_machine-config_10_bootimage-operator_metrics.yaml name them; the cloud adapters add
-// bootimage_cloud_requests_total and bootimage_cloud_request_duration_seconds.
-var (
-	updatesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "bootimage_updates_total",
-		Help: "Boot image updates written, by kind of object.",
-	}, []string{"kind"})
-	errorsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "bootimage_errors_total",
-		Help: "Decisions that became Error, by kind of object and reason.",
-	}, []string{"kind", "reason"})
-	lastSuccessfulReconcile = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "bootimage_last_successful_reconcile_timestamp_seconds",
-		Help: "Unix time of the last MachineSet or ControlPlaneMachineSet reconcile that ran to the end.",
-	})
-	degradedGauge = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "bootimage_degraded",
-		Help: "1 while MachineConfiguration/cluster has BootImageUpdateDegraded=True, else 0.",
-	})
-	upgradeBlockedGauge = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "bootimage_upgrade_blocked",
-		Help: "1 while boot image skew blocks cluster upgrades (Upgradeable=False, ClusterBootImageSkewError), else 0.",
-	})
-	decisions = &decisionCollector{}
-)
+// Metrics are the operator's metrics. They are registered where the embedder says (see
+// operator.Options.Metrics; controller-runtime's registry, beside its controller_runtime_* ones,
+// by default), never at import time. The alerts in
+// manifests/0000_90_machine-config_10_bootimage-operator_metrics.yaml name them; the cloud
+// adapters add bootimage_cloud_requests_total and bootimage_cloud_request_duration_seconds.
+// A nil *Metrics counts nothing.
+type Metrics struct {
+	updatesTotal            *prometheus.CounterVec
+	errorsTotal             *prometheus.CounterVec
+	lastSuccessfulReconcile prometheus.Gauge
+	degradedGauge           prometheus.Gauge
+	upgradeBlockedGauge     prometheus.Gauge
+	decisions               *decisionCollector
+}
 
-func init() {
-	metrics.Registry.MustRegister(updatesTotal, errorsTotal, lastSuccessfulReconcile, degradedGauge, upgradeBlockedGauge, decisions)
+// NewMetrics returns unregistered metrics.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		updatesTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bootimage_updates_total",
+			Help: "Boot image updates written, by kind of object.",
+		}, []string{"kind"}),
+		errorsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bootimage_errors_total",
+			Help: "Decisions that became Error, by kind of object and reason.",
+		}, []string{"kind", "reason"}),
+		lastSuccessfulReconcile: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "bootimage_last_successful_reconcile_timestamp_seconds",
+			Help: "Unix time of the last MachineSet or ControlPlaneMachineSet reconcile that ran to the end.",
+		}),
+		degradedGauge: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "bootimage_degraded",
+			Help: "1 while MachineConfiguration/cluster has BootImageUpdateDegraded=True, else 0.",
+		}),
+		upgradeBlockedGauge: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "bootimage_upgrade_blocked",
+			Help: "1 while boot image skew blocks cluster upgrades (Upgradeable=False, ClusterBootImageSkewError), else 0.",
+		}),
+		decisions: &decisionCollector{},
+	}
 	// Known kinds start at zero, so rate() sees the first update.
 	for _, kind := range trackedKinds {
-		updatesTotal.WithLabelValues(kind)
+		m.updatesTotal.WithLabelValues(kind)
 	}
+	return m
+}
+
+// Collectors returns what to register.
+func (m *Metrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.updatesTotal, m.errorsTotal, m.lastSuccessfulReconcile, m.degradedGauge, m.upgradeBlockedGauge, m.decisions}
 }
 
 // trackedKinds are the kinds of object whose decisions the Tracker holds.
@@ -83,25 +100,47 @@ func (c *decisionCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// exportDecisions makes bootimage_decisions count t's decisions. The registry is process-wide, so
-// the last manager set up wins; the operator sets up one.
-func exportDecisions(t *Tracker) { decisions.tracker.Store(t) }
+// exportDecisions makes bootimage_decisions count t's decisions.
+func (m *Metrics) exportDecisions(t *Tracker) {
+	if m != nil {
+		m.decisions.tracker.Store(t)
+	}
+}
 
 // countUpdate counts a boot image written to an object of kind.
-func countUpdate(kind string) { updatesTotal.WithLabelValues(kind).Inc() }
+func (m *Metrics) countUpdate(kind string) {
+	if m != nil {
+		m.updatesTotal.WithLabelValues(kind).Inc()
+	}
+}
 
 // countError counts a decision that became Error.
-func countError(d bootimage.Decision) { errorsTotal.WithLabelValues(d.Kind, d.Reason).Inc() }
+func (m *Metrics) countError(d bootimage.Decision) {
+	if m != nil {
+		m.errorsTotal.WithLabelValues(d.Kind, d.Reason).Inc()
+	}
+}
 
-// markReconciled records that a reconcile ran to the end.
-func markReconciled() { lastSuccessfulReconcile.SetToCurrentTime() }
+// markReconciled records that a reconcile ran to the end, at now.
+func (m *Metrics) markReconciled(now time.Time) {
+	if m != nil {
+		m.lastSuccessfulReconcile.Set(float64(now.UnixNano()) / 1e9)
+	}
+}
 
 // setDegraded mirrors BootImageUpdateDegraded.
-func setDegraded(degraded bool) { degradedGauge.Set(boolValue(degraded)) }
+func (m *Metrics) setDegraded(degraded bool) {
+	if m != nil {
+		m.degradedGauge.Set(boolValue(degraded))
+	}
+}
 
-// SetUpgradeBlocked sets bootimage_upgrade_blocked: call it with true while boot image skew blocks
-// upgrades, with false once it does not.
-func SetUpgradeBlocked(blocked bool) { upgradeBlockedGauge.Set(boolValue(blocked)) }
+// setUpgradeBlocked sets bootimage_upgrade_blocked: true while boot image skew blocks upgrades.
+func (m *Metrics) setUpgradeBlocked(blocked bool) {
+	if m != nil {
+		m.upgradeBlockedGauge.Set(boolValue(blocked))
+	}
+}
 
 func boolValue(b bool) float64 {
 	if b {

@@ -6,11 +6,13 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 )
@@ -49,19 +51,34 @@ var _ = Describe("Metrics", func() {
 	})
 
 	It("count an Error when a decision becomes one, not on every reconcile", func() {
-		counted := errorsTotal.WithLabelValues(machineSetKind, bootimage.ReasonInvalidArchitecture)
+		metrics := NewMetrics()
+		counted := metrics.errorsTotal.WithLabelValues(machineSetKind, bootimage.ReasonInvalidArchitecture)
 		before := testutil.ToFloat64(counted)
 		tracker := NewTracker()
 		recorder := record.NewFakeRecorder(10)
 		obj := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: MachineAPINamespace, Name: "a"}}
 		broken := decision(machineSetKind, "a", bootimage.Error, bootimage.ReasonInvalidArchitecture, `names architecture "sparc64"`)
 
-		report(context.Background(), recorder, tracker, obj, broken, "v1")
-		report(context.Background(), recorder, tracker, obj, broken, "v1")
+		report(context.Background(), recorder, tracker, metrics, obj, broken, "v1")
+		report(context.Background(), recorder, tracker, metrics, obj, broken, "v1")
 		Expect(testutil.ToFloat64(counted) - before).To(BeEquivalentTo(1))
 
-		report(context.Background(), recorder, tracker, obj, decision(machineSetKind, "a", bootimage.NoChange, bootimage.ReasonUpToDate, ""), "v1")
-		report(context.Background(), recorder, tracker, obj, broken, "v1")
+		report(context.Background(), recorder, tracker, metrics, obj, decision(machineSetKind, "a", bootimage.NoChange, bootimage.ReasonUpToDate, ""), "v1")
+		report(context.Background(), recorder, tracker, metrics, obj, broken, "v1")
 		Expect(testutil.ToFloat64(counted) - before).To(BeEquivalentTo(2))
+	})
+
+	It("are registered by the caller, twice on two registries, never at import", func() {
+		for range 2 {
+			registry := prometheus.NewPedanticRegistry()
+			for _, c := range NewMetrics().Collectors() {
+				Expect(registry.Register(c)).To(Succeed())
+			}
+		}
+		families, err := crmetrics.Registry.Gather()
+		Expect(err).NotTo(HaveOccurred())
+		for _, f := range families {
+			Expect(f.GetName()).NotTo(HavePrefix("bootimage_"))
+		}
 	})
 })

@@ -11,6 +11,7 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest/komega"
@@ -47,6 +48,7 @@ var _ = Describe("MachineSet Reconcile, called directly", func() {
 		machineSets, _ = controllers.NewBootImageReconcilersForTest(k8s, gates, staticImages, recorder, tracker)
 		status = &controllers.MachineConfigurationReconciler{
 			Client: k8s, Gates: gates, Recorder: recorder, Tracker: tracker, Streams: &bootimage.StreamCache{},
+			Namespace: controllers.MCONamespace, Clock: clock.RealClock{},
 			Migrations: migrations.Runner{Client: k8s, Reader: k8s, Recorder: recorder, Migrations: migrations.All},
 		}
 	})

@@ -19,13 +19,13 @@ const (
 
 // report records d, taken on inputs, and, when it changed, says so in an Event and the log: every
 // skip and error once, not again while nothing changes.
-func report(ctx context.Context, recorder record.EventRecorder, tracker *Tracker, obj client.Object, d bootimage.Decision, inputs string) {
-	reportFailure(ctx, recorder, tracker, obj, d, inputs, "")
+func report(ctx context.Context, recorder record.EventRecorder, tracker *Tracker, metrics *Metrics, obj client.Object, d bootimage.Decision, inputs string) {
+	reportFailure(ctx, recorder, tracker, metrics, obj, d, inputs, "")
 }
 
 // reportFailure is report for an Error caused by the fault cause (cloud.FailureKey): the same
 // fault is said once, however often it recurs, and counted once in bootimage_errors_total.
-func reportFailure(ctx context.Context, recorder record.EventRecorder, tracker *Tracker, obj client.Object, d bootimage.Decision, inputs, cause string) {
+func reportFailure(ctx context.Context, recorder record.EventRecorder, tracker *Tracker, metrics *Metrics, obj client.Object, d bootimage.Decision, inputs, cause string) {
 	if !tracker.RecordFailure(d, inputs, cause) {
 		return
 	}
@@ -36,7 +36,7 @@ func reportFailure(ctx context.Context, recorder record.EventRecorder, tracker *
 		log.V(1).Info("Skipping boot image update", "message", d.Message)
 		recorder.Event(obj, corev1.EventTypeNormal, d.Reason, "Boot image update skipped: "+d.Message)
 	case bootimage.Error:
-		countError(d)
+		metrics.countError(d)
 		if d.ClusterLevel() {
 			// The same for every object: MachineConfiguration/cluster says it once.
 			log.V(1).Info("Cannot update boot image", "message", d.Message)

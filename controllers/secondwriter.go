@@ -134,7 +134,7 @@ func lastOtherWriter(obj metav1.Object, subresource, field string) string {
 // Warning Event) and on the Degraded condition of want, and says whether the write may go now.
 func (r *MachineConfigurationReconciler) checkStatusContest(ctx context.Context, current, want *operatorv1.MachineConfiguration, withSkew bool) (bool, time.Duration, error) {
 	r.contest.withDefaults()
-	now := time.Now()
+	now := r.Clock.Now()
 	if r.contest.reverted(current, want, withSkew) {
 		live := &operatorv1.MachineConfiguration{}
 		if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(current), live); err != nil {

@@ -41,7 +41,7 @@ func userData(ctx context.Context, c client.Client, providerSpec []byte) (*booti
 }
 
 // upgradeUserData writes d's upgraded stub into the Secret, recording the version it had and when.
-func upgradeUserData(ctx context.Context, c client.Client, recorder record.EventRecorder, namespace, name string, d bootimage.Decision) error {
+func upgradeUserData(ctx context.Context, c client.Client, recorder record.EventRecorder, now time.Time, namespace, name string, d bootimage.Decision) error {
 	secret := &corev1.Secret{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret); err != nil {
 		return err
@@ -51,7 +51,7 @@ func upgradeUserData(ctx context.Context, c client.Client, recorder record.Event
 			"resourceVersion": secret.ResourceVersion,
 			"annotations": map[string]string{
 				UserDataUpgradedFromAnnotation: d.UserDataVersion,
-				UserDataUpgradedAtAnnotation:   time.Now().UTC().Format(time.RFC3339),
+				UserDataUpgradedAtAnnotation:   now.UTC().Format(time.RFC3339),
 			},
 		},
 		"data": map[string]string{"userData": base64.StdEncoding.EncodeToString(d.UserData)},

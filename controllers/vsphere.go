@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
-	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/kube"
 )
 
@@ -32,160 +31,70 @@ const DefaultOVACacheDir = "/var/cache/bootimage-operator"
 // DefaultOVACacheBytes bounds the OVA cache: an RHCOS OVA is about 1.2 GB.
 const DefaultOVACacheBytes = 4 << 30
 
-// importTimeout bounds one template import, download and upload included, so a stalled vCenter
-// or mirror cannot hold a worker for ever.
-const importTimeout = time.Hour
-
 // ReasonTemplateImportFailed is the reason of an Error decision whose vCenter import failed.
 const ReasonTemplateImportFailed = "TemplateImportFailed"
 
-// templateStore is what a template swap needs from vCenter, every VM named within a folder.
-type templateStore interface {
-	bootimage.VSphereTemplates
-	ImportTemplate(ctx context.Context, imp bootimage.VSphereImport, name, ovaPath, diskType string) error
-	RenameTemplate(ctx context.Context, at bootimage.VSphereLocation, from, to string) error
-	DestroyTemplate(ctx context.Context, at bootimage.VSphereLocation, name string) error
+// setupVSphere adds the vCenter sessions and the template imports to mgr and returns the imports,
+// which vSphere updates wait for and which trigger their MachineSets when done.
+func setupVSphere(mgr ctrl.Manager, rootCAs *x509.CertPool, cacheDir string) (*cloud.VCenters, *TemplateImports, error) {
+	reader := mgr.GetAPIReader()
+	vcenters := &cloud.VCenters{RootCAs: rootCAs, Credentials: kube.VSphereCredentials(reader)}
+	if cacheDir == "" {
+		cacheDir = DefaultOVACacheDir
+	}
+	ovas := &cloud.OVACache{Dir: cacheDir, MaxBytes: DefaultOVACacheBytes}
+	imports := &TemplateImports{Swapper: bootimage.VSphereSwapper{
+		Store:       vcenters,
+		OVA:         ovas.Get,
+		NewDiskType: func(ctx context.Context) (string, error) { return installConfigDiskType(ctx, reader) },
+		AfterStep: func(ctx context.Context, step bootimage.VSphereSwapStep) error {
+			return seams.AfterTemplateStep(ctx, string(step))
+		},
+	}}
+	for _, r := range []interface{ Start(context.Context) error }{vcenters, imports} {
+		if err := mgr.Add(r); err != nil {
+			return nil, nil, err
+		}
+	}
+	return vcenters, imports, nil
 }
 
-// Swap steps, in order; a test seam stops a swap after any of them.
-const (
-	stepImported    = "imported"
-	stepRenamedAway = "renamed-away"
-	stepRenamedIn   = "renamed-in"
-	stepDeletedOld  = "deleted-old"
-)
-
-// TemplateImporter makes a vSphere failure domain's template the stream's RHCOS release without
-// a moment where a half-imported template carries the name MachineSets clone: the OVA is imported
-// under a temporary name and verified, the old template is renamed away, the new one renamed in,
-// and the old one deleted. Each step leaves a state the next run recognises and finishes from;
-// the temporary names are the MCO's, so leftovers of either are recovered.
-type TemplateImporter struct {
-	Store templateStore
-	OVAs  *cloud.OVACache
-	// Reader reads the install config for the disk provisioning of a new template.
-	Reader client.Reader
-	// AfterStep is a test seam: an error stops the swap after that step.
-	AfterStep func(step string) error
-
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
-}
-
-// Ensure makes template imp.Name current, recovering first from an interrupted earlier run.
-// imported is false when the template was current already (another MachineSet of the same
-// failure domain imported it): the caller's decision is stale and must be taken again.
-func (t *TemplateImporter) Ensure(ctx context.Context, imp bootimage.VSphereImport) (imported bool, err error) {
-	unlock := t.lock(imp.Key())
-	defer unlock()
-	ctx, cancel := context.WithTimeout(ctx, importTimeout)
-	defer cancel()
-	log := logf.FromContext(ctx).WithValues("server", imp.Server, "folder", imp.Folder, "template", imp.Name)
-	at := imp.VSphereLocation
-	importing, replaced := bootimage.VSphereSwapNames(imp.Name)
-	current, err := t.Store.VSphereTemplate(ctx, at, imp.Name)
-	if err != nil {
-		return false, err
-	}
-	old, err := t.Store.VSphereTemplate(ctx, at, replaced)
-	if err != nil {
-		return false, err
-	}
-	switch {
-	case current == nil && old != nil:
-		log.Info("Restoring a template an interrupted swap renamed away", "from", replaced)
-		if err := t.Store.RenameTemplate(ctx, at, replaced, imp.Name); err != nil {
-			return false, err
-		}
-		if current, err = t.Store.VSphereTemplate(ctx, at, imp.Name); err != nil {
-			return false, err
-		}
-	case old != nil:
-		log.Info("Deleting the template an interrupted swap replaced", "oldTemplate", replaced)
-		if err := t.Store.DestroyTemplate(ctx, at, replaced); err != nil {
-			return false, err
+// vsphereImport holds back a vSphere update until its template is imported. It returns the
+// decision to apply, or wait with the result to return: the import was asked for (its end
+// reconciles the object again) or failed (reported, retried after the import's backoff). The
+// update of the object that asked first records the import once it is made.
+func (s bootImages) vsphereImport(ctx context.Context, live client.Object, d bootimage.Decision, inputs string) (bootimage.Decision, *ctrl.Result) {
+	w := waiter{kind: d.Kind, name: client.ObjectKeyFromObject(live)}
+	if asked, ok := s.Templates.imported(w); ok {
+		if d = bootimage.VSphereImported(asked, d); d.Action != bootimage.Update {
+			s.Templates.recorded(w)
 		}
 	}
-	if current != nil && current.Version == imp.Release {
-		return false, t.Store.DestroyTemplate(ctx, at, importing)
+	if d.Action != bootimage.Update || d.VSphere == nil {
+		return d, nil
 	}
-
-	next, err := t.Store.VSphereTemplate(ctx, at, importing)
-	if err != nil {
-		return false, err
+	if s.Templates == nil {
+		failed := d
+		failed.Action, failed.Reason, failed.Message = bootimage.Error, ReasonTemplateImportFailed, "a vSphere import is due but no template importer is configured"
+		report(ctx, s.Recorder, s.Tracker, s.Metrics, live, failed, inputs)
+		return d, &ctrl.Result{}
 	}
-	if !verified(next, imp.Release) {
-		if err := t.importOVA(ctx, imp, current, importing); err != nil {
-			return false, err
-		}
-		if next, err = t.Store.VSphereTemplate(ctx, at, importing); err != nil {
-			return false, err
-		}
-		if !verified(next, imp.Release) {
-			return false, fmt.Errorf("imported %s from OVA %s (sha256 %s) is not a template of RHCOS %s; left for the next attempt to replace", importing, imp.OVALocation, imp.OVASHA256, imp.Release)
-		}
-		if err := t.after(stepImported); err != nil {
-			return false, err
-		}
-	} else {
-		log.Info("Reusing a verified template an interrupted swap imported", "importedTemplate", importing)
+	state := s.Templates.request(w, d)
+	if state.err != nil {
+		failed := d
+		failed.Action, failed.Reason, failed.Message = bootimage.Error, ReasonTemplateImportFailed, fmt.Sprintf("importing template %s in vCenter %s folder %s: %v", d.VSphere.Name, d.VSphere.Server, d.VSphere.Folder, state.err)
+		report(ctx, s.Recorder, s.Tracker, s.Metrics, live, failed, inputs)
+		return d, &ctrl.Result{RequeueAfter: state.retryIn}
 	}
-
-	if current != nil {
-		if err := t.Store.RenameTemplate(ctx, at, imp.Name, replaced); err != nil {
-			return false, err
-		}
-		if err := t.after(stepRenamedAway); err != nil {
-			return false, err
-		}
-	}
-	if err := t.Store.RenameTemplate(ctx, at, importing, imp.Name); err != nil {
-		return false, err
-	}
-	if err := t.after(stepRenamedIn); err != nil {
-		return false, err
-	}
-	if current != nil {
-		if err := t.Store.DestroyTemplate(ctx, at, replaced); err != nil {
-			return false, err
-		}
-	}
-	if err := t.after(stepDeletedOld); err != nil {
-		return false, err
-	}
-	log.Info("Imported template", "release", imp.Release, "ova", imp.OVALocation)
-	return true, nil
-}
-
-func (t *TemplateImporter) importOVA(ctx context.Context, imp bootimage.VSphereImport, current *bootimage.VSphereTemplate, name string) error {
-	if err := t.Store.DestroyTemplate(ctx, imp.VSphereLocation, name); err != nil {
-		return err
-	}
-	// The new template is provisioned as the one it replaces; a new failure domain's as the
-	// install config says.
-	var diskType string
-	if current != nil {
-		diskType = current.DiskType
-	} else {
-		dt, err := t.installConfigDiskType(ctx)
-		if err != nil {
-			return err
-		}
-		diskType = dt
-	}
-	ova, err := t.OVAs.Get(ctx, imp.OVALocation, imp.OVASHA256)
-	if err != nil {
-		return err
-	}
-	logf.FromContext(ctx).Info("Importing OVA", "ova", imp.OVALocation, "as", name, "folder", imp.Folder, "diskType", diskType)
-	return t.Store.ImportTemplate(ctx, imp, name, ova, diskType)
+	logf.FromContext(ctx).V(1).Info("Waiting for a template import", "template", d.VSphere.Name, "release", d.VSphere.Release)
+	return d, &ctrl.Result{RequeueAfter: state.poll}
 }
 
 // installConfigDiskType is platform.vsphere.diskType of the install config: a new failure domain
 // has no template to take it from. Without an install config, the datastore's policy decides.
-func (t *TemplateImporter) installConfigDiskType(ctx context.Context) (string, error) {
+func installConfigDiskType(ctx context.Context, reader client.Reader) (string, error) {
 	cm := &corev1.ConfigMap{}
-	err := t.Reader.Get(ctx, client.ObjectKey{Namespace: VSphereCredentialsNamespace, Name: InstallConfigConfigMap}, cm)
+	err := reader.Get(ctx, client.ObjectKey{Namespace: VSphereCredentialsNamespace, Name: InstallConfigConfigMap}, cm)
 	if apierrors.IsNotFound(err) {
 		return "", nil
 	}
@@ -203,68 +112,4 @@ func (t *TemplateImporter) installConfigDiskType(ctx context.Context) (string, e
 		return "", fmt.Errorf("ConfigMap %s/%s key install-config: %w", VSphereCredentialsNamespace, InstallConfigConfigMap, err)
 	}
 	return ic.Platform.VSphere.DiskType, nil
-}
-
-func verified(t *bootimage.VSphereTemplate, release string) bool {
-	return t != nil && t.IsTemplate && t.Version == release
-}
-
-func (t *TemplateImporter) after(step string) error {
-	if t.AfterStep == nil {
-		return nil
-	}
-	return t.AfterStep(step)
-}
-
-func (t *TemplateImporter) lock(key string) func() {
-	t.mu.Lock()
-	if t.locks == nil {
-		t.locks = map[string]*sync.Mutex{}
-	}
-	l, ok := t.locks[key]
-	if !ok {
-		l = &sync.Mutex{}
-		t.locks[key] = l
-	}
-	t.mu.Unlock()
-	l.Lock()
-	return l.Unlock
-}
-
-// importTemplate runs a vSphere update's import before its MachineSet is patched. again is true
-// when the template turned out current already: the decision is taken again on fresh reads.
-// A failed import is reported as an Error decision naming the cause, and retried.
-func (s bootImages) importTemplate(ctx context.Context, live client.Object, d bootimage.Decision, inputs string) (again bool, err error) {
-	if s.Templates == nil {
-		return false, fmt.Errorf("%s %s/%s: a vSphere import is due but no template importer is configured", d.Kind, d.Namespace, d.Name)
-	}
-	imported, err := s.Templates.Ensure(ctx, *d.VSphere)
-	if err != nil {
-		failed := d
-		failed.Action, failed.Reason, failed.Message = bootimage.Error, ReasonTemplateImportFailed, fmt.Sprintf("importing template %s in vCenter %s folder %s: %v", d.VSphere.Name, d.VSphere.Server, d.VSphere.Folder, err)
-		report(ctx, s.Recorder, s.Tracker, live, failed, inputs)
-		return false, err
-	}
-	return !imported, nil
-}
-
-// vsphereRequeue is how soon a decision made stale by another MachineSet's import is taken again.
-const vsphereRequeue = time.Second
-
-// vsphereResult is the result of a reconcile stopped by importTemplate.
-func vsphereResult(err error) (ctrl.Result, error) {
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{RequeueAfter: vsphereRequeue}, nil
-}
-
-// newVSphere returns the vCenter adapter and the importer of the operator.
-func newVSphere(reader client.Reader, rootCAs *x509.CertPool, cacheDir string) (*cloud.VCenters, *TemplateImporter) {
-	vcenters := &cloud.VCenters{RootCAs: rootCAs, Credentials: kube.VSphereCredentials(reader)}
-	if cacheDir == "" {
-		cacheDir = DefaultOVACacheDir
-	}
-	importer := &TemplateImporter{Store: vcenters, Reader: reader, OVAs: &cloud.OVACache{Dir: cacheDir, MaxBytes: DefaultOVACacheBytes}}
-	return vcenters, importer
 }

@@ -1,24 +1,32 @@
 package controllers_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
+	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/manifests"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
@@ -44,7 +52,7 @@ type vsphereWorld struct {
 	// steps records the template swap steps taken, in order; interrupted is the workspace
 	// folder as an interrupted swap left it.
 	mu          sync.Mutex
-	steps       []string
+	steps       []bootimage.VSphereSwapStep
 	interrupted []string
 }
 
@@ -104,28 +112,39 @@ func (w *vsphereWorld) seedTemplate(folder, name, release string) {
 
 // start runs the operator against the simulator; failAt, when set, fails the swap once after
 // that step.
-func (w *vsphereWorld) start(failAt string) *testenv.Manager {
+func (w *vsphereWorld) start(failAt bootimage.VSphereSwapStep) *testenv.Manager {
 	GinkgoHelper()
+	mgr := startOperatorWithHooks(w.config(), w.hooks(failAt))
+	DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
+	return mgr
+}
+
+// config is the operator's configuration against the simulator.
+func (w *vsphereWorld) config() controllers.Config {
+	return controllers.Config{CloudRootCAs: w.vc.RootCAs(), OVACacheDir: w.cacheDir}
+}
+
+// hooks record the swap's steps; failAt, when set, fails the swap once after that step.
+func (w *vsphereWorld) hooks(failAt bootimage.VSphereSwapStep) seams.Hooks {
 	failed := false
-	mgr := startOperator(controllers.Config{CloudRootCAs: w.vc.RootCAs(), OVACacheDir: w.cacheDir, AfterTemplateStep: func(step string) error {
+	return seams.Hooks{AfterTemplateStep: func(name string) error {
+		step := bootimage.VSphereSwapStep(name)
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		w.steps = append(w.steps, step)
 		if step == failAt && !failed {
 			failed = true
 			w.interrupted, _ = w.vc.VMs(ctx, w.ws.Folder)
-			return errors.New("interrupted after " + step)
+			return errors.New("interrupted after " + name)
 		}
 		return nil
-	}})
-	DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
-	return mgr
+	}}
 }
 
-func (w *vsphereWorld) swapSteps() []string {
+func (w *vsphereWorld) swapSteps() []bootimage.VSphereSwapStep {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]string(nil), w.steps...)
+	return append([]bootimage.VSphereSwapStep(nil), w.steps...)
 }
 
 // folderVMs returns the VMs in folder.
@@ -148,6 +167,9 @@ func (w *vsphereWorld) version(p string) func() string {
 	}
 }
 
+// fullSwap are the steps of a swap of an outdated template.
+var fullSwap = []bootimage.VSphereSwapStep{bootimage.SwapImport, bootimage.SwapRenameAway, bootimage.SwapRenameIn, bootimage.SwapDeleteReplaced}
+
 func templateOf(name string) func() any { return func() any { return providerSpec(name)["template"] } }
 
 var _ = Describe("vSphere MachineSet boot images, against vcsim", func() {
@@ -166,7 +188,7 @@ var _ = Describe("vSphere MachineSet boot images, against vcsim", func() {
 		Eventually(condition(controllers.ConditionBootImageUpdateProgressing)).Should(HaveField("Message",
 			"Reconciled 2 of 2 MAPI MachineSets (0 skipped) | Reconciled 0 of 0 ControlPlaneMachineSets (0 skipped)"))
 		Expect(w.folderVMs(w.ws.Folder)()).To(ConsistOf(installerTemplate), "no temporary or replaced template is left")
-		Expect(w.swapSteps()).To(Equal([]string{"imported", "renamed-away", "renamed-in", "deleted-old"}), "one import for both MachineSets")
+		Expect(w.swapSteps()).To(Equal(fullSwap), "one import for both MachineSets")
 		Expect(w.ovas.Downloads.Load()).To(BeEquivalentTo(1))
 
 		vm, tags, err := w.vc.VM(ctx, current)
@@ -220,7 +242,7 @@ var _ = Describe("vSphere MachineSet boot images, against vcsim", func() {
 		Expect(w.folderVMs(customer)()).To(ConsistOf("golden", computedTemplate))
 		Expect(w.version(path.Join(customer, "golden"))()).To(Equal(oldRHCOS))
 		Expect(w.version(path.Join(customer, computedTemplate))()).To(Equal(oldRHCOS))
-		Expect(w.swapSteps()).To(Equal([]string{"imported", "renamed-in", "deleted-old"}), "a new template: nothing to rename away")
+		Expect(w.swapSteps()).To(Equal([]bootimage.VSphereSwapStep{bootimage.SwapImport, bootimage.SwapRenameIn}), "a new template: nothing to rename away or delete")
 	})
 
 	It("detects a hot loop by the release: a template reverted after three imports is left alone", func() {
@@ -247,7 +269,7 @@ var _ = Describe("vSphere MachineSet boot images, against vcsim", func() {
 	})
 
 	DescribeTable("recovers a swap interrupted after each step",
-		func(step string, interrupted func(importing, replaced string) []string, steps []string) {
+		func(step bootimage.VSphereSwapStep, interrupted func(importing, replaced string) []string, reported bool) {
 			w.serveStream(w.newOVA, fakecloud.SHA256(w.newOVA))
 			Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet("worker-a", fixtures.VSphereProviderSpecAt(installerTemplate, w.ws)))).To(Succeed())
 			w.start(step)
@@ -260,21 +282,22 @@ var _ = Describe("vSphere MachineSet boot images, against vcsim", func() {
 				"Reconciled 1 of 1 MAPI MachineSets (0 skipped) | Reconciled 0 of 0 ControlPlaneMachineSets (0 skipped)"))
 			Eventually(w.version(path.Join(w.ws.Folder, installerTemplate))).Should(Equal(fixtures.StreamRelease))
 			Eventually(w.folderVMs(w.ws.Folder)).Should(ConsistOf(installerTemplate))
-			Expect(w.swapSteps()).To(Equal(steps))
-			Eventually(machineSetEvents("worker-a")).Should(ContainElement(HavePrefix("TemplateImportFailed: Boot image update failed: importing template " + installerTemplate)))
+			Expect(w.swapSteps()).To(Equal(fullSwap), "the next run takes the steps left, and only those")
+			failed := HavePrefix("TemplateImportFailed: Boot image update failed: importing template " + installerTemplate)
+			if reported {
+				Eventually(machineSetEvents("worker-a")).Should(ContainElement(failed))
+			} else {
+				Expect(machineSetEvents("worker-a")()).NotTo(ContainElement(failed), "decided again, the template is current: nothing failed that matters")
+			}
 		},
-		Entry("imported: the verified import is reused", "imported",
-			func(importing, _ string) []string { return []string{installerTemplate, importing} },
-			[]string{"imported", "renamed-away", "renamed-in", "deleted-old"}),
-		Entry("renamed away: the old template is restored, then replaced again", "renamed-away",
-			func(importing, replaced string) []string { return []string{replaced, importing} },
-			[]string{"imported", "renamed-away", "renamed-away", "renamed-in", "deleted-old"}),
-		Entry("renamed in: the replaced template is deleted", "renamed-in",
-			func(_, replaced string) []string { return []string{installerTemplate, replaced} },
-			[]string{"imported", "renamed-away", "renamed-in"}),
-		Entry("deleted: nothing left to do", "deleted-old",
-			func(string, string) []string { return []string{installerTemplate} },
-			[]string{"imported", "renamed-away", "renamed-in", "deleted-old"}),
+		Entry("imported: the verified import is reused", bootimage.SwapImport,
+			func(importing, _ string) []string { return []string{installerTemplate, importing} }, true),
+		Entry("renamed away: the verified import is renamed in", bootimage.SwapRenameAway,
+			func(importing, replaced string) []string { return []string{replaced, importing} }, true),
+		Entry("renamed in: the replaced template is deleted", bootimage.SwapRenameIn,
+			func(_, replaced string) []string { return []string{installerTemplate, replaced} }, true),
+		Entry("deleted: nothing left to do", bootimage.SwapDeleteReplaced,
+			func(string, string) []string { return []string{installerTemplate} }, false),
 	)
 
 	It("refuses a corrupt OVA download, naming both checksums, and keeps nothing of it", func() {
@@ -294,6 +317,150 @@ var _ = Describe("vSphere MachineSet boot images, against vcsim", func() {
 		Expect(w.version(path.Join(w.ws.Folder, installerTemplate))()).To(Equal(oldRHCOS))
 		Expect(filepath.Glob(filepath.Join(w.cacheDir, "*.ova"))).To(BeEmpty(), "a corrupt download never enters the cache")
 		Expect(resourceVersionOf("worker-a")()).To(Equal(ms.ResourceVersion))
+	})
+})
+
+// startElected runs the operator as its command does: holding a Lease released on shutdown, with
+// the command's grace period, past which the manager's Start fails. stop cancels it and returns
+// Start's error.
+func startElected(cfg controllers.Config) (stop func() error) {
+	GinkgoHelper()
+	cfg.ReleaseVersion = fixtures.ReleaseVersion
+	skip, grace := true, 30*time.Second
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                        env.Scheme,
+		Cache:                         controllers.CacheOptions(),
+		MapperProvider:                controllers.NewRESTMapper,
+		Metrics:                       metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:        "0",
+		Controller:                    config.Controller{SkipNameValidation: &skip},
+		LeaderElection:                true,
+		LeaderElectionID:              electedLease,
+		LeaderElectionNamespace:       controllers.MCONamespace,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &grace,
+	})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(controllers.Setup(mgr, cfg)).To(Succeed())
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(runCtx) }()
+	var once sync.Once
+	var result error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			result = <-done
+		})
+		return result
+	}
+	DeferCleanup(func() { _ = stop() })
+	return stop
+}
+
+const electedLease = "bootimage-operator-vsphere"
+
+// decided returns how many objects the operator's current decision is action and reason for, as
+// it exports them (bootimage_decisions); "" counts every action or reason.
+func decided(action, reason string) func() float64 {
+	return func() float64 {
+		families, err := ctrlmetrics.Registry.Gather()
+		Expect(err).NotTo(HaveOccurred())
+		n := 0.0
+		for _, f := range families {
+			if f.GetName() != "bootimage_decisions" {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if labels["kind"] == "MachineSet" && (action == "" || labels["action"] == action) && (reason == "" || labels["reason"] == reason) {
+					n += m.GetGauge().GetValue()
+				}
+			}
+		}
+		return n
+	}
+}
+
+func leaseHolder() string {
+	lease := &coordinationv1.Lease{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: controllers.MCONamespace, Name: electedLease}, lease); err != nil || lease.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *lease.Spec.HolderIdentity
+}
+
+var _ = Describe("vSphere imports while the OVA mirror stalls", func() {
+	It("hold no worker: other MachineSets of both failure domains are decided, shutdown ends within the grace period releasing the Lease, and a restart finishes the import", func() {
+		w := newVSphereWorld()
+		release := w.ovas.Stall()
+		DeferCleanup(release)
+		const currentTemplate, fd2Template = "demo-x7k2p-rhcos-current", "demo-x7k2p-rhcos-fd2"
+		pool, err := w.vc.CreateResourcePool(ctx, "fd2")
+		Expect(err).NotTo(HaveOccurred())
+		ws2 := w.ws
+		ws2.ResourcePool = pool
+		infra := &configv1.Infrastructure{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "cluster"}, infra)).To(Succeed())
+		fd2 := infra.Spec.PlatformSpec.VSphere.FailureDomains[0]
+		fd2.Name, fd2.Zone, fd2.Topology.ResourcePool = "fd2", "zone-b", pool
+		infra.Spec.PlatformSpec.VSphere.FailureDomains = append(infra.Spec.PlatformSpec.VSphere.FailureDomains, fd2)
+		Expect(k8s.Update(ctx, infra)).To(Succeed())
+		w.seedTemplate(w.ws.Folder, currentTemplate, fixtures.StreamRelease)
+		w.seedTemplate(w.ws.Folder, fd2Template, fixtures.StreamRelease)
+		w.serveStream(w.newOVA, fakecloud.SHA256(w.newOVA))
+
+		// More MachineSets waiting for the import than the controller has workers.
+		var objs []client.Object
+		outdated := fixtures.VSphereProviderSpecAt(installerTemplate, w.ws)
+		for i := range 10 {
+			objs = append(objs, fixtures.MachineSet(fmt.Sprintf("waiting-%d", i), outdated))
+		}
+		objs = append(objs,
+			fixtures.MachineSet("current-fd1", fixtures.VSphereProviderSpecAt(currentTemplate, w.ws)),
+			fixtures.MachineSet("current-fd2", fixtures.VSphereProviderSpecAt(fd2Template, ws2)))
+		Expect(fixtures.Create(ctx, k8s, objs...)).To(Succeed())
+		waiting := getMachineSet("waiting-0")
+		sessions, err := w.vc.Sessions(ctx, fakecloud.VCenterUsername)
+		Expect(err).NotTo(HaveOccurred())
+
+		stop := startElected(w.config())
+		Eventually(leaseHolder).ShouldNot(BeEmpty())
+		Eventually(w.ovas.Stalled.Load).Should(BeEquivalentTo(1))
+		Eventually(decided("NoChange", "UpToDate")).Should(BeEquivalentTo(2))
+
+		By("deciding MachineSets created while the download stalls, in both failure domains")
+		Expect(fixtures.Create(ctx, k8s,
+			fixtures.MachineSet("late-fd1", fixtures.VSphereProviderSpecAt(currentTemplate, w.ws)),
+			fixtures.MachineSet("late-fd2", fixtures.VSphereProviderSpecAt(fd2Template, ws2)),
+			fixtures.MachineSet("late-bad", fixtures.VSphereProviderSpecAt("", w.ws)),
+		)).To(Succeed())
+		Eventually(decided("NoChange", "UpToDate")).Should(BeEquivalentTo(4))
+		Eventually(machineSetEvents("late-bad")).Should(ConsistOf(HavePrefix("InvalidProviderSpec: ")))
+		Eventually(condition(controllers.ConditionBootImageUpdateDegraded)).Should(HaveField("Message", ContainSubstring("MachineSet openshift-machine-api/late-bad: InvalidProviderSpec")), "the status controller keeps writing")
+		Expect(decided("", "")()).To(BeEquivalentTo(5), "the ten waiting for the import are not decided yet")
+		Expect(condition(controllers.ConditionBootImageUpdateProgressing)()).To(HaveField("Status", metav1.ConditionTrue), "while they wait")
+		Expect(w.ovas.Downloads.Load()).To(BeEquivalentTo(1), "one import for the ten MachineSets")
+		Expect(w.ovas.Stalled.Load()).To(BeEquivalentTo(1))
+
+		By("shutting down within the grace period, the stalled import cancelled and the Lease released")
+		Expect(stop()).To(Succeed())
+		Expect(leaseHolder()).To(BeEmpty())
+		Expect(w.ovas.Abandoned.Load()).To(BeEquivalentTo(1))
+		Expect(w.vc.Sessions(ctx, fakecloud.VCenterUsername)).To(Equal(sessions), "logged out of vCenter")
+		Expect(resourceVersionOf("waiting-0")()).To(Equal(waiting.ResourceVersion))
+		Expect(w.folderVMs(w.ws.Folder)()).To(ConsistOf(installerTemplate, currentTemplate, fd2Template))
+		Expect(filepath.Glob(filepath.Join(w.cacheDir, "*"))).To(BeEmpty(), "nothing of the partial download is kept")
+
+		By("finishing the import after a restart, once the mirror answers")
+		release()
+		w.start("")
+		Eventually(decided("NoChange", "UpToDate")).Should(BeEquivalentTo(14))
+		Expect(w.version(path.Join(w.ws.Folder, installerTemplate))()).To(Equal(fixtures.StreamRelease))
+		Expect(w.swapSteps()).To(Equal(fullSwap))
 	})
 })
 

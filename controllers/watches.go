@@ -22,8 +22,8 @@ var credentialsSecrets = map[string]bool{AWSCredentialsSecret: true, GCPCredenti
 // watchClusterInputs adds the cluster-wide inputs of a decision to b. A change is mapped by all
 // (every object of the reconciler) only when it changes what a decision reads, so that unrelated
 // writes (status of other fields, resyncs, other Secrets) do not re-decide a thousand objects.
-// byUserData maps a user-data Secret to the objects that name it.
-func watchClusterInputs(b *builder.TypedBuilder[reconcile.Request], allObjects, byUserData handler.MapFunc) *builder.TypedBuilder[reconcile.Request] {
+// namespace holds the coreos-bootimages ConfigMap; byUserData maps a user-data Secret to the objects that name it.
+func watchClusterInputs(b *builder.TypedBuilder[reconcile.Request], namespace string, allObjects, byUserData handler.MapFunc) *builder.TypedBuilder[reconcile.Request] {
 	all := handler.EnqueueRequestsFromMapFunc(allObjects)
 	secrets := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		if credentialsSecrets[o.GetName()] {
@@ -36,7 +36,7 @@ func watchClusterInputs(b *builder.TypedBuilder[reconcile.Request], allObjects, 
 		Watches(&configv1.Infrastructure{}, all, builder.WithPredicates(changed(func(o, n *configv1.Infrastructure) bool { return equality.Semantic.DeepEqual(o.Status, n.Status) }))).
 		Watches(&configv1.FeatureGate{}, all, builder.WithPredicates(changed(func(o, n *configv1.FeatureGate) bool { return equality.Semantic.DeepEqual(o.Status, n.Status) }))).
 		Watches(&configv1.ClusterVersion{}, all, builder.WithPredicates(clusterVersionChanged())).
-		Watches(&corev1.ConfigMap{}, all, builder.WithPredicates(named(MCONamespace, BootImagesConfigMapName), changed(func(o, n *corev1.ConfigMap) bool { return equality.Semantic.DeepEqual(o.Data, n.Data) }))).
+		Watches(&corev1.ConfigMap{}, all, builder.WithPredicates(named(namespace, BootImagesConfigMapName), changed(func(o, n *corev1.ConfigMap) bool { return equality.Semantic.DeepEqual(o.Data, n.Data) }))).
 		Watches(&corev1.Secret{}, secrets, builder.WithPredicates(inNamespace(MachineAPINamespace), changed(func(o, n *corev1.Secret) bool { return equality.Semantic.DeepEqual(o.Data, n.Data) })))
 }
 

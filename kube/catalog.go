@@ -24,11 +24,12 @@ const cloudImagesTTL = 10 * time.Minute
 // Catalog returns the cloud image catalogues of the cluster, configured from its
 // credentials Secrets and Infrastructure, read through c: the manager's cache in the operator, a
 // direct client in `bootimagectl plan`. rootCAs, when set, are trusted for the cloud endpoints;
-// backoff is how long failed calls are remembered (zero fields: cloud's defaults).
-func Catalog(c client.Reader, rootCAs *x509.CertPool, backoff cloud.Backoff) bootimage.Catalog {
-	var gcpOnce sync.Once
-	return cloud.Catalog{
-		AWS: &cloud.EC2{TTL: cloudImagesTTL, RootCAs: rootCAs, Backoff: backoff, Settings: func(ctx context.Context) (cloud.AWSSettings, error) {
+// backoff is how long failed calls are remembered (zero fields: cloud's defaults); metrics, when
+// set, count the requests. newGCP, when nil, leaves GCP images unlooked-up: the
+// image prefix rule alone decides, as on a GCP cluster without credentials.
+func Catalog(c client.Reader, rootCAs *x509.CertPool, backoff cloud.Backoff, metrics *cloud.Metrics, newGCP cloud.NewGCPLookup) bootimage.Catalog {
+	catalog := cloud.Catalog{
+		AWS: &cloud.EC2{TTL: cloudImagesTTL, RootCAs: rootCAs, Backoff: backoff, Metrics: metrics, Settings: func(ctx context.Context) (cloud.AWSSettings, error) {
 			secret, err := credentialsSecret(ctx, c, AWSCredentialsSecret)
 			if err != nil {
 				return cloud.AWSSettings{}, err
@@ -52,19 +53,35 @@ func Catalog(c client.Reader, rootCAs *x509.CertPool, backoff cloud.Backoff) boo
 			}
 			return s, nil
 		}},
-		GCP: &cloud.GCPImages{TTL: cloudImagesTTL, Backoff: backoff, Settings: func(ctx context.Context) (cloud.GCPSettings, error) {
-			secret, err := credentialsSecret(ctx, c, GCPCredentialsSecret)
-			if err == bootimage.ErrNoCatalog {
-				gcpOnce.Do(func() {
-					logf.FromContext(ctx).Info("No GCP credentials: skipping the target image pre-flight check; the image prefix rule alone decides", "secret", MachineAPINamespace+"/"+GCPCredentialsSecret)
-				})
-			}
-			if err != nil {
-				return cloud.GCPSettings{}, err
-			}
-			return cloud.GCPSettings{Version: secret.ResourceVersion, CredentialsJSON: secret.Data["service_account.json"]}, nil
-		}},
 	}
+	var gcpOnce sync.Once
+	if newGCP == nil {
+		catalog.GCP = noGCP{once: &gcpOnce}
+		return catalog
+	}
+	catalog.GCP = newGCP(func(ctx context.Context) (cloud.GCPSettings, error) {
+		secret, err := credentialsSecret(ctx, c, GCPCredentialsSecret)
+		if err == bootimage.ErrNoCatalog {
+			gcpOnce.Do(func() {
+				logf.FromContext(ctx).Info("No GCP credentials: skipping the target image pre-flight check; the image prefix rule alone decides", "secret", MachineAPINamespace+"/"+GCPCredentialsSecret)
+			})
+		}
+		if err != nil {
+			return cloud.GCPSettings{}, err
+		}
+		return cloud.GCPSettings{Version: secret.ResourceVersion, CredentialsJSON: secret.Data["service_account.json"]}, nil
+	}, cloudImagesTTL, backoff, metrics)
+	return catalog
+}
+
+// noGCP stands in when the embedder registered no GCP lookups.
+type noGCP struct{ once *sync.Once }
+
+func (n noGCP) GCPImage(ctx context.Context, _, _ string) (*bootimage.GCPImage, error) {
+	n.once.Do(func() {
+		logf.FromContext(ctx).Info("No GCP image lookups registered in this binary: skipping the target image pre-flight check; the image prefix rule alone decides")
+	})
+	return nil, bootimage.ErrNoCatalog
 }
 
 func credentialsSecret(ctx context.Context, c client.Reader, name string) (*corev1.Secret, error) {

@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -63,6 +64,15 @@ type Runner struct {
 	// BeforeWrite, when set, runs just before a migration's patch is sent; an error stops the run.
 	// Tests use it to race a user's edit or to stop the operator in the middle.
 	BeforeWrite func(ctx context.Context, migration string) error
+	// Clock stamps the migration annotation; nil is the real clock.
+	Clock clock.PassiveClock
+}
+
+func (r Runner) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
 }
 
 // Run applies every migration mc needs, in order, updating mc in place. It reports whether it
@@ -94,7 +104,7 @@ func (r Runner) apply(ctx context.Context, m Migration, mc *operatorv1.MachineCo
 		body, err := json.Marshal(map[string]any{
 			"metadata": map[string]any{
 				"resourceVersion": mc.ResourceVersion,
-				"annotations":     map[string]string{AnnotationPrefix + m.Name: time.Now().UTC().Format(time.RFC3339)},
+				"annotations":     map[string]string{AnnotationPrefix + m.Name: r.now().UTC().Format(time.RFC3339)},
 			},
 			"spec": specPatch,
 		})

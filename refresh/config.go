@@ -89,9 +89,10 @@ func DecideMachineConfigs(old, new *mcfgv1.MachineConfig, policies Policies) (Re
 }
 
 // Diff lists the changes from old to new in a deterministic order: the MachineConfig fields,
-// then files, directories, links, units, users and groups, storage, each by name. When anything
-// changed, files the new config may not hold (with append, or the daemon's force file) are listed
-// last even if unchanged: the MCO refuses such a config whatever else it changes.
+// then files, directories, links, units (added, changed, removed, as the MCO runs their actions),
+// users and groups, storage, each by name. When anything changed, files the new config may not
+// hold (with append, a mode above 0777, or the daemon's force file) are listed last even if
+// unchanged: the MCO refuses such a config whatever else it changes.
 func Diff(old, new Config) ([]Change, error) { return diffConfigs(old.c, new.c) }
 
 // Parse reads a MachineConfig (machineconfiguration.openshift.io/v1, YAML or JSON) or a bare

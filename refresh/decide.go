@@ -164,6 +164,16 @@ func judge(c Change, policies Policies, files fileRules) verdict {
 		if strings.HasPrefix(c.What, "append") {
 			return verdict{outcome: Reject, rule: "files with append cannot be applied to a running node"}
 		}
+		if c.specialMode != nil {
+			return verdict{outcome: Reject, rule: fmt.Sprintf("file %s has mode %#o: a config cannot set setuid, setgid or sticky bits (modes above 0777)", c.Name, *c.specialMode)}
+		}
+		// Whatever the policy (Reboot, Drain or Special), a registries.conf crio cannot load must
+		// not reach a node: crio would not start again.
+		if path.Clean(c.Name) == RegistriesConf && c.What != "removed" && !c.remote {
+			if err := checkRegistriesLoad(c.New); err != nil {
+				return verdict{outcome: Reject, rule: err.Error()}
+			}
+		}
 		return files(c)
 	}
 	return verdict{outcome: Reboot, rule: "unknown change"}

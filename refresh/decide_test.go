@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"strings"
 
 	ign "github.com/coreos/ignition/v2/config/v3_5/types"
 	. "github.com/onsi/ginkgo/v2"
@@ -181,10 +182,15 @@ var _ = Describe("Decide with the cluster default policies", func() {
 `
 			Expect(decideRegistries(two, swapped).Actions).To(Equal([]refresh.Action{reloadCrio}))
 		})
-		It("refuses contents that are not TOML, naming which version", func() {
+		It("loads a registries.conf larger than a pipe holds", func() {
+			big := strings.Repeat("# a long comment line to fill the pipe's buffer\n", 8000) + registriesV1
+			Expect(decideRegistries(registriesV1, big).Actions).To(Equal([]refresh.Action{reloadCrio}))
+			Expect(decideRegistries(registriesV1, "short-name-mode = 3\n"+big).Outcome).To(Equal(refresh.Reject))
+		})
+		It("refuses contents crio cannot load, naming which version", func() {
 			res := decideRegistries(registriesV1, "[[registry]\n")
 			Expect(res.Outcome).To(Equal(refresh.Reject))
-			Expect(res.Changes[0].Rule).To(ContainSubstring("the new /etc/containers/registries.conf is not valid TOML"))
+			Expect(res.Changes[0].Rule).To(ContainSubstring("the new /etc/containers/registries.conf cannot be loaded by crio: toml: line 2"))
 		})
 	})
 })

@@ -42,6 +42,8 @@ type Change struct {
 	// remote is true when either version of the file has a source other than a data URL, whose
 	// contents cannot be looked inside.
 	remote bool
+	// specialMode is the new file's mode when it has bits above 0777 (setuid, setgid, sticky).
+	specialMode *int
 }
 
 // diffConfigs is Diff.
@@ -160,8 +162,12 @@ func diffFiles(old, new []ign.File) (changes, forbidden []Change, err error) {
 	for _, path := range unionKeys(o, n) {
 		rawOld, inOld := o[path]
 		rawNew, inNew := n[path]
-		if refused := inNew && (len(rawNew.Append) > 0 || path == ForceFile); refused {
-			unchanged := Change{Kind: KindFile, Name: path, What: "unchanged"}
+		var special *int
+		if inNew && rawNew.Mode != nil && (*rawNew.Mode < 0 || *rawNew.Mode > 0o777) {
+			special = rawNew.Mode
+		}
+		if refused := inNew && (len(rawNew.Append) > 0 || path == ForceFile || special != nil); refused {
+			unchanged := Change{Kind: KindFile, Name: path, What: "unchanged", specialMode: special}
 			if len(rawNew.Append) > 0 {
 				unchanged.What = "append, unchanged"
 			}
@@ -181,7 +187,7 @@ func diffFiles(old, new []ign.File) (changes, forbidden []Change, err error) {
 				return nil, nil, err
 			}
 		}
-		c := Change{Kind: KindFile, Name: path, Old: of.contents, New: nf.contents, remote: of.remote != "" || nf.remote != ""}
+		c := Change{Kind: KindFile, Name: path, Old: of.contents, New: nf.contents, remote: of.remote != "" || nf.remote != "", specialMode: special}
 		switch {
 		case !inOld:
 			c.What = "added"
@@ -239,8 +245,10 @@ func diffLinks(old, new []ign.Link) []Change {
 	return changes
 }
 
+// diffUnits lists added units, then changed, then removed, each by name: the MCO runs the unit
+// policies' actions in that order (GetChangedConfigUnitsByType), each group in map order.
 func diffUnits(old, new []ign.Unit) []Change {
-	return diffByName(KindUnit, old, new, func(u ign.Unit) string { return u.Name }, func(ou, nu ign.Unit) string {
+	changes := diffByName(KindUnit, old, new, func(u ign.Unit) string { return u.Name }, func(ou, nu ign.Unit) string {
 		var what []string
 		if ptrString(ou.Contents, "%s") != ptrString(nu.Contents, "%s") {
 			what = append(what, "contents")
@@ -256,8 +264,22 @@ func diffUnits(old, new []ign.Unit) []Change {
 		}
 		return strings.Join(what, ",")
 	})
+	group := func(c Change) int {
+		switch c.What {
+		case "added":
+			return 0
+		case "removed":
+			return 2
+		}
+		return 1
+	}
+	slices.SortStableFunc(changes, func(a, b Change) int { return group(a) - group(b) })
+	return changes
 }
 
+// dropins are compared by name: each is its own file under <unit>.d, which systemd reads in name
+// order, so their order in the config writes nothing different. Absent contents are "", as the
+// daemon writes them (writeDropins).
 func dropins(u ign.Unit) map[string]string {
 	m := map[string]string{}
 	for _, d := range u.Dropins {

@@ -527,3 +527,157 @@ var _ = Describe("Parse cases ported from the MCO", func() {
 		Expect(changes).To(ContainElement(And(HaveField("Kind", refresh.KindFile), HaveField("Name", "/home/core/test"))))
 	})
 })
+
+// issue 20: the places where a differential run against the MCO's own functions found a different
+// answer. Each row names the MCO function whose behaviour it pins, or says why the answer here is
+// deliberately safer.
+var _ = Describe("Issue 20: decided as the MCO's own code decides", func() {
+	type rowCase struct {
+		old, new []cfgOpt
+		policies *refresh.Policies
+		outcome  refresh.Outcome
+		actions  []refresh.Action
+		rule     string // a substring of some change's rule
+	}
+	check := func(c rowCase) {
+		checkMCOCase(mcoCase{old: c.old, new: c.new, policies: c.policies, outcome: c.outcome, actions: c.actions})
+		if c.rule != "" {
+			policies := defaults
+			if c.policies != nil {
+				policies = *c.policies
+			}
+			res := decide(config(c.old...), config(c.new...), policies)
+			Expect(res.Changes).To(ContainElement(HaveField("Rule", ContainSubstring(c.rule))), "%+v", res.Changes)
+		}
+	}
+	specialFile := func(path string, mode int) cfgOpt { return withFile(path, pct("#!/bin/sh\n"), mode) }
+	filePolicy := func(path string, actions ...operatorv1.NodeDisruptionPolicySpecAction) *refresh.Policies {
+		return mergedPolicies(operatorv1.NodeDisruptionPolicyConfig{Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: path, Actions: actions}}})
+	}
+
+	DescribeTable("item 4: modes above 0777 (pkg/controller/common/helpers.go validateIgn3FileModes, via ValidateIgnition in isReconcilable)", check,
+		Entry("a setuid file added is refused, path and mode named", rowCase{
+			new: []cfgOpt{specialFile("/usr/local/bin/tool", 0o4755)}, policies: filePolicy("/usr/local/bin", specAction(operatorv1.NoneSpecAction)),
+			outcome: refresh.Reject, rule: "file /usr/local/bin/tool has mode 04755",
+		}),
+		Entry("a mode changed to setgid is refused", rowCase{
+			old: []cfgOpt{specialFile("/etc/tool", 0o755)}, new: []cfgOpt{specialFile("/etc/tool", 0o2755)},
+			policies: filePolicy("/etc/tool", specAction(operatorv1.NoneSpecAction)), outcome: refresh.Reject, rule: "has mode 02755",
+		}),
+		Entry("an unchanged sticky file is refused when anything else changes", rowCase{
+			old: []cfgOpt{specialFile("/etc/shared", 0o1777), file(pullSecretPath, "a")}, new: []cfgOpt{specialFile("/etc/shared", 0o1777), file(pullSecretPath, "b")},
+			outcome: refresh.Reject, rule: "file /etc/shared has mode 01777",
+		}),
+		Entry("0777 is allowed", rowCase{
+			new: []cfgOpt{specialFile("/etc/tool", 0o777)}, policies: filePolicy("/etc/tool", specAction(operatorv1.NoneSpecAction)), outcome: refresh.InPlace,
+		}),
+		Entry("removing a setuid file is allowed: only the new config is checked", rowCase{
+			old: []cfgOpt{specialFile("/etc/tool", 0o4755)}, policies: filePolicy("/etc/tool", specAction(operatorv1.NoneSpecAction)), outcome: refresh.InPlace,
+		}),
+		Entry("no change at all is no change, as the daemon does not check an unchanged config", rowCase{
+			old: []cfgOpt{specialFile("/etc/tool", 0o4755)}, new: []cfgOpt{specialFile("/etc/tool", 0o4755)}, outcome: refresh.NoChange,
+		}),
+	)
+
+	registriesDrained := []refresh.Action{drain, reloadCrio}
+	DescribeTable("item 5: registries.conf read with the containers library (pkg/daemon/drain.go isSafeContainerRegistryConfChanges decodes sysregistriesv2.V2RegistriesConf; crio loads it with sysregistriesv2)", check,
+		Entry("issue 20: additional-layer-store-auth-helper = 5 is refused", rowCase{
+			old: []cfgOpt{withRegistries(drainFixtures["mc1"])}, new: []cfgOpt{withRegistries("additional-layer-store-auth-helper = 5\n" + drainFixtures["mc1"])},
+			outcome: refresh.Reject, rule: "cannot be loaded by crio",
+		}),
+		Entry("issue 20: credential-helpers as a string is refused", rowCase{
+			old: []cfgOpt{withRegistries(drainFixtures["mc1"])}, new: []cfgOpt{withRegistries("credential-helpers = \"containers-auth.json\"\n" + drainFixtures["mc1"])},
+			outcome: refresh.Reject, rule: "credential-helpers",
+		}),
+		Entry("an unsupported pull-from-mirror is refused (postProcessRegistries)", rowCase{
+			old: []cfgOpt{withRegistries(drainFixtures["mc1"])}, new: []cfgOpt{withRegistries(searchTwo + registryA + mirrorA + "pull-from-mirror = \"sometimes\"\n")},
+			outcome: refresh.Reject, rule: `unsupported pull-from-mirror value "sometimes"`,
+		}),
+		Entry("mirror-by-digest-only beside a pull-from-mirror is refused (postProcessRegistries)", rowCase{
+			old: []cfgOpt{withRegistries(drainFixtures["mc12"])}, new: []cfgOpt{withRegistries(searchTwo + registryA + byDigest + mirrorA + digestOnly)},
+			outcome: refresh.Reject, rule: "cannot set mirror usage mirror-by-digest-only",
+		}),
+		Entry("a location with a URI scheme is refused (parseLocation)", rowCase{
+			old: []cfgOpt{withRegistries(drainFixtures["mc10"])}, new: []cfgOpt{withRegistries(searchTwo + "[[registry]]\nlocation = \"https://example.com/repo\"\n")},
+			outcome: refresh.Reject, rule: "URI schemes are not supported",
+		}),
+		Entry("v1 and v2 keys mixed are refused (loadConfigFile)", rowCase{
+			old: []cfgOpt{withRegistries(drainFixtures["mc10"])}, new: []cfgOpt{withRegistries("[registries.search]\nregistries = [\"a.example.com\"]\n" + registryA)},
+			outcome: refresh.Reject, rule: "mixing sysregistry v1/v2 is not supported",
+		}),
+		Entry("an invalid short-name-mode is refused (parseShortNameMode)", rowCase{
+			old: []cfgOpt{withRegistries(drainFixtures["mc10"])}, new: []cfgOpt{withRegistries("short-name-mode = \"loose\"\n" + drainFixtures["mc10"])},
+			outcome: refresh.Reject, rule: "cannot be loaded by crio",
+		}),
+		Entry("an unknown key is only logged by the library: a safe change", rowCase{
+			old: []cfgOpt{withRegistries(drainFixtures["mc3"])}, new: []cfgOpt{withRegistries("some-future-key = true\n" + drainFixtures["mc4"])},
+			outcome: refresh.InPlace, actions: []refresh.Action{reloadCrio},
+		}),
+		Entry("a mirror's insecure changed drains (the MCO does not look; a mirror without TLS checks is a different pull path)", rowCase{
+			old: []cfgOpt{withRegistries(drainFixtures["mc5"])}, new: []cfgOpt{withRegistries(drainFixtures["mc5"] + "insecure = true\n")},
+			outcome: refresh.InPlace, actions: registriesDrained, rule: "mirror mirror.com/repo/test-img: insecure changed",
+		}),
+	)
+
+	unloadable := withRegistries("additional-layer-store-auth-helper = 5\n")
+	DescribeTable("item 6: the safe answers where the MCO's are not", check,
+		Entry("issue 20: mirror-by-digest-only turned off, the mirror not digest-only: tag pulls now go through the mirror, so drain (isSafeContainerRegistryConfChanges says safe)", rowCase{
+			old: []cfgOpt{withRegistries(drainFixtures["mc12"])}, new: []cfgOpt{withRegistries(searchTwo + registryA + mirrorA)},
+			outcome: refresh.InPlace, actions: registriesDrained, rule: "mirror mirror.com/repo/test-img now takes all pulls, not digest-only",
+		}),
+		Entry("mirror-by-digest-only turned off with every mirror digest-only: no drain", rowCase{
+			old: []cfgOpt{withRegistries(drainFixtures["mc12"])}, new: []cfgOpt{withRegistries(drainFixtures["mc5"])},
+			outcome: refresh.InPlace, actions: []refresh.Action{reloadCrio},
+		}),
+		Entry("issue 20: an unloadable registries.conf is refused beside a change that reboots (the MCO reboots into it)", rowCase{
+			old: []cfgOpt{withRegistries(drainFixtures["mc1"])}, new: []cfgOpt{unloadable, withMC(func(c *refresh.Spec) { c.OSImageURL = "example.com/rhel-coreos:new" })},
+			outcome: refresh.Reject, rule: "cannot be loaded by crio",
+		}),
+		Entry("issue 20: an unloadable registries.conf is refused under a Drain policy (the MCO drains and writes it)", rowCase{
+			old: []cfgOpt{withRegistries(drainFixtures["mc1"])}, new: []cfgOpt{unloadable},
+			policies: filePolicy(refresh.RegistriesConf, specAction(operatorv1.DrainSpecAction), specReload("crio.service")),
+			outcome:  refresh.Reject, rule: "cannot be loaded by crio",
+		}),
+		Entry("an unloadable registries.conf is refused under a Reboot policy", rowCase{
+			old: []cfgOpt{withRegistries(drainFixtures["mc1"])}, new: []cfgOpt{unloadable},
+			policies: filePolicy(refresh.RegistriesConf, specAction(operatorv1.RebootSpecAction)), outcome: refresh.Reject,
+		}),
+		Entry("removing registries.conf is not refused: crio starts without one", rowCase{
+			old: []cfgOpt{withRegistries(drainFixtures["mc1"])}, outcome: refresh.InPlace, actions: registriesDrained,
+		}),
+	)
+
+	unitPolicies := mergedPolicies(operatorv1.NodeDisruptionPolicyConfig{Units: []operatorv1.NodeDisruptionPolicySpecUnit{
+		{Name: "a.service", Actions: []operatorv1.NodeDisruptionPolicySpecAction{specRestart("a.service")}},
+		{Name: "b.service", Actions: []operatorv1.NodeDisruptionPolicySpecAction{specRestart("b.service")}},
+		{Name: "c.service", Actions: []operatorv1.NodeDisruptionPolicySpecAction{specRestart("c.service")}},
+	}})
+	restart := func(unit string) refresh.Action { return refresh.Action{Type: refresh.ActionRestart, Unit: unit} }
+	withPassword := func(keys []ign.SSHAuthorizedKey) cfgOpt {
+		return withUsers(ign.PasswdUser{Name: "core", PasswordHash: ptr("$6$hash"), SSHAuthorizedKeys: keys})
+	}
+	rebootKeys := mergedPolicies(operatorv1.NodeDisruptionPolicyConfig{SSHKey: operatorv1.NodeDisruptionPolicySpecSSHKey{Actions: []operatorv1.NodeDisruptionPolicySpecAction{specAction(operatorv1.RebootSpecAction)}}})
+	DescribeTable("item 7: equalities and orders", check,
+		Entry("unit actions run for added units, then updated, then removed (pkg/daemon/update.go: GetChangedConfigUnitsByType Added, Updated, Removed)", rowCase{
+			old: []cfgOpt{withUnit("a.service", "a"), withUnit("b.service", "b")}, new: []cfgOpt{withUnit("b.service", "b2"), withUnit("c.service", "c")},
+			policies: unitPolicies, outcome: refresh.InPlace, actions: []refresh.Action{restart("c.service"), restart("b.service"), restart("a.service")},
+		}),
+		Entry("kept: drop-ins reordered are no change (the MCO's reflect.DeepEqual sees one; each drop-in is its own file, read in name order)", rowCase{
+			old:     []cfgOpt{withUnit("b.service", "b", ign.Dropin{Name: "10-a.conf", Contents: ptr("x")}, ign.Dropin{Name: "20-b.conf", Contents: ptr("y")})},
+			new:     []cfgOpt{withUnit("b.service", "b", ign.Dropin{Name: "20-b.conf", Contents: ptr("y")}, ign.Dropin{Name: "10-a.conf", Contents: ptr("x")})},
+			outcome: refresh.NoChange,
+		}),
+		Entry(`kept: absent unit contents and "" are no change (the daemon's unitHasContent writes both alike)`, rowCase{
+			old: []cfgOpt{withMC(func(c *refresh.Spec) {
+				c.Ignition.Systemd.Units = []ign.Unit{{Name: "b.service", Enabled: ptr(true)}}
+			})},
+			new: []cfgOpt{withMC(func(c *refresh.Spec) {
+				c.Ignition.Systemd.Units = []ign.Unit{{Name: "b.service", Enabled: ptr(true), Contents: ptr("")}}
+			})},
+			outcome: refresh.NoChange,
+		}),
+		Entry("kept: core's absent sshAuthorizedKeys and [] are no change (both write an empty authorized_keys)", rowCase{
+			old: []cfgOpt{withPassword(nil)}, new: []cfgOpt{withPassword([]ign.SSHAuthorizedKey{})}, policies: rebootKeys, outcome: refresh.NoChange,
+		}),
+	)
+})

@@ -56,20 +56,21 @@ type EC2 struct {
 	// RootCAs, when set, are the only CAs trusted for the endpoints; else the system's, which on
 	// a cluster include the injected trusted CA bundle.
 	RootCAs *x509.CertPool
+	// Metrics, when set, count the requests.
+	Metrics *Metrics
 	// Backoff is how long a failed DescribeImages is remembered, per query, or per region when
 	// EC2 throttles or fails.
 	Backoff Backoff
 
 	init    sync.Once
-	clients *lookups[*ec2.Client]
-	answers *lookups[[]bootimage.AWSImage]
+	clients *Lookups[*ec2.Client]
+	answers *Lookups[[]bootimage.AWSImage]
 }
 
 func (e *EC2) caches() {
 	e.init.Do(func() {
-		e.clients = newLookups[*ec2.Client](maxEC2Clients)
-		e.answers = newLookups[[]bootimage.AWSImage](maxImageAnswers)
-		e.answers.failures = newFailures(e.Backoff)
+		e.clients = NewLookups[*ec2.Client](maxEC2Clients)
+		e.answers = NewFailingLookups[[]bootimage.AWSImage](maxImageAnswers, e.Backoff)
 	})
 }
 
@@ -107,18 +108,18 @@ func (e *EC2) describe(ctx context.Context, region, query string, in *ec2.Descri
 		ttl = defaultImagesTTL
 	}
 	scope := clientKey(region, settings)
-	return e.answers.get(ctx, scope+"|"+query, scope, ttl, func(ctx context.Context) ([]bootimage.AWSImage, error) {
+	return e.answers.Get(ctx, scope+"|"+query, scope, ttl, func(ctx context.Context) ([]bootimage.AWSImage, error) {
 		client, err := e.client(ctx, region, settings)
 		if err != nil {
 			return nil, err
 		}
-		return describeImages(ctx, client, region, in)
+		return describeImages(ctx, observedEC2{client, e.Metrics}, region, in)
 	})
 }
 
-func describeImages(ctx context.Context, client *ec2.Client, region string, in *ec2.DescribeImagesInput) ([]bootimage.AWSImage, error) {
+func describeImages(ctx context.Context, client observedEC2, region string, in *ec2.DescribeImagesInput) ([]bootimage.AWSImage, error) {
 	images := []bootimage.AWSImage{}
-	pages := ec2.NewDescribeImagesPaginator(observedEC2{client}, in)
+	pages := ec2.NewDescribeImagesPaginator(client, in)
 	for pages.HasMorePages() {
 		out, err := pages.NextPage(ctx)
 		var apiErr smithy.APIError
@@ -126,7 +127,7 @@ func describeImages(ctx context.Context, client *ec2.Client, region string, in *
 			break
 		}
 		if err != nil {
-			return nil, newFailure(apiDescribeImages, region, err)
+			return nil, NewFailure(apiDescribeImages, region, err)
 		}
 		for _, img := range out.Images {
 			images = append(images, bootimage.AWSImage{
@@ -146,9 +147,9 @@ func clientKey(region string, s AWSSettings) string {
 // client returns the EC2 client of region and s. Building one makes no request: credentials are
 // fetched on first use and cached by the client until they expire.
 func (e *EC2) client(ctx context.Context, region string, s AWSSettings) (*ec2.Client, error) {
-	return e.clients.get(ctx, clientKey(region, s), "", ec2ClientTTL, func(context.Context) (*ec2.Client, error) {
+	return e.clients.Get(ctx, clientKey(region, s), "", ec2ClientTTL, func(context.Context) (*ec2.Client, error) {
 		httpClient := e.httpClient()
-		creds, err := awsCredentials(s, region, httpClient)
+		creds, err := awsCredentials(s, region, httpClient, e.Metrics)
 		if err != nil {
 			return nil, err
 		}
@@ -169,16 +170,19 @@ func (e *EC2) httpClient() aws.HTTPClient {
 }
 
 // observedEC2 records the metrics of each DescribeImages call.
-type observedEC2 struct{ *ec2.Client }
+type observedEC2 struct {
+	*ec2.Client
+	metrics *Metrics
+}
 
 func (c observedEC2) DescribeImages(ctx context.Context, in *ec2.DescribeImagesInput, opts ...func(*ec2.Options)) (*ec2.DescribeImagesOutput, error) {
 	start := time.Now()
 	out, err := c.Client.DescribeImages(ctx, in, opts...)
 	var apiErr smithy.APIError
 	if errors.As(err, &apiErr) && (apiErr.ErrorCode() == "InvalidAMIID.NotFound" || apiErr.ErrorCode() == "InvalidAMIID.Unavailable") {
-		observe(apiDescribeImages, start, nil)
+		c.metrics.Observe(apiDescribeImages, start, nil)
 	} else {
-		observe(apiDescribeImages, start, err)
+		c.metrics.Observe(apiDescribeImages, start, err)
 	}
 	return out, err
 }

@@ -20,7 +20,7 @@ const roleSessionName = "bootimage-operator"
 // awsCredentials builds the credentials of s in memory, cached until they expire: STS web identity
 // when the shared config names a role and a token file (the cloud credential operator's format
 // on STS clusters), else static keys. Nothing is written to disk: the root filesystem is read-only.
-func awsCredentials(s AWSSettings, region string, httpClient aws.HTTPClient) (aws.CredentialsProvider, error) {
+func awsCredentials(s AWSSettings, region string, httpClient aws.HTTPClient, metrics *Metrics) (aws.CredentialsProvider, error) {
 	keys := sharedConfigKeys{"aws_access_key_id": s.AccessKeyID, "aws_secret_access_key": s.SecretAccessKey}
 	if len(s.SharedConfig) > 0 {
 		parsed, err := parseSharedConfig(s.SharedConfig)
@@ -31,7 +31,7 @@ func awsCredentials(s AWSSettings, region string, httpClient aws.HTTPClient) (aw
 	}
 	switch {
 	case keys["role_arn"] != "" && keys["web_identity_token_file"] != "":
-		client := observedSTS{sts.New(sts.Options{Region: region, HTTPClient: httpClient, BaseEndpoint: optional(s.STSEndpoint)})}
+		client := observedSTS{sts.New(sts.Options{Region: region, HTTPClient: httpClient, BaseEndpoint: optional(s.STSEndpoint)}), metrics}
 		// The token file is the projected service account token: read on every refresh, as the
 		// kubelet rotates it.
 		provider := stscreds.NewWebIdentityRoleProvider(client, keys["role_arn"], stscreds.IdentityTokenFile(keys["web_identity_token_file"]),
@@ -84,12 +84,15 @@ func parseSharedConfig(data []byte) (sharedConfigKeys, error) {
 }
 
 // observedSTS records the metrics of each AssumeRoleWithWebIdentity call.
-type observedSTS struct{ *sts.Client }
+type observedSTS struct {
+	*sts.Client
+	metrics *Metrics
+}
 
 func (c observedSTS) AssumeRoleWithWebIdentity(ctx context.Context, in *sts.AssumeRoleWithWebIdentityInput, opts ...func(*sts.Options)) (*sts.AssumeRoleWithWebIdentityOutput, error) {
 	start := time.Now()
 	out, err := c.Client.AssumeRoleWithWebIdentity(ctx, in, opts...)
-	observe(apiAssumeRoleWithWebIdentity, start, err)
+	c.metrics.Observe(apiAssumeRoleWithWebIdentity, start, err)
 	return out, err
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	gcpimages "github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcp"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
@@ -23,7 +24,7 @@ var ctx = context.Background()
 
 // staticKeysEC2 is an EC2 catalogue of server with static keys.
 func staticKeysEC2(server *fakecloud.EC2) *cloud.EC2 {
-	return &cloud.EC2{TTL: time.Minute, RootCAs: server.RootCAs(), Settings: func(context.Context) (cloud.AWSSettings, error) {
+	return &cloud.EC2{Metrics: testMetrics, TTL: time.Minute, RootCAs: server.RootCAs(), Settings: func(context.Context) (cloud.AWSSettings, error) {
 		return cloud.AWSSettings{Version: "1", AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "secret", Endpoint: server.URL}, nil
 	}}
 }
@@ -71,7 +72,7 @@ var _ = Describe("EC2 through aws-sdk-go-v2", func() {
 	})
 
 	It("says when there are no credentials", func() {
-		none := &cloud.EC2{Settings: func(context.Context) (cloud.AWSSettings, error) { return cloud.AWSSettings{}, bootimage.ErrNoCatalog }}
+		none := &cloud.EC2{Metrics: testMetrics, Settings: func(context.Context) (cloud.AWSSettings, error) { return cloud.AWSSettings{}, bootimage.ErrNoCatalog }}
 		_, err := none.AWSImage(ctx, "us-east-1", fixtures.OldAWSAMI)
 		Expect(err).To(MatchError(bootimage.ErrNoCatalog))
 	})
@@ -79,14 +80,14 @@ var _ = Describe("EC2 through aws-sdk-go-v2", func() {
 
 var _ = Describe("GCP compute through cloud.google.com/go/compute", func() {
 	var server *fakecloud.Compute
-	var gcp *cloud.GCPImages
+	var gcp *gcpimages.Images
 	BeforeEach(func() {
 		server = fakecloud.NewCompute([]fakecloud.ComputeImage{
 			{Project: "rhcos-cloud", Name: fixtures.NewGCPImageName},
 			{Project: "rhcos-cloud", Name: "rhcos-old", Deprecation: "DEPRECATED"},
 		})
 		DeferCleanup(server.Close)
-		gcp = &cloud.GCPImages{Settings: func(context.Context) (cloud.GCPSettings, error) {
+		gcp = &gcpimages.Images{Metrics: testMetrics, Settings: func(context.Context) (cloud.GCPSettings, error) {
 			return cloud.GCPSettings{Version: "1", Token: "test-token", Endpoint: server.URL}, nil
 		}}
 	})
@@ -108,14 +109,14 @@ var _ = Describe("GCP compute through cloud.google.com/go/compute", func() {
 
 	It("skips the pre-flight without credentials, refuses a missing target with them", func() {
 		ms := bootimage.MachineSetObject(fixtures.MachineSet("w", fixtures.GCPProviderSpec(fixtures.OldGCPImage)))
-		cluster := gcpCluster(cloud.Catalog{GCP: &cloud.GCPImages{Settings: func(context.Context) (cloud.GCPSettings, error) { return cloud.GCPSettings{}, bootimage.ErrNoCatalog }}})
+		cluster := gcpCluster(cloud.Catalog{GCP: &gcpimages.Images{Metrics: testMetrics, Settings: func(context.Context) (cloud.GCPSettings, error) { return cloud.GCPSettings{}, bootimage.ErrNoCatalog }}})
 		d, err := bootimage.Decide(ctx, cluster, ms)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(d.Action).To(Equal(bootimage.Update))
 
 		empty := fakecloud.NewCompute(nil)
 		defer empty.Close()
-		cluster.Images = cloud.Catalog{GCP: &cloud.GCPImages{Settings: func(context.Context) (cloud.GCPSettings, error) {
+		cluster.Images = cloud.Catalog{GCP: &gcpimages.Images{Metrics: testMetrics, Settings: func(context.Context) (cloud.GCPSettings, error) {
 			return cloud.GCPSettings{Token: "t", Endpoint: empty.URL}, nil
 		}}}
 		d, err = bootimage.Decide(ctx, cluster, ms)

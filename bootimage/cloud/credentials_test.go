@@ -40,7 +40,7 @@ var _ = Describe("AWS credentials on a read-only root filesystem", func() {
 	})
 
 	catalogue := func(sharedConfig string) *cloud.EC2 {
-		return &cloud.EC2{RootCAs: trust, Settings: func(context.Context) (cloud.AWSSettings, error) {
+		return &cloud.EC2{Metrics: testMetrics, RootCAs: trust, Settings: func(context.Context) (cloud.AWSSettings, error) {
 			return cloud.AWSSettings{Version: "1", SharedConfig: []byte(sharedConfig), Endpoint: ec2Server.URL, STSEndpoint: stsServer.URL}, nil
 		}}
 	}

@@ -12,7 +12,6 @@ import (
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
-	"google.golang.org/api/googleapi"
 	utilcache "k8s.io/apimachinery/pkg/util/cache"
 )
 
@@ -93,22 +92,16 @@ func RetryAfter(err error) (time.Duration, bool) {
 	return max(time.Until(f.retryAt), 0), true
 }
 
-// newFailure describes err, returned by api in region. A context error of the caller is no
+// NewFailure describes err, returned by api in region. A context error of the caller is no
 // cloud failure and is returned as it is.
-func newFailure(api, region string, err error) error {
+func NewFailure(api, region string, err error) error {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return err
 	}
 	f := &Failure{API: api, Region: region, err: err}
 	var apiErr smithy.APIError
 	var respErr *awshttp.ResponseError
-	var gErr *googleapi.Error
 	switch {
-	case errors.As(err, &gErr):
-		f.Status, f.Message = gErr.Code, gErr.Message
-		if len(gErr.Errors) > 0 {
-			f.Code = gErr.Errors[0].Reason
-		}
 	case errors.As(err, &apiErr):
 		f.Code, f.Message = apiErr.ErrorCode(), apiErr.ErrorMessage()
 		if errors.As(err, &respErr) {
@@ -121,6 +114,15 @@ func newFailure(api, region string, err error) error {
 	}
 	f.Message = clean(f.Message)
 	return f
+}
+
+// NewAPIFailure describes err, which api answered in region with an HTTP status, an error code and
+// a message: for adapters whose SDK this package does not link (cloud/gcp).
+func NewAPIFailure(api, region string, err error, status int, code, message string) error {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return err
+	}
+	return &Failure{API: api, Region: region, err: err, Status: status, Code: code, Message: clean(message)}
 }
 
 // Request ids and timestamps change on every call; a message that carries them never repeats.

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	gcpimages "github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcp"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
@@ -79,7 +80,7 @@ var _ = Describe("Cloud failures", func() {
 		server := fakecloud.NewCompute([]fakecloud.ComputeImage{{Project: "rhcos-cloud", Name: "rhcos-1"}})
 		DeferCleanup(server.Close)
 		server.Unavailable.Store(true)
-		gcp := &cloud.GCPImages{Settings: func(context.Context) (cloud.GCPSettings, error) {
+		gcp := &gcpimages.Images{Metrics: testMetrics, Settings: func(context.Context) (cloud.GCPSettings, error) {
 			return cloud.GCPSettings{Version: "1", Token: "t", Endpoint: server.URL}, nil
 		}}
 		_, err := gcp.GCPImage(ctx, "rhcos-cloud", "rhcos-1")

@@ -2,18 +2,7 @@ package cloud
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net/http"
-	"sync"
 	"time"
-
-	compute "cloud.google.com/go/compute/apiv1"
-	"cloud.google.com/go/compute/apiv1/computepb"
-	"github.com/googleapis/gax-go/v2"
-	"golang.org/x/oauth2"
-	"google.golang.org/api/googleapi"
-	"google.golang.org/api/option"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 )
@@ -32,129 +21,21 @@ type GCPSettings struct {
 	Endpoint string
 }
 
-// GCPImages gets compute images for the pre-flight check. Answers are kept for TTL in a bounded
-// cache, one request per image at a time; the client is replaced when the settings change and
-// closed once the last request using it is done.
-type GCPImages struct {
-	// Settings returns the current settings; bootimage.ErrNoCatalog when there are no credentials.
-	Settings func(context.Context) (GCPSettings, error)
-	// TTL bounds how stale an answer (existence, deprecation) may be; 10 minutes when zero.
-	TTL time.Duration
-	// Backoff is how long a failed images.get is remembered, per image, or for every image when
-	// the API throttles or fails.
-	Backoff Backoff
-
-	init    sync.Once
-	answers *lookups[*bootimage.GCPImage]
-
-	mu     sync.Mutex // guards client; held only while swapping it, never across a request
-	client *gcpClient
+// GCPLookup gets GCP compute images. Package cloud/gcp implements it on the compute API; it is
+// its own package so that a binary that never runs on GCP does not link the Google SDK.
+type GCPLookup interface {
+	GCPImage(ctx context.Context, project, name string) (*bootimage.GCPImage, error)
 }
 
-// gcpClient is a compute client and the requests in flight on it.
-type gcpClient struct {
-	key    string
-	images *compute.ImagesClient
-	users  sync.WaitGroup
-}
-
-// GCPImage implements bootimage.Catalog.
-func (g *GCPImages) GCPImage(ctx context.Context, project, name string) (*bootimage.GCPImage, error) {
-	s, err := g.Settings(ctx)
-	if err != nil {
-		return nil, err
-	}
-	g.init.Do(func() {
-		g.answers = newLookups[*bootimage.GCPImage](maxImageAnswers)
-		g.answers.failures = newFailures(g.Backoff)
-	})
-	ttl := g.TTL
-	if ttl == 0 {
-		ttl = defaultImagesTTL
-	}
-	scope := gcpClientKey(s)
-	return g.answers.get(ctx, scope+"|"+project+"/"+name, scope, ttl, func(ctx context.Context) (*bootimage.GCPImage, error) {
-		client, err := g.acquire(ctx, s)
-		if err != nil {
-			return nil, err
-		}
-		defer client.users.Done()
-		start := time.Now()
-		// No gax retries: they would resend a 503 until the context ends, per lookup. The
-		// failure backoff retries, once for every caller.
-		got, err := client.images.Get(ctx, &computepb.GetImageRequest{Project: project, Image: name}, gax.WithRetry(func() gax.Retryer { return nil }))
-		var apiErr *googleapi.Error
-		if errors.As(err, &apiErr) && apiErr.Code == http.StatusNotFound {
-			observe(apiImagesGet, start, nil)
-			return nil, nil
-		}
-		observe(apiImagesGet, start, err)
-		if err != nil {
-			return nil, newFailure(apiImagesGet, "", err)
-		}
-		return &bootimage.GCPImage{Name: got.GetName(), Deprecation: got.GetDeprecated().GetState()}, nil
-	})
-}
-
-// AWSImage implements bootimage.Catalog: the compute API knows no AMIs.
-func (g *GCPImages) AWSImage(context.Context, string, string) (*bootimage.AWSImage, error) {
-	return nil, bootimage.ErrNoCatalog
-}
-
-// AWSMarketplaceImages implements bootimage.Catalog.
-func (g *GCPImages) AWSMarketplaceImages(context.Context, string, string) ([]bootimage.AWSImage, error) {
-	return nil, bootimage.ErrNoCatalog
-}
-
-func gcpClientKey(s GCPSettings) string { return s.Version + "|" + s.Endpoint }
-
-// acquire returns the client for s, counted as in use until the caller calls users.Done. A client
-// replaced by newer settings is closed once its last user is done, never under one.
-func (g *GCPImages) acquire(ctx context.Context, s GCPSettings) (*gcpClient, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.client == nil || g.client.key != gcpClientKey(s) {
-		images, err := newImagesClient(ctx, s) // no request: the token is fetched on first use
-		if err != nil {
-			return nil, err
-		}
-		if old := g.client; old != nil {
-			go func() {
-				old.users.Wait()
-				_ = old.images.Close()
-			}()
-		}
-		g.client = &gcpClient{key: gcpClientKey(s), images: images}
-	}
-	g.client.users.Add(1)
-	return g.client, nil
-}
-
-func newImagesClient(ctx context.Context, s GCPSettings) (*compute.ImagesClient, error) {
-	var opts []option.ClientOption
-	switch {
-	case s.Token != "":
-		opts = append(opts, option.WithTokenSource(oauth2.StaticTokenSource(&oauth2.Token{AccessToken: s.Token})))
-	case len(s.CredentialsJSON) > 0:
-		//lint:ignore SA1019 the Secret holds a service account key, or an external account one on workload identity clusters: any type the CCO writes
-		opts = append(opts, option.WithCredentialsJSON(s.CredentialsJSON))
-	default:
-		return nil, bootimage.ErrNoCatalog
-	}
-	if s.Endpoint != "" {
-		opts = append(opts, option.WithEndpoint(s.Endpoint))
-	}
-	client, err := compute.NewImagesRESTClient(ctx, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("creating GCP compute client: %w", err)
-	}
-	return client, nil
-}
+// NewGCPLookup makes a GCPLookup reading its settings from settings on each call
+// (bootimage.ErrNoCatalog when there are no credentials), its answers kept for ttl and its
+// failures remembered as backoff says. gcp.New is one.
+type NewGCPLookup func(settings func(context.Context) (GCPSettings, error), ttl time.Duration, backoff Backoff, metrics *Metrics) GCPLookup
 
 // Catalog combines the catalogues of both clouds into one bootimage.Catalog.
 type Catalog struct {
 	AWS *EC2
-	GCP *GCPImages
+	GCP GCPLookup
 }
 
 // AWSImage implements bootimage.Catalog.

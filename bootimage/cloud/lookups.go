@@ -13,24 +13,33 @@ import (
 // nor makes it fail.
 const lookupTimeout = time.Minute
 
-// lookups remembers answers by key, at most size of them and each for its ttl, and sends one
+// Lookups remembers answers by key, at most size of them and each for its ttl, and sends one
 // lookup per key at a time: callers asking for a key in flight wait for that answer. No lock is
 // held while a lookup runs. With failures set, a failed lookup is remembered for a growing
 // interval (see Backoff), shared by every caller.
-type lookups[V any] struct {
+type Lookups[V any] struct {
 	cache    *utilcache.LRUExpireCache
 	flight   singleflight.Group
 	failures *failures
 	now      func() time.Time
 }
 
-func newLookups[V any](size int) *lookups[V] {
-	return &lookups[V]{cache: utilcache.NewLRUExpireCache(size), now: time.Now}
+// NewLookups returns Lookups holding at most size answers; errors are not remembered.
+func NewLookups[V any](size int) *Lookups[V] {
+	return &Lookups[V]{cache: utilcache.NewLRUExpireCache(size), now: time.Now}
 }
 
-// get returns the answer for key, looking it up when it is not known. scope names what a
+// NewFailingLookups returns Lookups holding at most size answers that remember a failed lookup
+// for the growing interval of backoff, shared by every caller.
+func NewFailingLookups[V any](size int, backoff Backoff) *Lookups[V] {
+	l := NewLookups[V](size)
+	l.failures = newFailures(backoff)
+	return l
+}
+
+// Get returns the answer for key, looking it up when it is not known. scope names what a
 // region-wide failure of the lookup stops (its endpoint and region).
-func (l *lookups[V]) get(ctx context.Context, key, scope string, ttl time.Duration, lookup func(context.Context) (V, error)) (V, error) {
+func (l *Lookups[V]) Get(ctx context.Context, key, scope string, ttl time.Duration, lookup func(context.Context) (V, error)) (V, error) {
 	var zero V
 	if v, ok := l.cache.Get(key); ok {
 		return v.(V), nil

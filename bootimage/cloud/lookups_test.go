@@ -7,19 +7,25 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	gcpimages "github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcp"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
 
-// requestCount reads bootimage_cloud_requests_total{api, result} from controller-runtime's registry.
+// testMetrics count the requests of every adapter these tests build.
+var testMetrics = cloud.NewMetrics()
+
+// requestCount reads bootimage_cloud_requests_total{api, result} of testMetrics.
 func requestCount(api, result string) float64 {
 	GinkgoHelper()
-	families, err := metrics.Registry.Gather()
+	registry := prometheus.NewPedanticRegistry()
+	registry.MustRegister(testMetrics.Collectors()...)
+	families, err := registry.Gather()
 	Expect(err).NotTo(HaveOccurred())
 	for _, f := range families {
 		if f.GetName() != "bootimage_cloud_requests_total" {
@@ -88,7 +94,7 @@ var _ = Describe("Cloud lookups shared by every MachineSet", func() {
 		DeferCleanup(server.Close)
 		var mu sync.Mutex
 		version := 0
-		gcp := &cloud.GCPImages{Settings: func(context.Context) (cloud.GCPSettings, error) {
+		gcp := &gcpimages.Images{Metrics: testMetrics, Settings: func(context.Context) (cloud.GCPSettings, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			return cloud.GCPSettings{Version: fmt.Sprint(version), Token: "t", Endpoint: server.URL}, nil

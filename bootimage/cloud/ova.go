@@ -29,7 +29,9 @@ type OVACache struct {
 	// timeout for the response headers.
 	Client *http.Client
 
-	mu sync.Mutex
+	once sync.Once
+	// turn is held by the one download at a time; waiting for it honours the caller's context.
+	turn chan struct{}
 }
 
 // Get returns the path of the OVA at location whose sha256 is sum, downloading it unless a
@@ -39,9 +41,14 @@ func (c *OVACache) Get(ctx context.Context, location, sum string) (string, error
 	if len(sum) != sha256.Size*2 {
 		return "", fmt.Errorf("OVA %s: the stream's sha256 %q is not a SHA-256 checksum; refusing an unverifiable download", location, sum)
 	}
-	// One download at a time: the cache holds one OVA, and two MachineSets want the same one.
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	// One download at a time: the cache holds one OVA, and two failure domains want the same one.
+	c.once.Do(func() { c.turn = make(chan struct{}, 1) })
+	select {
+	case c.turn <- struct{}{}:
+		defer func() { <-c.turn }()
+	case <-ctx.Done():
+		return "", fmt.Errorf("OVA %s: waiting for another download: %w", location, context.Cause(ctx))
+	}
 	final := filepath.Join(c.Dir, sum+".ova")
 	if got, err := fileSHA256(final); err == nil && got == sum {
 		return final, nil

@@ -1,6 +1,7 @@
 package cloud_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 
@@ -64,5 +65,30 @@ var _ = Describe("The OVA cache", func() {
 	It("says which OVA a server does not have", func() {
 		_, err := cache.Get(ctx, server.URL+"/missing.ova", sum)
 		Expect(err).To(MatchError(ContainSubstring("/missing.ova: HTTP 404")))
+	})
+
+	It("ends a stalled download with its context, and a download waiting behind it with its own", func() {
+		release := server.Stall()
+		DeferCleanup(release)
+		stalled, cancel := context.WithCancel(ctx)
+		first := make(chan error, 1)
+		go func() {
+			_, err := cache.Get(stalled, location, sum)
+			first <- err
+		}()
+		Eventually(server.Stalled.Load).Should(BeEquivalentTo(1))
+
+		waiting, cancelWaiting := context.WithCancel(ctx)
+		cancelWaiting()
+		_, err := cache.Get(waiting, location, sum)
+		Expect(err).To(MatchError(And(ContainSubstring("waiting for another download"), ContainSubstring(context.Canceled.Error()))))
+
+		cancel()
+		Eventually(first).Should(Receive(MatchError(ContainSubstring(context.Canceled.Error()))))
+		Eventually(server.Abandoned.Load).Should(BeEquivalentTo(1))
+		Expect(os.ReadDir(cache.Dir)).To(BeEmpty(), "nothing of the partial download is kept")
+
+		release()
+		Expect(cache.Get(ctx, location, sum)).To(Equal(filepath.Join(cache.Dir, sum+".ova")), "the next download works")
 	})
 })

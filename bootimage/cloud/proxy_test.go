@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	gcpimages "github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcp"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
@@ -62,13 +63,13 @@ func TestCloudCallsUseClusterProxyAndTrust(t *testing.T) {
 
 func cloudCallsFromEnvironment(t *testing.T) {
 	ctx := context.Background()
-	ec2 := &cloud.EC2{Settings: func(context.Context) (cloud.AWSSettings, error) {
+	ec2 := &cloud.EC2{Metrics: testMetrics, Settings: func(context.Context) (cloud.AWSSettings, error) {
 		return cloud.AWSSettings{Version: "1", AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "secret", Endpoint: os.Getenv("EC2_URL")}, nil
 	}}
 	if img, err := ec2.AWSImage(ctx, "us-east-1", fixtures.OldAWSAMI); err != nil || img == nil {
 		t.Fatalf("EC2: %v, %v", img, err)
 	}
-	gcp := &cloud.GCPImages{Settings: func(context.Context) (cloud.GCPSettings, error) {
+	gcp := &gcpimages.Images{Metrics: testMetrics, Settings: func(context.Context) (cloud.GCPSettings, error) {
 		return cloud.GCPSettings{Version: "1", Token: "t", Endpoint: os.Getenv("COMPUTE_URL")}, nil
 	}}
 	if img, err := gcp.GCPImage(ctx, "rhcos-cloud", fixtures.NewGCPImageName); err != nil || img == nil {

@@ -1,6 +1,7 @@
 package cloud
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"path"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vmware/govmomi/find"
@@ -23,6 +25,7 @@ import (
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
+	"golang.org/x/sync/singleflight"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
@@ -40,17 +43,31 @@ type VSphereCredentials struct {
 // (vCenter expires idle sessions after 30 minutes by default).
 const sessionCheckInterval = time.Minute
 
+// Deadlines of vCenter calls, so that a vCenter that stops answering holds no caller for ever.
+const (
+	// DefaultVCenterCallTimeout bounds a call that reads or asks for a task (a lookup, a login).
+	DefaultVCenterCallTimeout = 30 * time.Second
+	// DefaultVCenterTaskTimeout bounds a task that vCenter runs (a rename, a deletion).
+	DefaultVCenterTaskTimeout = 5 * time.Minute
+)
+
 // VCenters reads and writes VM templates through govmomi, with one session per vCenter, reused
-// until the credentials change or vCenter forgets it, and logged out by Close.
+// until the credentials change or vCenter forgets it, and logged out by Close. No lock is held
+// across a call to vCenter: a login or session check is made once for all callers, each of which
+// waits for it only as long as its own context allows.
 type VCenters struct {
 	// Credentials returns the login for server; bootimage.ErrNoCatalog when there is none.
 	Credentials func(ctx context.Context, server string) (VSphereCredentials, error)
 	// RootCAs are the CAs trusted for vCenter and its hosts; nil trusts the system pool, which in
 	// the operator's pod is the cluster's trusted CA bundle. Certificates are always verified.
 	RootCAs *x509.CertPool
+	// CallTimeout and TaskTimeout bound each call; zero takes the defaults.
+	CallTimeout, TaskTimeout time.Duration
 
+	logins   singleflight.Group
 	mu       sync.Mutex
 	sessions map[string]*vcenterSession
+	closed   bool
 }
 
 type vcenterSession struct {
@@ -58,11 +75,22 @@ type vcenterSession struct {
 	vim     *vim25.Client
 	manager *session.Manager
 	rest    *rest.Client
-	checked time.Time
+	// checked is when vCenter last said it knows the session, in Unix nanoseconds.
+	checked atomic.Int64
+}
+
+func (v *VCenters) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, cmp.Or(v.CallTimeout, DefaultVCenterCallTimeout))
+}
+
+func (v *VCenters) task(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, cmp.Or(v.TaskTimeout, DefaultVCenterTaskTimeout))
 }
 
 // VSphereTemplate implements bootimage.VSphereTemplates.
 func (v *VCenters) VSphereTemplate(ctx context.Context, at bootimage.VSphereLocation, name string) (*bootimage.VSphereTemplate, error) {
+	ctx, cancel := v.call(ctx)
+	defer cancel()
 	vm, err := v.findVM(ctx, at, name)
 	if err != nil || vm == nil {
 		return nil, err
@@ -80,6 +108,8 @@ func (v *VCenters) VSphereTemplate(ctx context.Context, at bootimage.VSphereLoca
 
 // RenameTemplate renames VM from to to, both directly in at.Folder.
 func (v *VCenters) RenameTemplate(ctx context.Context, at bootimage.VSphereLocation, from, to string) error {
+	ctx, cancel := v.task(ctx)
+	defer cancel()
 	vm, err := v.vm(ctx, at, from)
 	if err != nil {
 		return err
@@ -96,6 +126,8 @@ func (v *VCenters) RenameTemplate(ctx context.Context, at bootimage.VSphereLocat
 
 // DestroyTemplate deletes VM name in at.Folder, if it is there.
 func (v *VCenters) DestroyTemplate(ctx context.Context, at bootimage.VSphereLocation, name string) error {
+	ctx, cancel := v.task(ctx)
+	defer cancel()
 	vm, err := v.findVM(ctx, at, name)
 	if err != nil || vm == nil {
 		return err
@@ -116,10 +148,6 @@ func (v *VCenters) DestroyTemplate(ctx context.Context, at bootimage.VSphereLoca
 // cluster's tag and imp.TagIDs, and marked as a template last, so that only a complete import is
 // a template. A failed upload aborts the lease, so vCenter removes the partial VM.
 func (v *VCenters) ImportTemplate(ctx context.Context, imp bootimage.VSphereImport, name, ovaPath, diskType string) error {
-	s, finder, err := v.finder(ctx, imp.VSphereLocation)
-	if err != nil {
-		return err
-	}
 	archive := &importer.TapeArchive{Path: ovaPath}
 	descriptor, err := importer.ReadOvf("*.ovf", archive)
 	if err != nil {
@@ -132,60 +160,22 @@ func (v *VCenters) ImportTemplate(ctx context.Context, imp bootimage.VSphereImpo
 	if envelope.Network == nil || len(envelope.Network.Networks) != 1 {
 		return fmt.Errorf("OVA %s: expected exactly one network in the OVF descriptor", ovaPath)
 	}
-	folder, err := finder.Folder(ctx, imp.Folder)
-	if err != nil {
-		return fmt.Errorf("finding folder %s: %w", imp.Folder, err)
-	}
-	cluster, err := finder.ClusterComputeResource(ctx, imp.ComputeCluster)
-	if err != nil {
-		return fmt.Errorf("finding compute cluster %s: %w", imp.ComputeCluster, err)
-	}
-	pool, err := finder.ResourcePool(ctx, imp.ResourcePool)
-	if err != nil {
-		return fmt.Errorf("finding resource pool %s: %w", imp.ResourcePool, err)
-	}
-	datastore, err := finder.Datastore(ctx, imp.Datastore)
-	if err != nil {
-		return fmt.Errorf("finding datastore %s: %w", imp.Datastore, err)
-	}
-	network, err := finder.Network(ctx, path.Join(cluster.InventoryPath, imp.Network))
-	if err != nil {
-		return fmt.Errorf("finding network %s of compute cluster %s: %w", imp.Network, imp.ComputeCluster, err)
-	}
-	params := types.OvfCreateImportSpecParams{
-		EntityName:     name,
-		NetworkMapping: []types.OvfNetworkMapping{{Name: envelope.Network.Networks[0].Name, Network: network.Reference()}},
-	}
-	switch diskType {
-	case "":
-	case "thin", "thick", "eagerZeroedThick":
-		params.DiskProvisioning = diskType
-	default:
-		return fmt.Errorf("disk provisioning type %q is not supported", diskType)
-	}
-	spec, err := ovf.NewManager(s.vim).CreateImportSpec(ctx, string(descriptor), pool.Reference(), datastore.Reference(), params)
-	if err != nil {
-		return fmt.Errorf("creating the import spec: %w", err)
-	}
-	if len(spec.Error) > 0 {
-		return fmt.Errorf("creating the import spec: %s", spec.Error[0].LocalizedMessage)
-	}
-	host, err := importHost(ctx, cluster, network, datastore)
+	// The lookups up to the lease and the steps after the upload are bounded like a task; the
+	// upload itself by ctx alone, since it takes as long as the OVA's size needs.
+	setup, cancel := v.task(ctx)
+	s, lease, info, err := v.startImport(setup, imp, name, string(descriptor), envelope, diskType)
+	cancel()
 	if err != nil {
 		return err
-	}
-	lease, err := pool.ImportVApp(ctx, spec.ImportSpec, folder, host)
-	if err != nil {
-		return fmt.Errorf("importing the OVA: %w", err)
-	}
-	info, err := lease.Wait(ctx, spec.FileItem)
-	if err != nil {
-		return fmt.Errorf("waiting for the import lease: %w", err)
 	}
 	if err := upload(ctx, lease, info, archive); err != nil {
-		_ = lease.Abort(ctx, &types.LocalizedMethodFault{LocalizedMessage: err.Error()})
+		abort, cancel := v.call(context.WithoutCancel(ctx))
+		defer cancel()
+		_ = lease.Abort(abort, &types.LocalizedMethodFault{LocalizedMessage: err.Error()})
 		return err
 	}
+	ctx, cancel = v.task(ctx)
+	defer cancel()
 	vm := object.NewVirtualMachine(s.vim, info.Entity)
 	if secureBootEnabled(envelope) {
 		// The installer turns EFI secure boot off: the RHCOS OVA enables it, and not every
@@ -210,6 +200,65 @@ func (v *VCenters) ImportTemplate(ctx context.Context, imp bootimage.VSphereImpo
 		return fmt.Errorf("marking %s as a template: %w", name, err)
 	}
 	return nil
+}
+
+// startImport finds where imp goes and opens the import lease of a VM named name.
+func (v *VCenters) startImport(ctx context.Context, imp bootimage.VSphereImport, name, descriptor string, envelope *ovf.Envelope, diskType string) (*vcenterSession, *nfc.Lease, *nfc.LeaseInfo, error) {
+	s, finder, err := v.finder(ctx, imp.VSphereLocation)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	folder, err := finder.Folder(ctx, imp.Folder)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("finding folder %s: %w", imp.Folder, err)
+	}
+	cluster, err := finder.ClusterComputeResource(ctx, imp.ComputeCluster)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("finding compute cluster %s: %w", imp.ComputeCluster, err)
+	}
+	pool, err := finder.ResourcePool(ctx, imp.ResourcePool)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("finding resource pool %s: %w", imp.ResourcePool, err)
+	}
+	datastore, err := finder.Datastore(ctx, imp.Datastore)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("finding datastore %s: %w", imp.Datastore, err)
+	}
+	network, err := finder.Network(ctx, path.Join(cluster.InventoryPath, imp.Network))
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("finding network %s of compute cluster %s: %w", imp.Network, imp.ComputeCluster, err)
+	}
+	params := types.OvfCreateImportSpecParams{
+		EntityName:     name,
+		NetworkMapping: []types.OvfNetworkMapping{{Name: envelope.Network.Networks[0].Name, Network: network.Reference()}},
+	}
+	switch diskType {
+	case "":
+	case "thin", "thick", "eagerZeroedThick":
+		params.DiskProvisioning = diskType
+	default:
+		return nil, nil, nil, fmt.Errorf("disk provisioning type %q is not supported", diskType)
+	}
+	spec, err := ovf.NewManager(s.vim).CreateImportSpec(ctx, descriptor, pool.Reference(), datastore.Reference(), params)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("creating the import spec: %w", err)
+	}
+	if len(spec.Error) > 0 {
+		return nil, nil, nil, fmt.Errorf("creating the import spec: %s", spec.Error[0].LocalizedMessage)
+	}
+	host, err := importHost(ctx, cluster, network, datastore)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	lease, err := pool.ImportVApp(ctx, spec.ImportSpec, folder, host)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("importing the OVA: %w", err)
+	}
+	info, err := lease.Wait(ctx, spec.FileItem)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("waiting for the import lease: %w", err)
+	}
+	return s, lease, info, nil
 }
 
 func upload(ctx context.Context, lease *nfc.Lease, info *nfc.LeaseInfo, archive *importer.TapeArchive) error {
@@ -363,34 +412,67 @@ func (v *VCenters) finder(ctx context.Context, at bootimage.VSphereLocation) (*v
 }
 
 // session returns the session of at's vCenter, logging in when there is none, when the
-// credentials changed or when vCenter no longer knows it.
+// credentials changed or when vCenter no longer knows it. The check or login runs once for all
+// callers of a server, on a context of its own (one caller giving up does not fail the others),
+// and no lock is held while it talks to vCenter.
 func (v *VCenters) session(ctx context.Context, at bootimage.VSphereLocation) (*vcenterSession, error) {
 	creds, err := v.Credentials(ctx, at.Server)
 	if err != nil {
 		return nil, err
 	}
 	v.mu.Lock()
-	defer v.mu.Unlock()
-	if s, ok := v.sessions[at.Server]; ok {
-		if s.version == creds.Version && time.Since(s.checked) < sessionCheckInterval {
-			return s, nil
-		}
-		if s.version == creds.Version && s.active(ctx) {
-			s.checked = time.Now()
-			return s, nil
-		}
-		s.logout(ctx)
-		delete(v.sessions, at.Server)
+	s := v.sessions[at.Server]
+	v.mu.Unlock()
+	if s != nil && s.version == creds.Version && time.Since(time.Unix(0, s.checked.Load())) < sessionCheckInterval {
+		return s, nil
 	}
-	s, err := v.login(ctx, at, creds)
+	ch := v.logins.DoChan(at.Server+"\x00"+creds.Version, func() (any, error) {
+		ctx, cancel := v.call(context.WithoutCancel(ctx))
+		defer cancel()
+		return v.renew(ctx, at, creds)
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.(*vcenterSession), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for a session of vCenter %s: %w", at.Server, context.Cause(ctx))
+	}
+}
+
+// renew keeps the cached session of at's vCenter if vCenter still knows it, else replaces it
+// with a new login.
+func (v *VCenters) renew(ctx context.Context, at bootimage.VSphereLocation, creds VSphereCredentials) (*vcenterSession, error) {
+	v.mu.Lock()
+	s := v.sessions[at.Server]
+	v.mu.Unlock()
+	if s != nil && s.version == creds.Version && s.active(ctx) {
+		s.checked.Store(time.Now().UnixNano())
+		return s, nil
+	}
+	fresh, err := v.login(ctx, at, creds)
 	if err != nil {
 		return nil, err
 	}
-	if v.sessions == nil {
-		v.sessions = map[string]*vcenterSession{}
+	v.mu.Lock()
+	old, closed := v.sessions[at.Server], v.closed
+	if !closed {
+		if v.sessions == nil {
+			v.sessions = map[string]*vcenterSession{}
+		}
+		v.sessions[at.Server] = fresh
 	}
-	v.sessions[at.Server] = s
-	return s, nil
+	v.mu.Unlock()
+	if old != nil {
+		old.logout(ctx)
+	}
+	if closed {
+		fresh.logout(ctx)
+		return nil, fmt.Errorf("vCenter %s: the operator is shutting down", at.Server)
+	}
+	return fresh, nil
 }
 
 func (v *VCenters) login(ctx context.Context, at bootimage.VSphereLocation, creds VSphereCredentials) (*vcenterSession, error) {
@@ -418,7 +500,9 @@ func (v *VCenters) login(ctx context.Context, at bootimage.VSphereLocation, cred
 		return nil, fmt.Errorf("logging in to the vCenter %s REST API as %s: %w", host, creds.Username, err)
 	}
 	logf.FromContext(ctx).Info("Logged in to vCenter", "server", host, "user", creds.Username)
-	return &vcenterSession{version: creds.Version, vim: vim, manager: manager, rest: restClient, checked: time.Now()}, nil
+	s := &vcenterSession{version: creds.Version, vim: vim, manager: manager, rest: restClient}
+	s.checked.Store(time.Now().UnixNano())
+	return s, nil
 }
 
 // active reports whether vCenter still knows both sessions (SOAP and REST expire apart). Reading
@@ -438,13 +522,14 @@ func (s *vcenterSession) logout(ctx context.Context) {
 	s.vim.CloseIdleConnections()
 }
 
-// Close logs every session out.
+// Close logs every session out; a login still under way is logged out when it ends.
 func (v *VCenters) Close(ctx context.Context) {
 	v.mu.Lock()
-	defer v.mu.Unlock()
-	for server, s := range v.sessions {
+	sessions := v.sessions
+	v.sessions, v.closed = nil, true
+	v.mu.Unlock()
+	for _, s := range sessions {
 		s.logout(ctx)
-		delete(v.sessions, server)
 	}
 }
 

@@ -2,8 +2,10 @@ package cloud_test
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -85,5 +87,44 @@ var _ = Describe("vCenter through govmomi, against vcsim", Ordered, func() {
 		Expect(vc.Sessions(ctx, fakecloud.VCenterUsername)).To(Equal(before+1), "new credentials replace the session")
 		own.Close(ctx)
 		Expect(vc.Sessions(ctx, fakecloud.VCenterUsername)).To(Equal(before))
+	})
+
+	It("puts a deadline on every call, and holds no lock while a vCenter does not answer", func() {
+		// A vCenter that accepts connections and never answers.
+		hung, err := net.Listen("tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(hung.Close)
+		go func() {
+			for {
+				c, err := hung.Accept()
+				if err != nil {
+					return
+				}
+				DeferCleanup(c.Close)
+			}
+		}()
+		hungAt := at
+		hungAt.Server, hungAt.Port = "localhost", int32(hung.Addr().(*net.TCPAddr).Port)
+		both := &cloud.VCenters{RootCAs: vc.RootCAs(), Credentials: vcenters.Credentials, CallTimeout: 5 * time.Second}
+		DeferCleanup(both.Close, context.Background())
+
+		deadline := make(chan error, 1)
+		go func() {
+			_, err := both.VSphereTemplate(ctx, hungAt, imp.Name)
+			deadline <- err
+		}()
+		// A caller that gives up while the login is under way fails alone, at once.
+		gaveUp, cancel := context.WithCancel(ctx)
+		cancelled := make(chan error, 1)
+		go func() {
+			_, err := both.VSphereTemplate(gaveUp, hungAt, imp.Name)
+			cancelled <- err
+		}()
+		cancel()
+		Eventually(cancelled).Should(Receive(MatchError(context.Canceled)))
+		// The other vCenter answers meanwhile.
+		Expect(both.VSphereTemplate(ctx, at, "nope")).To(BeNil())
+		Expect(deadline).NotTo(Receive(), "the hung vCenter's login is still under way")
+		Eventually(deadline, 30*time.Second).Should(Receive(MatchError(context.DeadlineExceeded)))
 	})
 })

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -22,9 +23,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcp"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/buildinfo"
 	"github.com/bootimage-operator/bootimage-operator/leader"
+	"github.com/bootimage-operator/bootimage-operator/operator"
 )
 
 // The Lease; its timings follow the control plane topology (clustertuning.go).
@@ -52,21 +55,38 @@ type options struct {
 	kubeAPIBurst    int
 	clusterOperator string
 	ovaCacheDir     string
+	logConfig       *textlogger.Config
+	showVersion     bool
 }
 
 func main() {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	if err := run(ctx, os.Args[1:]); err != nil {
+	opts, err := parseFlags(os.Args[1:])
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
 		}
 		fmt.Fprintf(os.Stderr, "bootimage-operator: %v\n", err)
 		os.Exit(1)
 	}
+	if opts.showVersion {
+		fmt.Printf("bootimage-operator %s\n", buildinfo.Read())
+		return
+	}
+	// The process-wide loggers are set here and only here: client-go and controller-runtime
+	// internals log through them.
+	logger := textlogger.NewLogger(opts.logConfig)
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
+	if err := run(ctx, opts, logger); err != nil {
+		fmt.Fprintf(os.Stderr, "bootimage-operator: %v\n", err)
+		os.Exit(1)
+	}
 }
 
-func run(ctx context.Context, args []string) error {
+// parseFlags reads the command line.
+func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("bootimage-operator", flag.ContinueOnError)
 	var opts options
 	fs.StringVar(&opts.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Default: $KUBECONFIG, else the in-cluster config.")
@@ -79,27 +99,25 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&opts.kubeAPIBurst, "kube-api-burst", defaultKubeAPIBurst, "Requests the operator's API client may send in a burst.")
 	fs.StringVar(&opts.clusterOperator, "cluster-operator-name", "", "ClusterOperator whose Upgradeable condition carries the boot image skew guard; empty (inside the MCO, whose status sync reads the guard) sets none.")
 	fs.StringVar(&opts.ovaCacheDir, "ova-cache-dir", controllers.DefaultOVACacheDir, "Writable directory for downloaded vSphere OVAs.")
-	showVersion := fs.Bool("version", false, "Print the version and exit.")
-	logConfig := textlogger.NewConfig()
-	logConfig.AddFlags(fs)
+	fs.BoolVar(&opts.showVersion, "version", false, "Print the version and exit.")
+	opts.logConfig = textlogger.NewConfig()
+	opts.logConfig.AddFlags(fs)
 	describeLogFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *showVersion {
-		fmt.Printf("bootimage-operator %s\n", buildinfo.Read())
-		return nil
+		return options{}, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	return opts, nil
+}
+
+// run builds a manager the way any embedder would and runs the operator in it until ctx ends.
+// It sets no process-wide state: logs go to logger.
+func run(ctx context.Context, opts options, logger logr.Logger) error {
 	if err := checkMetricsCertDir(opts.metricsCertDir); err != nil {
 		return err
 	}
-
-	logger := textlogger.NewLogger(logConfig)
-	ctrl.SetLogger(logger)
-	klog.SetLogger(logger)
 	log := logger.WithName("setup")
 
 	restConfig, err := loadRESTConfig(opts.kubeconfig)
@@ -110,23 +128,18 @@ func run(ctx context.Context, args []string) error {
 	tuning := readClusterTuning(ctx, restConfig, log)
 	log.Info("Read cluster tuning", "leaseDuration", tuning.Lease.LeaseDuration.String(), "renewDeadline", tuning.Lease.RenewDeadline.String(),
 		"retryPeriod", tuning.Lease.RetryPeriod.String(), "metricsTLSProfile", tuning.TLSProfile)
-	metrics := metricsOptions(opts.metricsAddr, opts.metricsCertDir, tuning)
-	mgrOpts := ctrl.Options{
-		Scheme:                        controllers.NewScheme(),
-		Cache:                         controllers.CacheOptions(),
-		MapperProvider:                controllers.NewRESTMapper,
-		Metrics:                       metrics,
-		HealthProbeBindAddress:        opts.probeAddr,
-		LeaderElection:                opts.leaderElect,
-		LeaderElectionID:              leaseName,
-		LeaderElectionNamespace:       leaseNS,
-		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 ptr(tuning.Lease.LeaseDuration),
-		RenewDeadline:                 ptr(tuning.Lease.RenewDeadline),
-		RetryPeriod:                   ptr(tuning.Lease.RetryPeriod),
-		GracefulShutdownTimeout:       ptr(shutdownGrace),
-		Logger:                        quietOnStop(ctx, logger),
-	}
+	mgrOpts := operator.ManagerOptions()
+	mgrOpts.Logger = quietOnStop(ctx, logger)
+	mgrOpts.Metrics = metricsOptions(opts.metricsAddr, opts.metricsCertDir, tuning)
+	mgrOpts.HealthProbeBindAddress = opts.probeAddr
+	mgrOpts.LeaderElection = opts.leaderElect
+	mgrOpts.LeaderElectionID = leaseName
+	mgrOpts.LeaderElectionNamespace = leaseNS
+	mgrOpts.LeaderElectionReleaseOnCancel = true
+	mgrOpts.LeaseDuration = ptr(tuning.Lease.LeaseDuration)
+	mgrOpts.RenewDeadline = ptr(tuning.Lease.RenewDeadline)
+	mgrOpts.RetryPeriod = ptr(tuning.Lease.RetryPeriod)
+	mgrOpts.GracefulShutdownTimeout = ptr(shutdownGrace)
 	// Every write of the manager's client is fenced on the lease's last renewal.
 	fence, err := leader.Configure(restConfig, &mgrOpts, leader.DefaultSkewMargin)
 	if err != nil {
@@ -144,7 +157,13 @@ func run(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	if err := controllers.Setup(mgr, controllers.Config{ReleaseVersion: opts.releaseVersion, ClusterOperator: opts.clusterOperator, OVACacheDir: opts.ovaCacheDir}); err != nil {
+	if err := operator.AddToManager(mgr, operator.Options{
+		Logger:          logger,
+		ReleaseVersion:  opts.releaseVersion,
+		ClusterOperator: opts.clusterOperator,
+		OVACacheDir:     opts.ovaCacheDir,
+		GCP:             gcp.New,
+	}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}
 	go func() {

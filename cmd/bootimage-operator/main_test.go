@@ -34,6 +34,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/klog/v2/textlogger"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -53,7 +54,7 @@ func TestOperator(t *testing.T) {
 var _ = Describe("Startup failures", func() {
 	DescribeTable("return a one-line reason",
 		func(args []string, message string) {
-			err := run(context.Background(), args)
+			err := runArgs(context.Background(), args)
 			Expect(err).To(MatchError(ContainSubstring(message)))
 		},
 		Entry("a missing kubeconfig", []string{"--kubeconfig", "/nonexistent/kubeconfig"}, "loading kubeconfig /nonexistent/kubeconfig"),
@@ -62,6 +63,16 @@ var _ = Describe("Startup failures", func() {
 		Entry("a metrics cert dir without the certificate", []string{"--metrics-cert-dir", "/nonexistent"}, "--metrics-cert-dir: stat /nonexistent/tls.crt: no such file or directory"),
 	)
 })
+
+// runArgs runs the operator as main does, logging to the spec's output; unlike main it sets no
+// process-wide logger, so specs may call it more than once.
+func runArgs(ctx context.Context, args []string) error {
+	opts, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	return run(ctx, opts, textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(GinkgoWriter))))
+}
 
 func freeAddress() string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -112,7 +123,7 @@ var _ = Describe("The operator process on a real API server, with only the shipp
 		runCtx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() {
-			done <- run(runCtx, []string{"--kubeconfig", asOperator, "--release-version", fixtures.ReleaseVersion,
+			done <- runArgs(runCtx, []string{"--kubeconfig", asOperator, "--release-version", fixtures.ReleaseVersion,
 				"--metrics-bind-address", metricsAddr, "--metrics-cert-dir", certDir, "--health-probe-bind-address", probe})
 		}()
 		stopped := false

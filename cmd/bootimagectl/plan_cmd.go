@@ -15,6 +15,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	gcpimages "github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcp"
 	"github.com/bootimage-operator/bootimage-operator/kube"
 )
 
@@ -145,7 +146,7 @@ func imageCatalog(in planInputs, c client.Reader, awsImages string) (bootimage.C
 	if err != nil {
 		return nil, nil, err
 	}
-	return kube.Catalog(c, rootCAs, cloud.Backoff{}), notes, nil
+	return kube.Catalog(c, rootCAs, cloud.Backoff{}, nil, gcpimages.New), notes, nil
 }
 
 // vCenters returns the vCenter reader of a live plan, trusting the CAs of the PEM file caFile

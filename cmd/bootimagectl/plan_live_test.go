@@ -100,7 +100,8 @@ var _ = Describe("bootimagectl plan on a cluster", Ordered, func() {
 	})
 
 	It("plans, through the cluster's EC2 endpoint and credentials, what the operator then does", func() {
-		ec2 := fakecloud.NewEC2(fixtures.AWSImages())
+		// south's AMI is RHCOS in its region, which the stream does not list.
+		ec2 := fakecloud.NewEC2(append(fixtures.AWSImages(), bootimage.AWSImage{ImageID: fixtures.OldAWSAMI, OwnerID: bootimage.RHCOSOwner, Region: "ap-south-1", State: "available"}))
 		DeferCleanup(ec2.Close)
 		// The CLI trusts the fake endpoint the way an admin trusts a private one.
 		caBundle := filepath.Join(GinkgoT().TempDir(), "ca.pem")

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,14 +80,19 @@ func SHA256(data []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// OVAServer serves OVAs over HTTP, counting downloads.
+// OVAServer serves OVAs over HTTP, counting downloads. Stall makes it a mirror that stops
+// answering in the middle of a download.
 type OVAServer struct {
 	*httptest.Server
 	// Downloads counts GET requests.
 	Downloads atomic.Int64
+	// Stalled counts downloads that stalled; Abandoned those of them whose client went away.
+	Stalled, Abandoned atomic.Int64
 
-	mu    sync.Mutex
-	files map[string][]byte
+	mu       sync.Mutex
+	files    map[string][]byte
+	stall    chan struct{}
+	releases []func()
 }
 
 // NewOVAServer serves nothing yet: Put adds files.
@@ -96,14 +102,62 @@ func NewOVAServer() *OVAServer {
 		s.Downloads.Add(1)
 		s.mu.Lock()
 		data, ok := s.files[r.URL.Path]
+		stall := s.stall
 		s.mu.Unlock()
 		if !ok {
 			http.NotFound(w, r)
 			return
 		}
+		if stall != nil {
+			// Headers and half the body, then nothing until released or the client gives up.
+			w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+			_, _ = w.Write(data[:len(data)/2])
+			w.(http.Flusher).Flush()
+			s.Stalled.Add(1)
+			select {
+			case <-stall:
+				data = data[len(data)/2:]
+			case <-r.Context().Done():
+				s.Abandoned.Add(1)
+				return
+			}
+		}
 		_, _ = w.Write(data)
 	}))
 	return s
+}
+
+// Stall makes downloads, those under way excepted, stop after half the body until release is
+// called (release is idempotent, and Close releases too).
+func (s *OVAServer) Stall() (release func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stall := make(chan struct{})
+	s.stall = stall
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			s.mu.Lock()
+			if s.stall == stall {
+				s.stall = nil
+			}
+			s.mu.Unlock()
+			close(stall)
+		})
+	}
+	s.releases = append(s.releases, release)
+	return release
+}
+
+// Close releases stalled downloads and stops the server.
+func (s *OVAServer) Close() {
+	s.mu.Lock()
+	releases := s.releases
+	s.mu.Unlock()
+	for _, release := range releases {
+		release()
+	}
+	s.Server.Close()
 }
 
 // Put serves data at path and returns its URL.

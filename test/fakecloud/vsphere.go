@@ -17,6 +17,7 @@ import (
 	"github.com/vmware/govmomi/vapi/rest"
 	"github.com/vmware/govmomi/vapi/tags"
 	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
 
 	// The vCenter REST API (tags) of the simulator.
 	_ "github.com/vmware/govmomi/vapi/simulator"
@@ -115,6 +116,19 @@ func (v *VCenter) CreateFolder(ctx context.Context, name string) (string, error)
 		return "", err
 	}
 	return root.InventoryPath + "/" + name, nil
+}
+
+// CreateResourcePool creates resource pool name in the cluster's root pool, as a second failure
+// domain of the same cluster has, and returns its inventory path.
+func (v *VCenter) CreateResourcePool(ctx context.Context, name string) (string, error) {
+	root, err := find.NewFinder(v.Client.Client, false).ResourcePool(ctx, VCenterPool)
+	if err != nil {
+		return "", err
+	}
+	if _, err := root.Create(ctx, name, types.DefaultResourceConfigSpec()); err != nil {
+		return "", err
+	}
+	return VCenterPool + "/" + name, nil
 }
 
 // ClusterFolder prepares vCenter for a cluster as the installer does: its folder under /DC0/vm and

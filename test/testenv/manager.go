@@ -10,6 +10,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/bootimage-operator/bootimage-operator/controllers"
+	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 )
 
 // Manager is a running controller-runtime manager for one test.
@@ -24,8 +25,15 @@ type Manager struct {
 // StartManager starts a manager on the control plane, with metrics, probes and leader election
 // off, after setup registered its controllers. Stop it with Stop.
 func (e *Env) StartManager(setup func(ctrl.Manager) error) (*Manager, error) {
+	return e.StartManagerWithHooks(seams.Hooks{}, setup)
+}
+
+// StartManagerWithHooks is StartManager with the operator's test seams in the context the
+// manager gives its controllers.
+func (e *Env) StartManagerWithHooks(hooks seams.Hooks, setup func(ctrl.Manager) error) (*Manager, error) {
 	skip := true
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		BaseContext:            func() context.Context { return seams.With(context.Background(), hooks) },
 		Scheme:                 e.Scheme,
 		Cache:                  controllers.CacheOptions(),
 		MapperProvider:         controllers.NewRESTMapper,

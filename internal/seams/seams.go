@@ -1,0 +1,42 @@
+// Package seams holds the operator's test seams. They travel in the context the manager gives its
+// runnables (ctrl.Options.BaseContext), so no exported option or process global carries them and
+// only this module's tests can set them.
+package seams
+
+import "context"
+
+// Hooks are the seams; nil fields do nothing.
+type Hooks struct {
+	// AfterTemplateStep runs after each step of a vSphere template swap; an error stops the swap
+	// there.
+	AfterTemplateStep func(step string) error
+	// BeforeMigrationWrite runs just before a migration's patch is sent; an error stops the run.
+	BeforeMigrationWrite func(ctx context.Context, migration string) error
+}
+
+type key struct{}
+
+// With returns ctx carrying h.
+func With(ctx context.Context, h Hooks) context.Context { return context.WithValue(ctx, key{}, h) }
+
+// From returns the hooks ctx carries, none when it carries none.
+func From(ctx context.Context) Hooks {
+	h, _ := ctx.Value(key{}).(Hooks)
+	return h
+}
+
+// AfterTemplateStep runs the AfterTemplateStep hook of ctx, if any.
+func AfterTemplateStep(ctx context.Context, step string) error {
+	if f := From(ctx).AfterTemplateStep; f != nil {
+		return f(step)
+	}
+	return nil
+}
+
+// BeforeMigrationWrite runs the BeforeMigrationWrite hook of ctx, if any.
+func BeforeMigrationWrite(ctx context.Context, migration string) error {
+	if f := From(ctx).BeforeMigrationWrite; f != nil {
+		return f(ctx, migration)
+	}
+	return nil
+}
