@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
+	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,7 +22,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
@@ -49,6 +49,8 @@ type vsphereWorld struct {
 	ws       fixtures.VSphereWorkspace
 	cacheDir string
 	newOVA   []byte
+	// metrics are the operator's, read by decided.
+	metrics *controllers.Metrics
 	// steps records the template swap steps taken, in order; interrupted is the workspace
 	// folder as an interrupted swap left it.
 	mu          sync.Mutex
@@ -121,7 +123,10 @@ func (w *vsphereWorld) start(failAt bootimage.VSphereSwapStep) *testenv.Manager 
 
 // config is the operator's configuration against the simulator.
 func (w *vsphereWorld) config() controllers.Config {
-	return controllers.Config{CloudRootCAs: w.vc.RootCAs(), OVACacheDir: w.cacheDir}
+	if w.metrics == nil {
+		w.metrics = controllers.NewMetrics()
+	}
+	return controllers.Config{CloudRootCAs: w.vc.RootCAs(), OVACacheDir: w.cacheDir, Metrics: w.metrics}
 }
 
 // hooks record the swap's steps; failAt, when set, fails the swap once after that step.
@@ -362,9 +367,11 @@ const electedLease = "bootimage-operator-vsphere"
 
 // decided returns how many objects the operator's current decision is action and reason for, as
 // it exports them (bootimage_decisions); "" counts every action or reason.
-func decided(action, reason string) func() float64 {
+func decided(m *controllers.Metrics, action, reason string) func() float64 {
 	return func() float64 {
-		families, err := ctrlmetrics.Registry.Gather()
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(m.Collectors()...)
+		families, err := reg.Gather()
 		Expect(err).NotTo(HaveOccurred())
 		n := 0.0
 		for _, f := range families {
@@ -430,7 +437,7 @@ var _ = Describe("vSphere imports while the OVA mirror stalls", func() {
 		stop := startElected(w.config())
 		Eventually(leaseHolder).ShouldNot(BeEmpty())
 		Eventually(w.ovas.Stalled.Load).Should(BeEquivalentTo(1))
-		Eventually(decided("NoChange", "UpToDate")).Should(BeEquivalentTo(2))
+		Eventually(decided(w.metrics, "NoChange", "UpToDate")).Should(BeEquivalentTo(2))
 
 		By("deciding MachineSets created while the download stalls, in both failure domains")
 		Expect(fixtures.Create(ctx, k8s,
@@ -438,10 +445,10 @@ var _ = Describe("vSphere imports while the OVA mirror stalls", func() {
 			fixtures.MachineSet("late-fd2", fixtures.VSphereProviderSpecAt(fd2Template, ws2)),
 			fixtures.MachineSet("late-bad", fixtures.VSphereProviderSpecAt("", w.ws)),
 		)).To(Succeed())
-		Eventually(decided("NoChange", "UpToDate")).Should(BeEquivalentTo(4))
+		Eventually(decided(w.metrics, "NoChange", "UpToDate")).Should(BeEquivalentTo(4))
 		Eventually(machineSetEvents("late-bad")).Should(ConsistOf(HavePrefix("InvalidProviderSpec: ")))
 		Eventually(condition(controllers.ConditionBootImageUpdateDegraded)).Should(HaveField("Message", ContainSubstring("MachineSet openshift-machine-api/late-bad: InvalidProviderSpec")), "the status controller keeps writing")
-		Expect(decided("", "")()).To(BeEquivalentTo(5), "the ten waiting for the import are not decided yet")
+		Expect(decided(w.metrics, "", "")()).To(BeEquivalentTo(5), "the ten waiting for the import are not decided yet")
 		Expect(condition(controllers.ConditionBootImageUpdateProgressing)()).To(HaveField("Status", metav1.ConditionTrue), "while they wait")
 		Expect(w.ovas.Downloads.Load()).To(BeEquivalentTo(1), "one import for the ten MachineSets")
 		Expect(w.ovas.Stalled.Load()).To(BeEquivalentTo(1))
@@ -458,7 +465,7 @@ var _ = Describe("vSphere imports while the OVA mirror stalls", func() {
 		By("finishing the import after a restart, once the mirror answers")
 		release()
 		w.start("")
-		Eventually(decided("NoChange", "UpToDate")).Should(BeEquivalentTo(14))
+		Eventually(decided(w.metrics, "NoChange", "UpToDate")).Should(BeEquivalentTo(14))
 		Expect(w.version(path.Join(w.ws.Folder, installerTemplate))()).To(Equal(fixtures.StreamRelease))
 		Expect(w.swapSteps()).To(Equal(fullSwap))
 	})
