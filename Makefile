@@ -34,14 +34,19 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -json ./... | tee $(BIN)/bench.json
 	cd refresh && $(GO) test -run '^$$' -bench . -benchmem -json ./... | tee -a ../$(BIN)/bench.json
 
-## lint: go vet and gofmt.
+# Go modules of the tree with code of their own: the root, refresh and the manifest checks (tools
+# modules aside).
+MODULES := . refresh test/manifests
+# staticcheck, pinned in its tools module and built from the Go module proxy.
+STATICCHECK := $(GO) tool -modfile=$(CURDIR)/hack/tools/staticcheck/go.mod staticcheck
+
+## lint: gofmt, go vet and staticcheck on every module of the tree.
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@for m in $(MODULES); do (cd $$m && $(STATICCHECK) ./...) || exit 1; done
 
 vet:
-	$(GO) vet ./...
-	cd refresh && $(GO) vet ./...
-	cd test/manifests && $(GO) vet ./...
+	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
 ## requirements: fail on a requirement of go.mod or refresh/go.mod above the MCO's version
 ## (hack/mco-requirements.txt) that hack/newer-than-mco.txt does not name with a reason.

@@ -1,8 +1,6 @@
 package bootimage_test
 
 import (
-	"runtime"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -11,7 +9,7 @@ import (
 
 var _ = DescribeTable("ControlPlaneArch",
 	func(nodes []map[string]string, want string) {
-		Expect(bootimage.ControlPlaneArch(nodes)).To(Equal(want))
+		Expect(bootimage.ControlPlaneArch(nodes, "riscv64")).To(Equal(want))
 	},
 	Entry("a control-plane node", []map[string]string{
 		{"node-role.kubernetes.io/worker": "", "kubernetes.io/arch": "amd64"},
@@ -28,8 +26,8 @@ var _ = DescribeTable("ControlPlaneArch",
 		{"node-role.kubernetes.io/control-plane": ""},
 		{"node-role.kubernetes.io/master": "", "kubernetes.io/arch": "ppc64le"},
 	}, "ppc64le"),
-	Entry("workers only: this process's", []map[string]string{
+	Entry("workers only: the fallback", []map[string]string{
 		{"node-role.kubernetes.io/worker": "", "kubernetes.io/arch": "s390x"},
-	}, runtime.GOARCH),
-	Entry("no nodes: this process's", nil, runtime.GOARCH),
+	}, "riscv64"),
+	Entry("no nodes: the fallback", nil, "riscv64"),
 )

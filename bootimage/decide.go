@@ -69,10 +69,16 @@ type UserData struct {
 	Data       []byte
 }
 
+// Kinds of the objects decided on.
+const (
+	KindMachineSet             = "MachineSet"
+	KindControlPlaneMachineSet = "ControlPlaneMachineSet"
+)
+
 // MachineSetObject reduces a MachineSet.
 func MachineSetObject(ms *machinev1beta1.MachineSet) Object {
 	o := Object{
-		Kind: "MachineSet", Namespace: ms.Namespace, Name: ms.Name, Resource: operatorv1.MachineSets,
+		Kind: KindMachineSet, Namespace: ms.Namespace, Name: ms.Name, Resource: operatorv1.MachineSets,
 		Labels: ms.Labels, Annotations: ms.Annotations, TemplateLabels: ms.Spec.Template.Labels,
 		OwnerReferences: ms.OwnerReferences,
 	}
@@ -85,7 +91,7 @@ func MachineSetObject(ms *machinev1beta1.MachineSet) Object {
 // ControlPlaneMachineSetObject reduces a ControlPlaneMachineSet.
 func ControlPlaneMachineSetObject(cpms *machinev1.ControlPlaneMachineSet) Object {
 	o := Object{
-		Kind: "ControlPlaneMachineSet", Namespace: cpms.Namespace, Name: cpms.Name, Resource: operatorv1.ControlPlaneMachineSets,
+		Kind: KindControlPlaneMachineSet, Namespace: cpms.Namespace, Name: cpms.Name, Resource: operatorv1.ControlPlaneMachineSets,
 		Labels: cpms.Labels, Annotations: cpms.Annotations, OwnerReferences: cpms.OwnerReferences,
 	}
 	switch t := cpms.Spec.Template; {

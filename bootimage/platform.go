@@ -14,7 +14,8 @@ const AzureStackHub configv1.PlatformType = "AzureStackHub"
 // PlatformOf returns the cluster's platform as boot image decisions see it: the Infrastructure's
 // platform type, with Azure Stack Hub apart from public Azure (AzureStackHub).
 func PlatformOf(infra *configv1.Infrastructure) configv1.PlatformType {
-	platform := infra.Status.Platform //nolint:staticcheck // older clusters set only this
+	//lint:ignore SA1019 older clusters set only this
+	platform := infra.Status.Platform
 	if ps := infra.Status.PlatformStatus; ps != nil {
 		if ps.Type != "" {
 			platform = ps.Type

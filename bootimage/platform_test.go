@@ -17,5 +17,6 @@ var _ = DescribeTable("PlatformOf",
 	Entry("public Azure", configv1.InfrastructureStatus{PlatformStatus: &configv1.PlatformStatus{Type: configv1.AzurePlatformType, Azure: &configv1.AzurePlatformStatus{CloudName: configv1.AzurePublicCloud}}}, configv1.AzurePlatformType),
 	Entry("Azure without platformStatus.azure", configv1.InfrastructureStatus{PlatformStatus: &configv1.PlatformStatus{Type: configv1.AzurePlatformType}}, configv1.AzurePlatformType),
 	Entry("Azure Stack Hub", configv1.InfrastructureStatus{PlatformStatus: &configv1.PlatformStatus{Type: configv1.AzurePlatformType, Azure: &configv1.AzurePlatformStatus{CloudName: configv1.AzureStackCloud}}}, bootimage.AzureStackHub),
+	//lint:ignore SA1019 what older clusters set
 	Entry("an old cluster with status.platform only", configv1.InfrastructureStatus{Platform: configv1.GCPPlatformType}, configv1.GCPPlatformType),
 )

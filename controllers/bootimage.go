@@ -6,12 +6,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
@@ -28,10 +30,9 @@ const (
 	DefaultCloudRecheckInterval = 30 * time.Minute
 )
 
-// bootImageSteps are the steps every boot image reconciler takes for one object: read the
-// cluster, decide, write an update, report. The MachineSet and CPMS reconcilers differ only in
-// how they reduce their object, refine the decision and build the patch.
-type bootImageSteps struct {
+// bootImages are what every boot image reconciler shares, and the steps each takes for one object:
+// decide, import a vSphere template when due, write an update, report.
+type bootImages struct {
 	Client client.Client
 	// Reader reads from the API server, for the managed fields the cache drops.
 	Reader   client.Reader
@@ -69,84 +70,113 @@ func (c CloudTimings) withDefaults() CloudTimings {
 	return c
 }
 
-// target is one object to reconcile.
-type target struct {
-	// live is the object as read from the API, which the patch is sent for.
-	live client.Object
-	// reduced is live reduced to what decisions read.
-	reduced bootimage.Object
-	// refine, when set, applies the object's own rules to the shared decision.
-	refine func(bootimage.Decision, bootimage.Attempts) bootimage.Decision
-	// patch builds the JSON Patch of an update, with the attempts to record.
-	patch func(bootimage.Decision, bootimage.Attempts) ([]byte, error)
+// objectReconciler gets the object of a request and hands it to a typed Reconcile; an object
+// gone is forgotten by the tracker.
+type objectReconciler[T client.Object] struct {
+	client    client.Client
+	tracker   *Tracker
+	kind      string
+	newObject func() T
+	reconcile func(context.Context, T) (ctrl.Result, error)
 }
 
-func (s bootImageSteps) reconcile(ctx context.Context, t target) (ctrl.Result, error) {
-	in, ready, err := s.Inputs.load(ctx)
-	if err != nil || !ready {
+func (o objectReconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	obj := o.newObject()
+	if err := o.client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			o.tracker.Forget(o.kind, req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
 		return ctrl.Result{}, err
 	}
-	key := types.NamespacedName{Namespace: t.live.GetNamespace(), Name: t.live.GetName()}
-	if t.reduced.UserData, err = userData(ctx, s.Client, t.reduced.ProviderSpec); err != nil {
-		return ctrl.Result{}, err
+	return o.reconcile(ctx, obj)
+}
+
+// decide takes the decision for obj, reduced from live, with the attempts to record if it is
+// patched. When a cloud lookup the decision needs fails it returns, instead, the result that takes
+// it again (see cloudFailed).
+func (s bootImages) decide(ctx context.Context, in loadedInputs, live client.Object, obj bootimage.Object) (bootimage.Decision, bootimage.Attempts, *ctrl.Result, error) {
+	key := client.ObjectKeyFromObject(live)
+	var err error
+	if obj.UserData, err = userData(ctx, s.Client, obj.ProviderSpec); err != nil {
+		return bootimage.Decision{}, bootimage.Attempts{}, nil, err
 	}
-	kind := t.reduced.Kind
-	selection := bootimage.SelectionKey(in.cluster.Effective, t.reduced.Resource)
-	persisted := bootimage.ParseAttempts(t.live.GetAnnotations())
-	t.reduced.Attempts = s.Tracker.Attempts(kind, key, persisted, selection)
-	d, err := bootimage.Decide(ctx, in.cluster, t.reduced)
+	selection := bootimage.SelectionKey(in.cluster.Effective, obj.Resource)
+	persisted := bootimage.ParseAttempts(live.GetAnnotations())
+	obj.Attempts = s.Tracker.Attempts(obj.Kind, key, persisted, selection)
+	d, err := bootimage.Decide(ctx, in.cluster, obj)
 	if err != nil {
-		if ctx.Err() != nil {
-			// This caller gave up (shutdown): no cloud failure, nothing to count.
-			return ctrl.Result{}, ctx.Err()
-		}
-		// A remembered cloud failure says when the call may be sent again: come back then, not
-		// sooner, and not through the controller's per-object backoff, which starts at 5ms.
-		retry, remembered := cloud.RetryAfter(err)
-		failing := s.Tracker.CloudFailing(kind, key, s.Clock.Now())
-		if failing < s.Timings.ErrorGrace {
-			if !remembered {
-				return ctrl.Result{}, err // the controller's backoff retries it
-			}
-			logf.FromContext(ctx).V(1).Info("Cloud lookup failed, retrying", "retryAfter", retry.String(), "error", err.Error())
-			return ctrl.Result{RequeueAfter: max(retry, time.Millisecond)}, nil
-		}
-		logf.FromContext(ctx).V(1).Info("Cloud lookup keeps failing", "failingFor", failing.Round(time.Second).String(), "error", err.Error())
-		reportFailure(ctx, s.Recorder, s.Tracker, s.Metrics, t.live, bootimage.CloudLookupFailed(d, err), in.version, cloud.FailureKey(err))
-		if !remembered {
-			retry = s.Timings.RetryInterval
-		}
-		return ctrl.Result{RequeueAfter: max(min(retry, s.Timings.RetryInterval), time.Millisecond)}, nil
+		res, err := s.cloudFailed(ctx, in, live, obj.Kind, d, err)
+		return d, bootimage.Attempts{}, &res, err
 	}
-	s.Tracker.CloudWorks(kind, key)
-	next := s.Tracker.NextAttempts(kind, key, persisted, d.Target, selection)
-	if t.refine != nil {
-		d = t.refine(d, next)
-	}
+	s.Tracker.CloudWorks(obj.Kind, key)
 	if d.Reason == bootimage.ReasonHotLoopDetected {
-		d.Message = withSecondWriter(ctx, s.Reader, t.live, d.Message)
+		d.Message = withSecondWriter(ctx, s.Reader, live, d.Message)
 	}
-	d, wait := s.vsphereImport(ctx, t, key, d, in.version)
-	if wait != nil {
-		return *wait, nil
+	return d, s.Tracker.NextAttempts(obj.Kind, key, persisted, d.Target, selection), nil, nil
+}
+
+// cloudFailed handles a cloud lookup of live's decision d that failed with err. A remembered cloud
+// failure says when the call may be sent again: come back then, not sooner, and not through the
+// controller's per-object backoff, which starts at 5ms. Once the lookups have failed for the grace
+// period, d is an Error CloudLookupFailed, taken again at that backoff and at least every retry
+// interval.
+func (s bootImages) cloudFailed(ctx context.Context, in loadedInputs, live client.Object, kind string, d bootimage.Decision, err error) (ctrl.Result, error) {
+	if ctx.Err() != nil {
+		// This caller gave up (shutdown): no cloud failure, nothing to count.
+		return ctrl.Result{}, ctx.Err()
 	}
-	if d.Action == bootimage.Update {
-		if err := s.update(ctx, t, key, d, next); err != nil {
-			return ctrl.Result{}, err
+	retry, remembered := cloud.RetryAfter(err)
+	failing := s.Tracker.CloudFailing(kind, client.ObjectKeyFromObject(live), s.Clock.Now())
+	if failing < s.Timings.ErrorGrace {
+		if !remembered {
+			return ctrl.Result{}, err // the controller's backoff retries it
 		}
-		s.Templates.recorded(waiter{kind, key})
+		logf.FromContext(ctx).V(1).Info("Cloud lookup failed, retrying", "retryAfter", retry.String(), "error", err.Error())
+		return ctrl.Result{RequeueAfter: max(retry, time.Millisecond)}, nil
 	}
-	d, recheck := s.lasting(kind, key, d)
-	report(ctx, s.Recorder, s.Tracker, s.Metrics, t.live, d, in.version)
+	logf.FromContext(ctx).V(1).Info("Cloud lookup keeps failing", "failingFor", failing.Round(time.Second).String(), "error", err.Error())
+	reportFailure(ctx, s.Recorder, s.Tracker, s.Metrics, live, bootimage.CloudLookupFailed(d, err), in.version, cloud.FailureKey(err))
+	if !remembered {
+		retry = s.Timings.RetryInterval
+	}
+	return ctrl.Result{RequeueAfter: max(min(retry, s.Timings.RetryInterval), time.Millisecond)}, nil
+}
+
+// update writes the upgraded user-data stub, if any, into Secret userDataSecret, then patch, the
+// boot image, each with optimistic locking; a conflict is returned so the object is decided again
+// on fresh data.
+func (s bootImages) update(ctx context.Context, live client.Object, userDataSecret string, d bootimage.Decision, next bootimage.Attempts, patch []byte) error {
+	key := client.ObjectKeyFromObject(live)
+	if d.UserData != nil {
+		if err := upgradeUserData(ctx, s.Client, s.Recorder, s.Clock.Now(), key.Namespace, userDataSecret, d); err != nil {
+			return err
+		}
+	}
+	if err := s.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("patching boot image of %s %s: %w", d.Kind, key, err)
+	}
+	s.Tracker.Patched(d.Kind, key, next)
+	s.Metrics.countUpdate(d.Kind)
+	s.Templates.recorded(waiter{d.Kind, key})
+	logf.FromContext(ctx).Info("Updated boot image", "from", d.Current, "to", d.Target)
+	s.Recorder.Eventf(live, corev1.EventTypeNormal, ReasonBootImageUpdated, "Updated boot image from %s to %s", d.Current, d.Target)
+	return nil
+}
+
+// done reports d and says when to look again (see lasting).
+func (s bootImages) done(ctx context.Context, live client.Object, d bootimage.Decision, inputs string) ctrl.Result {
+	d, recheck := s.lasting(d.Kind, client.ObjectKeyFromObject(live), d)
+	report(ctx, s.Recorder, s.Tracker, s.Metrics, live, d, inputs)
 	s.Metrics.markReconciled(s.Clock.Now())
-	return ctrl.Result{RequeueAfter: recheck}, nil
+	return ctrl.Result{RequeueAfter: recheck}
 }
 
 // lasting turns a stream target the cloud has kept unavailable for longer than the cloud grace
 // period into an Error, which degrades, and says when to look again: within the grace period at
 // its end, then every retry interval until the image appears; other cloud-dependent skips at the
 // recheck interval.
-func (s bootImageSteps) lasting(kind string, key types.NamespacedName, d bootimage.Decision) (bootimage.Decision, time.Duration) {
+func (s bootImages) lasting(kind string, key types.NamespacedName, d bootimage.Decision) (bootimage.Decision, time.Duration) {
 	if d.Action != bootimage.Skip || d.Reason != bootimage.ReasonTargetImageUnavailable {
 		s.Unavailable.clear(kind, key)
 		if d.CloudDependent() {
@@ -161,24 +191,9 @@ func (s bootImageSteps) lasting(kind string, key types.NamespacedName, d bootima
 	return bootimage.TargetUnavailableTooLong(d, s.Timings.ErrorGrace), s.Timings.RetryInterval
 }
 
-// update writes the upgraded user-data stub, if any, then the boot image, each with optimistic
-// locking; a conflict is returned so the object is decided again on fresh data.
-func (s bootImageSteps) update(ctx context.Context, t target, key types.NamespacedName, d bootimage.Decision, next bootimage.Attempts) error {
-	if d.UserData != nil {
-		if err := upgradeUserData(ctx, s.Client, s.Recorder, s.Clock.Now(), key.Namespace, bootimage.UserDataSecretName(t.reduced.ProviderSpec), d); err != nil {
-			return err
-		}
+func orZero(r *ctrl.Result) ctrl.Result {
+	if r == nil {
+		return ctrl.Result{}
 	}
-	patch, err := t.patch(d, next)
-	if err != nil {
-		return err
-	}
-	if err := s.Client.Patch(ctx, t.live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(FieldManager)); err != nil {
-		return fmt.Errorf("patching boot image of %s %s: %w", d.Kind, key, err)
-	}
-	s.Tracker.Patched(d.Kind, key, next)
-	s.Metrics.countUpdate(d.Kind)
-	logf.FromContext(ctx).Info("Updated boot image", "from", d.Current, "to", d.Target)
-	s.Recorder.Eventf(t.live, corev1.EventTypeNormal, ReasonBootImageUpdated, "Updated boot image from %s to %s", d.Current, d.Target)
-	return nil
+	return *r
 }

@@ -2,24 +2,24 @@ package controllers
 
 import (
 	"context"
-	"fmt"
+	"runtime"
 
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/kube"
 )
 
 // Where the cluster's inputs live.
 const (
-	MachineAPINamespace     = "openshift-machine-api"
-	MCONamespace            = "openshift-machine-config-operator"
-	BootImagesConfigMapName = "coreos-bootimages"
+	MachineAPINamespace     = kube.MachineAPINamespace
+	MCONamespace            = kube.MCONamespace
+	BootImagesConfigMapName = kube.BootImagesConfigMapName
 )
 
 // clusterInputs reads, from the cache, everything a decision needs besides the object itself.
@@ -96,18 +96,8 @@ func getOptional[T client.Object](ctx context.Context, c client.Client, key clie
 	return obj, nil
 }
 
-// ControlPlaneArch returns the control plane's architecture by bootimage.ControlPlaneArch, from
-// one list of the Nodes' metadata: no label selector can ask for either control-plane role, and
-// the cache holds every Node's metadata anyway.
+// ControlPlaneArch returns the control plane's architecture; without a node that says, the
+// operator's own, as it runs on the control plane.
 func ControlPlaneArch(ctx context.Context, c client.Reader) (string, error) {
-	nodes := &metav1.PartialObjectMetadataList{}
-	nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
-	if err := c.List(ctx, nodes); err != nil {
-		return "", fmt.Errorf("listing Nodes: %w", err)
-	}
-	labels := make([]map[string]string, 0, len(nodes.Items))
-	for _, n := range nodes.Items {
-		labels = append(labels, n.Labels)
-	}
-	return bootimage.ControlPlaneArch(labels), nil
+	return kube.ControlPlaneArch(ctx, c, runtime.GOARCH)
 }

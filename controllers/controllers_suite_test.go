@@ -2,11 +2,13 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -48,4 +50,46 @@ func eventNotes(reason string) func() []string {
 		}
 		return notes
 	}
+}
+
+// recordWrites records the writes of the objects of list's kind from now on, for expectNoWrites.
+func recordWrites(list client.ObjectList) *testenv.Writes {
+	GinkgoHelper()
+	writes, err := env.WatchWrites(ctx, list)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(writes.Stop)
+	return writes
+}
+
+// expectNoWrites asserts that nothing wrote obj since writes started, over a window that includes
+// fresh reconciles of controller, at least reconciles of them: it touches an input every
+// controller watches and no decision reads (see resync), waits for the reconciles to finish, then
+// closes the window with a barrier write seen on the same watch.
+func expectNoWrites(writes *testenv.Writes, obj client.Object, controller string, reconciles int) {
+	GinkgoHelper()
+	Expect(writtenDuringResync(writes, obj, controller, reconciles)).To(BeEmpty(), "%T %s was written", obj, client.ObjectKeyFromObject(obj))
+}
+
+// writtenDuringResync returns what was written to obj since writes started, over a window that
+// includes fresh reconciles of controller (see expectNoWrites).
+func writtenDuringResync(writes *testenv.Writes, obj client.Object, controller string, reconciles int) []testenv.Write {
+	GinkgoHelper()
+	before, err := testenv.Reconciles(controller)
+	Expect(err).NotTo(HaveOccurred())
+	resync()
+	Eventually(func() (float64, error) { return testenv.Reconciles(controller) }).Should(BeNumerically(">=", before+float64(reconciles)),
+		"the %s controller reconciles after the resync", controller)
+	seen, err := writes.Barrier(ctx, k8s, obj)
+	Expect(err).NotTo(HaveOccurred())
+	return seen
+}
+
+// resync makes every controller take its objects again without changing what they decide on, as
+// the informers' periodic resync would.
+func resync() {
+	GinkgoHelper()
+	infra := &configv1.Infrastructure{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Name: "cluster"}, infra)).To(Succeed())
+	infra.Status.APIServerInternalURL = fmt.Sprintf("https://api-int.resync-%d.example.com:6443", time.Now().UnixNano())
+	Expect(k8s.Status().Update(ctx, infra)).To(Succeed())
 }

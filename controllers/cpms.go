@@ -4,7 +4,6 @@ import (
 	"context"
 
 	machinev1 "github.com/openshift/api/machine/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -20,39 +19,42 @@ import (
 // ControlPlaneMachineSetReconciler keeps the singleton ControlPlaneMachineSet's boot image in step
 // with the stream, writing only image-only changes that cannot replace the control plane.
 type ControlPlaneMachineSetReconciler struct {
-	bootImageSteps
+	bootImages
 }
 
-const cpmsKind = "ControlPlaneMachineSet"
+const cpmsKind = bootimage.KindControlPlaneMachineSet
 
-// Reconcile decides for the CPMS and applies the decision.
-func (r *ControlPlaneMachineSetReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
-	c := &machinev1.ControlPlaneMachineSet{}
-	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
-		if apierrors.IsNotFound(err) {
-			// No CPMS (for example user-provisioned infrastructure): nothing to manage, nothing wrong.
-			r.Tracker.Forget(cpmsKind, req.NamespacedName)
-			return ctrl.Result{}, nil
-		}
+// Reconcile reads the cluster, decides for c by the CPMS's own rules, patches the boot image when
+// the change is image-only, and reports the decision. vSphere has no CPMS boot image management.
+func (r *ControlPlaneMachineSetReconciler) Reconcile(ctx context.Context, c *machinev1.ControlPlaneMachineSet) (ctrl.Result, error) {
+	in, ready, err := r.Inputs.load(ctx)
+	if err != nil || !ready {
 		return ctrl.Result{}, err
 	}
-	return r.reconcile(ctx, target{
-		live:    c,
-		reduced: cpms.Object(c),
-		refine:  func(d bootimage.Decision, next bootimage.Attempts) bootimage.Decision { return cpms.Decide(c, d, next) },
-		patch: func(d bootimage.Decision, next bootimage.Attempts) ([]byte, error) {
-			patch, err := cpms.Patch(c, d, next)
-			if err != nil {
-				return nil, err
-			}
-			// cpms.Decide proved it already; prove it again on the very bytes sent.
-			return patch, cpms.ProveImageOnly(c, patch)
-		},
-	})
+	obj := cpms.Object(c)
+	d, next, retry, err := r.decide(ctx, in, c, obj)
+	if retry != nil || err != nil {
+		return orZero(retry), err
+	}
+	d = cpms.Decide(c, d, next)
+	if d.Action == bootimage.Update {
+		patch, err := cpms.Patch(c, d, next)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		// cpms.Decide proved it already; prove it again on the very bytes sent.
+		if err := cpms.ProveImageOnly(c, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.update(ctx, c, bootimage.UserDataSecretName(obj.ProviderSpec), d, next, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return r.done(ctx, c, d, in.version), nil
 }
 
-// SetupWithManager registers the reconciler: the CPMS itself, and the cluster-wide inputs.
-func (r *ControlPlaneMachineSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
+// Register registers the reconciler with mgr: the CPMS itself, and the cluster-wide inputs.
+func (r *ControlPlaneMachineSetReconciler) Register(_ context.Context, mgr ctrl.Manager) error {
 	// One object: any input change, a user-data Secret's included, just decides it again.
 	theCPMS := func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: MachineAPINamespace, Name: cpms.Name}}}
@@ -61,5 +63,9 @@ func (r *ControlPlaneMachineSetReconciler) SetupWithManager(mgr ctrl.Manager) er
 		For(&machinev1.ControlPlaneMachineSet{}, builder.WithPredicates(
 			inNamespace(MachineAPINamespace),
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
-	return watchClusterInputs(b, r.Inputs.Namespace, theCPMS, theCPMS).Complete(r)
+	return watchClusterInputs(b, r.Inputs.Namespace, theCPMS, theCPMS).Complete(objectReconciler[*machinev1.ControlPlaneMachineSet]{
+		// No CPMS (for example user-provisioned infrastructure): nothing to manage, nothing wrong.
+		client: r.Client, tracker: r.Tracker, kind: cpmsKind,
+		newObject: func() *machinev1.ControlPlaneMachineSet { return &machinev1.ControlPlaneMachineSet{} }, reconcile: r.Reconcile,
+	})
 }

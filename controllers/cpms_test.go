@@ -100,10 +100,10 @@ var _ = Describe("ControlPlaneMachineSet boot images", func() {
 	DescribeTable("leaves it alone unless opted in",
 		func(mode *operatorv1.MachineManagerSelectorMode) {
 			cpmsCluster(configv1.AWSPlatformType, mode, fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI))
-			rv := getCPMS().ResourceVersion
+			writes := recordWrites(&machinev1.ControlPlaneMachineSetList{})
 			start()
 			Eventually(cpmsEvents).Should(ContainElement(HavePrefix("NotSelected")))
-			Consistently(func() string { return getCPMS().ResourceVersion }, "2s").Should(Equal(rv))
+			expectNoWrites(writes, getCPMS(), "controlplanemachineset", 1)
 		},
 		Entry("None", modePtr(operatorv1.None)),
 		Entry("no opinion: the CPMS defaults to None", nil),
@@ -122,10 +122,10 @@ var _ = Describe("ControlPlaneMachineSet boot images", func() {
 			Expect(fixtures.SetStatus(ctx, k8s, gate, fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, enabled, disabled))).To(Succeed())
 		}
 		setGate(false)
-		rv := getCPMS().ResourceVersion
+		writes := recordWrites(&machinev1.ControlPlaneMachineSetList{})
 		start()
 		Eventually(cpmsEvents).Should(ContainElement(HavePrefix("FeatureGateDisabled: Boot image update skipped: feature gate ManagedBootImagesCPMS is off")))
-		Consistently(func() string { return getCPMS().ResourceVersion }, "2s").Should(Equal(rv))
+		expectNoWrites(writes, getCPMS(), "controlplanemachineset", 1)
 
 		setGate(true)
 		Eventually(func() any { return cpmsProviderSpec()["ami"].(map[string]any)["id"] }).Should(Equal(fixtures.NewAWSAMIUSEast1))
@@ -133,18 +133,18 @@ var _ = Describe("ControlPlaneMachineSet boot images", func() {
 		setGate(false)
 		Eventually(func() []string { return cpmsEvents() }).Should(ContainElement(HavePrefix("FeatureGateDisabled")))
 		revert := []byte(`{"spec":{"template":{"machines_v1beta1_machine_openshift_io":{"spec":{"providerSpec":{"value":{"ami":{"id":"` + fixtures.OldAWSAMI + `"}}}}}}}}`)
+		writes = recordWrites(&machinev1.ControlPlaneMachineSetList{})
 		Expect(k8s.Patch(ctx, getCPMS(), client.RawPatch("application/merge-patch+json", revert))).To(Succeed())
-		rv = getCPMS().ResourceVersion
-		Consistently(func() string { return getCPMS().ResourceVersion }, "2s").Should(Equal(rv))
+		Expect(writtenDuringResync(writes, getCPMS(), "controlplanemachineset", 1)).To(HaveLen(1), "only the revert")
 	})
 
 	It("skips an Inactive CPMS with its reason", func() {
 		// The API allows Inactive only before the CPMS was ever Active.
 		cpmsCluster(configv1.AWSPlatformType, modePtr(operatorv1.All), fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI), machinev1.ControlPlaneMachineSetStateInactive)
-		rv := getCPMS().ResourceVersion
+		writes := recordWrites(&machinev1.ControlPlaneMachineSetList{})
 		start()
 		Eventually(cpmsEvents).Should(ContainElement(HavePrefix("ControlPlaneMachineSetInactive")))
-		Consistently(func() string { return getCPMS().ResourceVersion }, "2s").Should(Equal(rv))
+		expectNoWrites(writes, getCPMS(), "controlplanemachineset", 1)
 	})
 
 	It("reports nothing wrong when there is no CPMS", func() {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
@@ -35,7 +36,7 @@ var _ = Describe("Feature gates read live", Ordered, func() {
 		DeferCleanup(func() { Expect(k8s.DeleteAllOf(ctx, &configv1.ClusterVersion{})).To(Succeed()) })
 		Eventually(eventNotes(controllers.ReasonFeatureGatesUnknown)).Should(ContainElement(
 			"Boot image controllers hold: FeatureGate/cluster not found: feature gates unknown"))
-		_, err := fg.Source{Reader: mgr.GetClient(), ReleaseVersion: fixtures.ReleaseVersion}.Current(ctx)
+		_, err := kube.GateSource{Reader: mgr.GetClient(), ReleaseVersion: fixtures.ReleaseVersion}.Current(ctx)
 		Expect(err).To(HaveOccurred())
 	})
 
@@ -49,7 +50,7 @@ var _ = Describe("Feature gates read live", Ordered, func() {
 			Expect(fixtures.SetStatus(ctx, k8s, gate, want)).To(Succeed())
 		}
 		cpmsEnabled := func() bool {
-			gates, err := fg.Source{Reader: mgr.GetClient(), ReleaseVersion: fixtures.ReleaseVersion}.Current(ctx)
+			gates, err := kube.GateSource{Reader: mgr.GetClient(), ReleaseVersion: fixtures.ReleaseVersion}.Current(ctx)
 			Expect(err).NotTo(HaveOccurred())
 			return gates.Enabled(fg.ManagedBootImagesCPMS)
 		}

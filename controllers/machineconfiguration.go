@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"strings"
-	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
@@ -27,11 +26,12 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/migrations"
 )
 
 // MachineConfigurationName is the name of the singleton MachineConfiguration.
-const MachineConfigurationName = "cluster"
+const MachineConfigurationName = kube.MachineConfigurationName
 
 // MachineConfigurationReconciler is the one writer of this operator's part of
 // MachineConfiguration/cluster status: it migrates the legacy spec, then computes the effective
@@ -62,8 +62,8 @@ type MachineConfigurationReconciler struct {
 	// MachineAPI says which Machine API controllers wait for their CRDs; nil when none do.
 	MachineAPI *crdGate
 
-	// countsWritten is when the progress counts were last written during a wave.
-	countsWritten time.Time
+	// counts holds the progress counts during a wave (bootimage.CountsHold).
+	counts bootimage.CountsHold
 	// lastWarnings and lastGuard are what was last announced by Event, so each is announced once.
 	lastWarnings, lastGuard, lastRejection, lastSupport string
 
@@ -111,7 +111,7 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 		want.Status.ManagedBootImagesStatus.MachineManagers = nil
 	}
 	want.Status.ObservedGeneration = mc.Generation
-	setConfigurationCondition(want, eff.Problems)
+	meta.SetStatusCondition(&want.Status.Conditions, bootimage.ConfigurationCondition(mc.Generation, eff.Problems))
 	setSupportCondition(want, platform, gates, r.MachineAPI.Missing())
 	r.announceSupport(ctx, want)
 
@@ -126,14 +126,16 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if problem.message != "" && (problem.reason != bootimage.ReasonStreamMissing || p.clusterLevel[problem.reason]) {
+	if problem.message != "" && (problem.reason != bootimage.ReasonStreamMissing || p.HeldByCluster(problem.reason)) {
 		warnings = append(warnings, problem)
 	}
 	if cv == nil {
 		warnings = append(warnings, warning{ReasonInvalidSelection, "ClusterVersion/version not found: the operator cannot tell whether the cluster is updating, nor which release it was installed with"})
 	}
-	setProgressConditions(want, p, messages(warnings))
-	requeue := r.holdCounts(mc, want, r.Clock.Now())
+	progressing, degraded := bootimage.ProgressConditions(mc.Generation, p, messages(warnings))
+	meta.SetStatusCondition(&want.Status.Conditions, progressing)
+	meta.SetStatusCondition(&want.Status.Conditions, degraded)
+	requeue := r.counts.Hold(mc.Status.Conditions, want.Status.Conditions)
 
 	skewOn := gates.Enabled(featuregates.BootImageSkewEnforcement)
 	if skewOn {
@@ -145,7 +147,7 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 			Effective:      eff.Status,
 			Gates:          gates,
 			InstallVersion: installVersion(cv),
-			Pass:           p.pass(bootImages),
+			Pass:           p.Pass(releaseVersion(bootImages)),
 		})
 	}
 	r.announce(ctx, mc, append(problemWarnings(eff.Problems), warnings...))
@@ -172,7 +174,7 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	}
 	r.Metrics.setDegraded(meta.IsStatusConditionTrue(want.Status.Conditions, ConditionBootImageUpdateDegraded))
 	r.Metrics.setUpgradeBlocked(guard.Blocked)
-	if err := r.reportGuard(ctx, mc, guard, p.leftBehind); err != nil {
+	if err := r.reportGuard(ctx, mc, guard, p.LeftBehind()); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
@@ -245,46 +247,46 @@ func (r *MachineConfigurationReconciler) streamProblem(ctx context.Context, boot
 	return warning{ReasonInvalidSelection, bootimage.StreamProblem(streams, platform, arch)}, nil
 }
 
-// progress tallies the current decisions per resource.
-func (r *MachineConfigurationReconciler) progress(ctx context.Context, inputs string) (progress, error) {
+// progress tallies the current decisions of the listed objects.
+func (r *MachineConfigurationReconciler) progress(ctx context.Context, inputs string) (bootimage.Progress, error) {
+	var p bootimage.Progress
 	// A kind whose CRD is not served has no objects; listing it would wait for a cache that
 	// cannot sync.
 	sets := &machinev1beta1.MachineSetList{}
-	if !r.MachineAPI.Waiting("MachineSet") {
+	if !r.MachineAPI.Waiting(bootimage.KindMachineSet) {
 		if err := r.Client.List(ctx, sets, client.InNamespace(MachineAPINamespace)); err != nil && !meta.IsNoMatchError(err) {
-			return progress{}, err
+			return p, err
 		}
 	}
 	cpmsList := &machinev1.ControlPlaneMachineSetList{}
 	if !r.MachineAPI.Waiting(cpmsKind) {
 		if err := r.Client.List(ctx, cpmsList, client.InNamespace(MachineAPINamespace)); err != nil && !meta.IsNoMatchError(err) {
-			return progress{}, err
+			return p, err
 		}
 	}
-	var p progress
-	msDecisions := r.Tracker.Decisions("MachineSet", inputs)
-	p.machineSets.total = len(sets.Items)
+	p.MachineSets.Total = len(sets.Items)
+	msDecisions := r.Tracker.Decisions(bootimage.KindMachineSet, inputs)
 	for _, ms := range sets.Items {
 		if d, ok := msDecisions[client.ObjectKeyFromObject(&ms)]; ok {
-			p.add(&p.machineSets, d)
+			p.Add(d)
 		}
 	}
-	cpmsDecisions := r.Tracker.Decisions(cpmsKind, inputs)
-	p.cpms.total = len(cpmsList.Items)
+	p.ControlPlaneMachineSets.Total = len(cpmsList.Items)
+	cpmsDecisions := r.Tracker.Decisions(bootimage.KindControlPlaneMachineSet, inputs)
 	for _, c := range cpmsList.Items {
 		if d, ok := cpmsDecisions[client.ObjectKeyFromObject(&c)]; ok {
-			p.add(&p.cpms, d)
+			p.Add(d)
 		}
 	}
 	return p, nil
 }
 
-func setConfigurationCondition(mc *operatorv1.MachineConfiguration, problems []string) {
-	cond := metav1.Condition{Type: ConditionConfigurationDegraded, Status: metav1.ConditionFalse, Reason: ReasonAsExpected, Message: "spec.managedBootImages is valid", ObservedGeneration: mc.Generation}
-	if len(problems) > 0 {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, ReasonInvalidSelection, strings.Join(problems, "; ")
+// releaseVersion is coreos-bootimages' releaseVersion, "" without the ConfigMap.
+func releaseVersion(bootImages *corev1.ConfigMap) string {
+	if bootImages == nil {
+		return ""
 	}
-	meta.SetStatusCondition(&mc.Status.Conditions, cond)
+	return bootImages.Data["releaseVersion"]
 }
 
 // installVersion returns the release of the oldest Completed update: the one installed; "" when

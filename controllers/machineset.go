@@ -4,7 +4,6 @@ import (
 	"context"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,32 +27,41 @@ const machineSetWorkers = 8
 
 // MachineSetReconciler keeps one MachineSet's boot image in step with the stream.
 type MachineSetReconciler struct {
-	bootImageSteps
+	bootImages
 }
 
-// Reconcile decides for one MachineSet and applies the decision.
-func (r *MachineSetReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
-	ms := &machinev1beta1.MachineSet{}
-	if err := r.Client.Get(ctx, req.NamespacedName, ms); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.Tracker.Forget("MachineSet", req.NamespacedName)
-			return ctrl.Result{}, nil
-		}
+// Reconcile reads the cluster, decides for ms, imports a vSphere template when the update needs
+// one, patches the boot image, and reports the decision.
+func (r *MachineSetReconciler) Reconcile(ctx context.Context, ms *machinev1beta1.MachineSet) (ctrl.Result, error) {
+	in, ready, err := r.Inputs.load(ctx)
+	if err != nil || !ready {
 		return ctrl.Result{}, err
 	}
-	return r.reconcile(ctx, target{
-		live:    ms,
-		reduced: bootimage.MachineSetObject(ms),
-		patch: func(d bootimage.Decision, next bootimage.Attempts) ([]byte, error) {
-			return d.JSONPatch(machineSetProviderSpecPath, ms.ResourceVersion, bootimage.AnnotationPatchOp(ms.Annotations, bootimage.AttemptsAnnotation, next.String()))
-		},
-	})
+	obj := bootimage.MachineSetObject(ms)
+	d, next, retry, err := r.decide(ctx, in, ms, obj)
+	if retry != nil || err != nil {
+		return orZero(retry), err
+	}
+	d, wait := r.vsphereImport(ctx, ms, d, in.version)
+	if wait != nil {
+		return *wait, nil
+	}
+	if d.Action == bootimage.Update {
+		patch, err := d.JSONPatch(machineSetProviderSpecPath, ms.ResourceVersion, bootimage.AnnotationPatchOp(ms.Annotations, bootimage.AttemptsAnnotation, next.String()))
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.update(ctx, ms, bootimage.UserDataSecretName(obj.ProviderSpec), d, next, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return r.done(ctx, ms, d, in.version), nil
 }
 
-// SetupWithManager registers the reconciler: per-MachineSet keys for MachineSet changes, its
+// Register registers the reconciler with mgr: per-MachineSet keys for MachineSet changes, its
 // user-data Secret's changes, and every MachineSet when a cluster-wide input changes.
-func (r *MachineSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &machinev1beta1.MachineSet{}, userDataSecretIndex, func(o client.Object) []string {
+func (r *MachineSetReconciler) Register(ctx context.Context, mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &machinev1beta1.MachineSet{}, userDataSecretIndex, func(o client.Object) []string {
 		ms := o.(*machinev1beta1.MachineSet)
 		if ms.Spec.Template.Spec.ProviderSpec.Value == nil {
 			return nil
@@ -74,9 +82,12 @@ func (r *MachineSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			inNamespace(MachineAPINamespace),
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
 	if r.Templates != nil {
-		b = b.WatchesRawSource(r.Templates.Source("MachineSet"))
+		b = b.WatchesRawSource(r.Templates.Source(bootimage.KindMachineSet))
 	}
-	return watchClusterInputs(b, r.Inputs.Namespace, all, byUserData).Complete(r)
+	return watchClusterInputs(b, r.Inputs.Namespace, all, byUserData).Complete(objectReconciler[*machinev1beta1.MachineSet]{
+		client: r.Client, tracker: r.Tracker, kind: bootimage.KindMachineSet,
+		newObject: func() *machinev1beta1.MachineSet { return &machinev1beta1.MachineSet{} }, reconcile: r.Reconcile,
+	})
 }
 
 // machineSets returns a request for each MachineSet of openshift-machine-api matching opts.

@@ -256,14 +256,14 @@ var _ = Describe("MachineSet boot images", func() {
 		hotLoop := And(HaveField("Status", metav1.ConditionTrue), HaveField("Message", ContainSubstring(
 			"refusing to reconcile machineset reverted, hot loop detected. Please opt-out of boot image updates, adjust your machine provisioning workflow to prevent hot loops and opt back in to resume boot image updates")))
 		Eventually(condition(controllers.ConditionBootImageUpdateDegraded)).Should(hotLoop)
-		rv := resourceVersionOf("reverted")()
-		Consistently(resourceVersionOf("reverted"), "2s").Should(Equal(rv))
+		expectNoWrites(recordWrites(&machinev1beta1.MachineSetList{}), getMachineSet("reverted"), "machineset", 1)
 
 		By("restarting the operator")
 		Expect(mgr.Stop()).To(Succeed())
+		writes := recordWrites(&machinev1beta1.MachineSetList{})
 		start()
 		Eventually(machineSetEvents("reverted")).Should(ContainElement(HavePrefix("HotLoopDetected")))
-		Consistently(resourceVersionOf("reverted"), "2s").Should(Equal(rv))
+		expectNoWrites(writes, getMachineSet("reverted"), "machineset", 1)
 		Expect(condition(controllers.ConditionBootImageUpdateDegraded)()).To(hotLoop)
 
 		By("opting out and back in")
@@ -275,7 +275,7 @@ var _ = Describe("MachineSet boot images", func() {
 			return machineConfiguration().Status.BootImageSkewEnforcementStatus.Mode
 		}).Should(Equal(operatorv1.BootImageSkewEnforcementModeStatusNone))
 		By("a MachineConfiguration change other than the selection keeps the count")
-		Consistently(resourceVersionOf("reverted"), "2s").Should(Equal(rv))
+		expectNoWrites(recordWrites(&machinev1beta1.MachineSetList{}), getMachineSet("reverted"), "machineset", 1)
 		Expect(condition(controllers.ConditionBootImageUpdateDegraded)()).To(hotLoop)
 		optOut := []byte(`{"spec":{"managedBootImages":{"machineManagers":[{"resource":"machinesets","apiGroup":"machine.openshift.io","selection":{"mode":"None"}}]}}}`)
 		Expect(k8s.Patch(ctx, machineConfiguration(), client.RawPatch("application/merge-patch+json", optOut))).To(Succeed())
@@ -290,7 +290,7 @@ var _ = Describe("MachineSet boot images", func() {
 			bootImageCluster(configv1.AWSPlatformType)
 			Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet("worker-a", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)))).To(Succeed())
 			setUp()
-			rv := resourceVersionOf("worker-a")()
+			writes := recordWrites(&machinev1beta1.MachineSetList{})
 			start()
 			// A problem of the stream is the cluster's, said once on MachineConfiguration/cluster.
 			events := machineSetEvents("worker-a")
@@ -298,7 +298,7 @@ var _ = Describe("MachineSet boot images", func() {
 				events = machineConfigurationEvents
 			}
 			Eventually(events).Should(ContainElement(HavePrefix(reason)))
-			Consistently(resourceVersionOf("worker-a"), "2s").Should(Equal(rv))
+			expectNoWrites(writes, getMachineSet("worker-a"), "machineset", 1)
 		},
 		Entry("the AWS gate is off", func() {
 			gate := &configv1.FeatureGate{}

@@ -68,14 +68,6 @@ var _ = Describe("Metrics", func() {
 		Expect(testutil.ToFloat64(counted) - before).To(BeEquivalentTo(2))
 	})
 
-	It("bootimage_upgrade_blocked follows the skew guard", func() {
-		metrics := NewMetrics()
-		metrics.setUpgradeBlocked(true)
-		Expect(testutil.ToFloat64(metrics.upgradeBlockedGauge)).To(Equal(1.0))
-		metrics.setUpgradeBlocked(false)
-		Expect(testutil.ToFloat64(metrics.upgradeBlockedGauge)).To(Equal(0.0))
-	})
-
 	It("are registered by the caller, twice on two registries, never at import", func() {
 		for range 2 {
 			registry := prometheus.NewPedanticRegistry()

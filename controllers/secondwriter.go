@@ -116,7 +116,7 @@ func lastOtherWriter(obj metav1.Object, subresource, field string) string {
 		if e.Manager == FieldManager || e.Subresource != subresource || e.Operation != metav1.ManagedFieldsOperationUpdate {
 			continue
 		}
-		if field != "" && (e.FieldsV1 == nil || !strings.Contains(string(e.FieldsV1.Raw), field)) {
+		if field != "" && (e.FieldsV1 == nil || !strings.Contains(e.FieldsV1.GetRawString(), field)) {
 			continue
 		}
 		if t := e.Time; name == "" || (t != nil && t.After(at)) {

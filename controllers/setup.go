@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"crypto/x509"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
+	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/migrations"
 )
 
@@ -47,7 +49,7 @@ type Config struct {
 	Metrics      *Metrics
 	CloudMetrics *cloud.Metrics
 	// Images looks up cloud images for pre-flight checks and image classification; when nil, the
-	// cluster's clouds are asked (see ClusterCatalog).
+	// cluster's clouds are asked (see kube.Catalog).
 	Images bootimage.Catalog
 	// GCP makes the GCP image lookups of the cluster catalogue; nil links none (gcp.New does).
 	GCP cloud.NewGCPLookup
@@ -81,7 +83,7 @@ func (cfg Config) withDefaults(mgr ctrl.Manager) Config {
 		cfg.Logger = mgr.GetLogger()
 	}
 	if cfg.Gates == nil {
-		cfg.Gates = featuregates.Source{Reader: mgr.GetClient(), ReleaseVersion: cfg.ReleaseVersion}
+		cfg.Gates = kube.GateSource{Reader: mgr.GetClient(), ReleaseVersion: cfg.ReleaseVersion}
 	}
 	if cfg.Recorder == nil {
 		cfg.Recorder = eventRecorder(mgr)
@@ -93,7 +95,7 @@ func (cfg Config) withDefaults(mgr ctrl.Manager) Config {
 		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.Images == nil {
-		cfg.Images = ClusterCatalog(mgr.GetClient(), cfg.CloudRootCAs, cfg.Cloud.Backoff, cfg.CloudMetrics, cfg.GCP)
+		cfg.Images = kube.Catalog(mgr.GetClient(), cfg.CloudRootCAs, cfg.Cloud.Backoff, cfg.CloudMetrics, cfg.GCP)
 	}
 	return cfg
 }
@@ -135,6 +137,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		MachineAPI:      machineAPI,
 		Reader:          mgr.GetAPIReader(),
 		contest:         statusContest{interval: cfg.ContestInterval, budget: cfg.ContestedWrites},
+		counts:          bootimage.CountsHold{Clock: cfg.Clock},
 	}
 	if err := mc.SetupWithManager(mgr); err != nil {
 		return err
@@ -144,16 +147,21 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		return err
 	}
 	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: cfg.Images, Streams: streams, Namespace: cfg.Namespace, Templates: vcenters}
-	steps := bootImageSteps{
+	steps := bootImages{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Inputs: inputs, Recorder: recorder, Tracker: tracker, Timings: cfg.Cloud.withDefaults(),
 		Metrics: cfg.Metrics, Clock: cfg.Clock, Templates: templates, Unavailable: newLastingSkips(), reg: reg,
 	}
 	machineSets := &MachineSetReconciler{steps}
 	controlPlane := &ControlPlaneMachineSetReconciler{steps}
-	if err := machineAPI.add(gatedController{groupVersion: machinev1beta1.GroupVersion, resource: "machinesets", kind: "MachineSet", setup: machineSets.SetupWithManager}); err != nil {
+	register := func(r interface {
+		Register(context.Context, ctrl.Manager) error
+	}) func(ctrl.Manager) error {
+		return func(mgr ctrl.Manager) error { return r.Register(context.Background(), mgr) }
+	}
+	if err := machineAPI.add(gatedController{groupVersion: machinev1beta1.GroupVersion, resource: "machinesets", kind: bootimage.KindMachineSet, setup: register(machineSets)}); err != nil {
 		return err
 	}
-	if err := machineAPI.add(gatedController{groupVersion: machinev1.GroupVersion, resource: "controlplanemachinesets", kind: cpmsKind, setup: controlPlane.SetupWithManager}); err != nil {
+	if err := machineAPI.add(gatedController{groupVersion: machinev1.GroupVersion, resource: "controlplanemachinesets", kind: cpmsKind, setup: register(controlPlane)}); err != nil {
 		return err
 	}
 	return mgr.Add(machineAPI)
@@ -192,7 +200,8 @@ func (r registration) controller(mgr ctrl.Manager, name, kind string, opts contr
 // eventRecorder returns a core/v1 Event recorder. Unlike events.k8s.io series, which keep the
 // first note of repeated events, it keeps each distinct message, which is what an admin reads.
 func eventRecorder(mgr ctrl.Manager) record.EventRecorder {
-	return mgr.GetEventRecorderFor(EventSource) //nolint:staticcheck // see above
+	//lint:ignore SA1019 see above
+	return mgr.GetEventRecorderFor(EventSource)
 }
 
 // CacheOptions limits the manager's cache to the namespaces the controllers read, which are also

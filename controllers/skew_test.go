@@ -81,7 +81,11 @@ var _ = Describe("Boot image skew enforcement", func() {
 
 		Eventually(func() any { return providerSpec("worker-a")["disks"].([]any)[0].(map[string]any)["image"] }).Should(Equal(fixtures.NewGCPImage))
 		Eventually(condition(controllers.ConditionBootImageUpdateProgressing)).Should(HaveField("Status", metav1.ConditionFalse))
-		Consistently(skewStatus, "1s").Should(Equal(automatic("4.12.9")))
+		Expect(skewStatus()).To(Equal(automatic("4.12.9")))
+		writes := recordWrites(&operatorv1.MachineConfigurationList{})
+		for _, w := range writtenDuringResync(writes, machineConfiguration(), "machineconfiguration", 1) {
+			Expect(w.Object.(*operatorv1.MachineConfiguration).Status.BootImageSkewEnforcementStatus).To(Equal(automatic("4.12.9")), "a pass with a MachineSet left behind records the release")
+		}
 		Eventually(clusterOperatorUpgradeable).Should(And(
 			HaveField("Status", configv1.ConditionFalse),
 			HaveField("Reason", controllers.ReasonClusterBootImageSkewError),

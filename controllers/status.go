@@ -2,12 +2,9 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
-	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -18,19 +15,19 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 )
 
-// Conditions this operator writes on MachineConfiguration/cluster. The first two are the MCO's.
+// Conditions this operator writes on MachineConfiguration/cluster; bootimage computes the first
+// three.
 const (
-	ConditionBootImageUpdateProgressing = operatorv1.MachineConfigurationBootImageUpdateProgressing
-	ConditionBootImageUpdateDegraded    = operatorv1.MachineConfigurationBootImageUpdateDegraded
-	// ConditionConfigurationDegraded is True while part of spec.managedBootImages is overridden
-	// because it is not valid; its message says what to change.
-	ConditionConfigurationDegraded = "BootImageConfigurationDegraded"
+	ConditionBootImageUpdateProgressing = bootimage.ConditionBootImageUpdateProgressing
+	ConditionBootImageUpdateDegraded    = bootimage.ConditionBootImageUpdateDegraded
+	ConditionConfigurationDegraded      = bootimage.ConditionConfigurationDegraded
 	// ConditionStatusWritten is False while the API rejects the status this operator computed;
 	// its message names the field and the API's answer.
 	ConditionStatusWritten = "BootImageStatusWritten"
@@ -43,10 +40,10 @@ const (
 
 // Condition reasons and Event reasons of the status writer.
 const (
-	ReasonAsExpected                = "AsExpected"
-	ReasonInvalidSelection          = "InvalidSelection"
-	ReasonBootImageUpdating         = "BootImageUpdating"
-	ReasonBootImageUpdateFailed     = "BootImageUpdateFailed"
+	ReasonAsExpected                = bootimage.ReasonAsExpected
+	ReasonInvalidSelection          = bootimage.ReasonInvalidSelection
+	ReasonBootImageUpdating         = bootimage.ReasonBootImageUpdating
+	ReasonBootImageUpdateFailed     = bootimage.ReasonBootImageUpdateFailed
 	ReasonStatusRejected            = "StatusRejected"
 	ReasonClusterBootImageSkewError = "ClusterBootImageSkewError"
 )
@@ -54,133 +51,6 @@ const (
 // FieldManager is this operator's server-side apply field manager: it owns exactly the status
 // fields and condition types it applies, so the MCO's own writer keeps its own.
 const FieldManager = "bootimage-operator"
-
-// maxErrorsInMessage bounds the Degraded message on clusters with many broken MachineSets.
-const maxErrorsInMessage = 5
-
-// countsRefresh is how often the counts of a long wave are rewritten while Progressing stays True:
-// the status is written when Progressing or Degraded change, not for every MachineSet done.
-const countsRefresh = 30 * time.Second
-
-// progress is the tally of the current decisions per resource.
-type progress struct {
-	machineSets, cpms tally
-	errs              []string
-	leftBehind        []string
-	// clusterLevel are the reasons of errors of the cluster's inputs some object is held by.
-	clusterLevel map[string]bool
-	// marketplaceRHCOS is the oldest RHCOS release chosen for a marketplace MachineSet.
-	marketplaceRHCOS string
-}
-
-type tally struct{ total, decided, reconciled, skipped, updating, errored int }
-
-// pending reports whether an object of the resource is being updated or not yet decided on the
-// current inputs.
-func (t tally) pending() bool { return t.updating > 0 || t.decided < t.total }
-
-func (p *progress) add(t *tally, d bootimage.Decision) {
-	t.decided++
-	if d.Kind == "MachineSet" && d.Marketplace && d.BootImageVersion != "" && (d.Action == bootimage.NoChange || d.Action == bootimage.Update) {
-		if p.marketplaceRHCOS == "" || bootimage.CompareRHCOSVersions(d.BootImageVersion, p.marketplaceRHCOS) < 0 {
-			p.marketplaceRHCOS = d.BootImageVersion
-		}
-	}
-	switch d.Action {
-	case bootimage.NoChange:
-		t.reconciled++
-	case bootimage.Skip:
-		t.reconciled++
-		t.skipped++
-		if d.LeftBehind() && d.Kind == "MachineSet" {
-			p.leftBehind = append(p.leftBehind, d.Name)
-		}
-	case bootimage.Update:
-		t.updating++
-	case bootimage.Error:
-		t.errored++
-		if d.ClusterLevel() { // said once, among the cluster's warnings
-			if p.clusterLevel == nil {
-				p.clusterLevel = map[string]bool{}
-			}
-			p.clusterLevel[d.Reason] = true
-		} else {
-			p.errs = append(p.errs, fmt.Sprintf("%s %s/%s: %s: %s", d.Kind, d.Namespace, d.Name, d.Reason, d.Message))
-		}
-	}
-}
-
-// pass returns what the finished pass over the MachineSets achieved, nil while one is under way.
-func (p progress) pass(bootImages *corev1.ConfigMap) *bootimage.SkewPass {
-	if p.machineSets.pending() {
-		return nil
-	}
-	pass := &bootimage.SkewPass{LeftBehind: p.leftBehind, Errors: p.machineSets.errored, RHCOSVersion: p.marketplaceRHCOS}
-	if bootImages != nil {
-		pass.ReleaseVersion = bootImages.Data["releaseVersion"]
-	}
-	sort.Strings(pass.LeftBehind)
-	return pass
-}
-
-func (p progress) counts() string {
-	return fmt.Sprintf("Reconciled %d of %d MAPI MachineSets (%d skipped) | Reconciled %d of %d ControlPlaneMachineSets (%d skipped)",
-		p.machineSets.reconciled, p.machineSets.total, p.machineSets.skipped, p.cpms.reconciled, p.cpms.total, p.cpms.skipped)
-}
-
-// setProgressConditions sets Progressing (True while any resource has an object pending) and
-// Degraded (True while an object is in Error or the cluster-wide warnings say the inputs are
-// wrong), with the MCO's counts in their messages.
-func setProgressConditions(mc *operatorv1.MachineConfiguration, p progress, warnings []string) {
-	counts := p.counts()
-	progressing := metav1.Condition{Type: ConditionBootImageUpdateProgressing, Status: metav1.ConditionFalse, Reason: ReasonAsExpected, Message: counts, ObservedGeneration: mc.Generation}
-	if p.machineSets.pending() || p.cpms.pending() {
-		progressing.Status, progressing.Reason = metav1.ConditionTrue, ReasonBootImageUpdating
-	}
-	degraded := metav1.Condition{Type: ConditionBootImageUpdateDegraded, Status: metav1.ConditionFalse, Reason: ReasonAsExpected, Message: counts, ObservedGeneration: mc.Generation}
-	errs := append([]string(nil), p.errs...)
-	sort.Strings(errs)
-	var parts []string
-	if len(errs) > 0 {
-		parts = append(parts, fmt.Sprintf("%d failed: %s", len(errs), strings.Join(errs[:min(len(errs), maxErrorsInMessage)], "; ")))
-	}
-	parts = append(parts, warnings...)
-	if len(parts) > 0 {
-		degraded.Status, degraded.Reason = metav1.ConditionTrue, ReasonBootImageUpdateFailed
-		degraded.Message = counts + " | " + strings.Join(parts, " | ")
-	}
-	meta.SetStatusCondition(&mc.Status.Conditions, progressing)
-	meta.SetStatusCondition(&mc.Status.Conditions, degraded)
-}
-
-// holdCounts keeps the counts last written while a wave goes on, so a wave of N updates costs a
-// write when it starts and one when it ends, not one per object; on long waves the counts are
-// refreshed every countsRefresh. It returns when to look again, 0 for no need.
-func (r *MachineConfigurationReconciler) holdCounts(current, want *operatorv1.MachineConfiguration, now time.Time) time.Duration {
-	oldP := meta.FindStatusCondition(current.Status.Conditions, ConditionBootImageUpdateProgressing)
-	oldD := meta.FindStatusCondition(current.Status.Conditions, ConditionBootImageUpdateDegraded)
-	newP := meta.FindStatusCondition(want.Status.Conditions, ConditionBootImageUpdateProgressing)
-	newD := meta.FindStatusCondition(want.Status.Conditions, ConditionBootImageUpdateDegraded)
-	if oldP == nil || oldD == nil || oldP.Status != metav1.ConditionTrue || newP.Status != metav1.ConditionTrue || oldD.Status != newD.Status {
-		r.countsWritten = now
-		return 0
-	}
-	// Degraded's message is the counts and what failed: hold the counts only while what failed
-	// is the same.
-	if strings.TrimPrefix(oldD.Message, oldP.Message) != strings.TrimPrefix(newD.Message, newP.Message) {
-		r.countsWritten = now
-		return 0
-	}
-	if newP.Message == oldP.Message {
-		return 0
-	}
-	if wait := countsRefresh - now.Sub(r.countsWritten); wait > 0 {
-		newP.Message, newD.Message = oldP.Message, oldD.Message
-		return wait
-	}
-	r.countsWritten = now
-	return 0
-}
 
 // ownedConditions are the condition types this operator applies on MachineConfiguration.
 var ownedConditions = []string{ConditionBootImageUpdateProgressing, ConditionBootImageUpdateDegraded, ConditionConfigurationDegraded, ConditionBootImageUpdateSupported}
@@ -245,24 +115,81 @@ func applyStatusRejected(ctx context.Context, c client.Client, current, want *op
 	return apply(ctx, c, status)
 }
 
-// apply sends status with server-side apply as FieldManager. The typed status is converted to
-// its apply configuration through JSON: both share the API's field names.
+// apply sends status with server-side apply as FieldManager. The apply configuration names only
+// the fields this operator computes, so a field the API adds later is never claimed by accident.
 func apply(ctx context.Context, c client.Client, status operatorv1.MachineConfigurationStatus) error {
-	raw, err := json.Marshal(status)
-	if err != nil {
-		return err
-	}
-	ac := operatorv1ac.MachineConfigurationStatus()
-	if err := json.Unmarshal(raw, ac); err != nil {
-		return err
-	}
-	// Only what this operator computes: the typed zero values of the rest would claim them.
-	ac.NodeDisruptionPolicyStatus = nil
-	if status.BootImageSkewEnforcementStatus.Mode == "" {
-		ac.BootImageSkewEnforcementStatus = nil
-	}
-	obj := operatorv1ac.MachineConfiguration(MachineConfigurationName).WithStatus(ac)
+	obj := operatorv1ac.MachineConfiguration(MachineConfigurationName).WithStatus(statusApply(status))
 	return c.Status().Apply(ctx, obj, client.FieldOwner(FieldManager), client.ForceOwnership)
+}
+
+// statusApply is the apply configuration of this operator's part of status.
+func statusApply(status operatorv1.MachineConfigurationStatus) *operatorv1ac.MachineConfigurationStatusApplyConfiguration {
+	ac := operatorv1ac.MachineConfigurationStatus().
+		WithObservedGeneration(status.ObservedGeneration).
+		WithManagedBootImagesStatus(managedBootImagesApply(status.ManagedBootImagesStatus))
+	for _, cond := range status.Conditions {
+		ac.WithConditions(metav1ac.Condition().WithType(cond.Type).WithStatus(cond.Status).WithReason(cond.Reason).
+			WithMessage(cond.Message).WithObservedGeneration(cond.ObservedGeneration).WithLastTransitionTime(cond.LastTransitionTime))
+	}
+	if skew := status.BootImageSkewEnforcementStatus; skew.Mode != "" {
+		ac.WithBootImageSkewEnforcementStatus(skewStatusApply(skew))
+	}
+	return ac
+}
+
+func managedBootImagesApply(m operatorv1.ManagedBootImages) *operatorv1ac.ManagedBootImagesApplyConfiguration {
+	ac := operatorv1ac.ManagedBootImages()
+	for _, mm := range m.MachineManagers {
+		sel := operatorv1ac.MachineManagerSelector().WithMode(mm.Selection.Mode)
+		if p := mm.Selection.Partial; p != nil {
+			partial := operatorv1ac.PartialSelector()
+			if ls := p.MachineResourceSelector; ls != nil {
+				partial.WithMachineResourceSelector(labelSelectorApply(ls))
+			}
+			sel.WithPartial(partial)
+		}
+		ac.WithMachineManagers(operatorv1ac.MachineManager().WithResource(mm.Resource).WithAPIGroup(mm.APIGroup).WithSelection(sel))
+	}
+	return ac
+}
+
+func labelSelectorApply(ls *metav1.LabelSelector) *metav1ac.LabelSelectorApplyConfiguration {
+	ac := metav1ac.LabelSelector()
+	if ls.MatchLabels != nil {
+		ac.WithMatchLabels(ls.MatchLabels)
+	}
+	for _, r := range ls.MatchExpressions {
+		ac.WithMatchExpressions(metav1ac.LabelSelectorRequirement().WithKey(r.Key).WithOperator(r.Operator).WithValues(r.Values...))
+	}
+	return ac
+}
+
+func skewStatusApply(s operatorv1.BootImageSkewEnforcementStatus) *operatorv1ac.BootImageSkewEnforcementStatusApplyConfiguration {
+	ac := operatorv1ac.BootImageSkewEnforcementStatus().WithMode(s.Mode)
+	if a := s.Automatic; a != (operatorv1.ClusterBootImageAutomatic{}) {
+		auto := operatorv1ac.ClusterBootImageAutomatic()
+		if a.OCPVersion != "" {
+			auto.WithOCPVersion(a.OCPVersion)
+		}
+		if a.RHCOSVersion != "" {
+			auto.WithRHCOSVersion(a.RHCOSVersion)
+		}
+		ac.WithAutomatic(auto)
+	}
+	if m := s.Manual; m != (operatorv1.ClusterBootImageManual{}) {
+		manual := operatorv1ac.ClusterBootImageManual()
+		if m.Mode != "" {
+			manual.WithMode(m.Mode)
+		}
+		if m.OCPVersion != "" {
+			manual.WithOCPVersion(m.OCPVersion)
+		}
+		if m.RHCOSVersion != "" {
+			manual.WithRHCOSVersion(m.RHCOSVersion)
+		}
+		ac.WithManual(manual)
+	}
+	return ac
 }
 
 // ownedStatusEqual reports whether current already has want's part of the status.
@@ -288,7 +215,7 @@ func ownedStatusEqual(current, want *operatorv1.MachineConfiguration, withSkew b
 // what the cluster-version operator reads.
 func (r *MachineConfigurationReconciler) reportGuard(ctx context.Context, mc *operatorv1.MachineConfiguration, guard bootimage.SkewGuard, leftBehind []string) error {
 	if guard.Blocked && len(leftBehind) > 0 {
-		guard.Message += fmt.Sprintf(" (MachineSets whose boot images the operator cannot update: %s)", strings.Join(leftBehind[:min(len(leftBehind), maxErrorsInMessage)], ", "))
+		guard.Message += fmt.Sprintf(" (MachineSets whose boot images the operator cannot update: %s)", strings.Join(leftBehind[:min(len(leftBehind), bootimage.MaxErrorsInMessage)], ", "))
 	}
 	if guard.Blocked && r.lastGuard != guard.Message {
 		logf.FromContext(ctx).Info("Boot image skew blocks upgrades", "reason", guard.Message)

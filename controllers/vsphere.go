@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -16,13 +15,14 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
+	"github.com/bootimage-operator/bootimage-operator/kube"
 )
 
 // Where vSphere settings live, as the installer writes them.
 const (
-	VSphereCredentialsNamespace = "kube-system"
-	VSphereCredentialsSecret    = "vsphere-creds"
-	InstallConfigConfigMap      = "cluster-config-v1"
+	VSphereCredentialsNamespace = kube.VSphereCredentialsNamespace
+	VSphereCredentialsSecret    = kube.VSphereCredentialsSecret
+	InstallConfigConfigMap      = kube.InstallConfigConfigMap
 )
 
 // DefaultOVACacheDir is where downloaded OVAs are kept: a writable volume of the Deployment.
@@ -38,7 +38,7 @@ const ReasonTemplateImportFailed = "TemplateImportFailed"
 // which vSphere updates wait for and which trigger their MachineSets when done.
 func setupVSphere(mgr ctrl.Manager, rootCAs *x509.CertPool, cacheDir string) (*cloud.VCenters, *TemplateImports, error) {
 	reader := mgr.GetAPIReader()
-	vcenters := &cloud.VCenters{RootCAs: rootCAs, Credentials: VSphereCredentials(reader)}
+	vcenters := &cloud.VCenters{RootCAs: rootCAs, Credentials: kube.VSphereCredentials(reader)}
 	if cacheDir == "" {
 		cacheDir = DefaultOVACacheDir
 	}
@@ -63,8 +63,8 @@ func setupVSphere(mgr ctrl.Manager, rootCAs *x509.CertPool, cacheDir string) (*c
 // decision to apply, or wait with the result to return: the import was asked for (its end
 // reconciles the object again) or failed (reported, retried after the import's backoff). The
 // update of the object that asked first records the import once it is made.
-func (s bootImageSteps) vsphereImport(ctx context.Context, t target, key types.NamespacedName, d bootimage.Decision, inputs string) (bootimage.Decision, *ctrl.Result) {
-	w := waiter{kind: d.Kind, name: key}
+func (s bootImages) vsphereImport(ctx context.Context, live client.Object, d bootimage.Decision, inputs string) (bootimage.Decision, *ctrl.Result) {
+	w := waiter{kind: d.Kind, name: client.ObjectKeyFromObject(live)}
 	if asked, ok := s.Templates.imported(w); ok {
 		if d = bootimage.VSphereImported(asked, d); d.Action != bootimage.Update {
 			s.Templates.recorded(w)
@@ -76,14 +76,14 @@ func (s bootImageSteps) vsphereImport(ctx context.Context, t target, key types.N
 	if s.Templates == nil {
 		failed := d
 		failed.Action, failed.Reason, failed.Message = bootimage.Error, ReasonTemplateImportFailed, "a vSphere import is due but no template importer is configured"
-		report(ctx, s.Recorder, s.Tracker, s.Metrics, t.live, failed, inputs)
+		report(ctx, s.Recorder, s.Tracker, s.Metrics, live, failed, inputs)
 		return d, &ctrl.Result{}
 	}
 	state := s.Templates.request(w, d)
 	if state.err != nil {
 		failed := d
 		failed.Action, failed.Reason, failed.Message = bootimage.Error, ReasonTemplateImportFailed, fmt.Sprintf("importing template %s in vCenter %s folder %s: %v", d.VSphere.Name, d.VSphere.Server, d.VSphere.Folder, state.err)
-		report(ctx, s.Recorder, s.Tracker, s.Metrics, t.live, failed, inputs)
+		report(ctx, s.Recorder, s.Tracker, s.Metrics, live, failed, inputs)
 		return d, &ctrl.Result{RequeueAfter: state.retryIn}
 	}
 	logf.FromContext(ctx).V(1).Info("Waiting for a template import", "template", d.VSphere.Name, "release", d.VSphere.Release)
@@ -112,25 +112,4 @@ func installConfigDiskType(ctx context.Context, reader client.Reader) (string, e
 		return "", fmt.Errorf("ConfigMap %s/%s key install-config: %w", VSphereCredentialsNamespace, InstallConfigConfigMap, err)
 	}
 	return ic.Platform.VSphere.DiskType, nil
-}
-
-// VSphereCredentials reads a vCenter's login from Secret kube-system/vsphere-creds, directly: the
-// RBAC grants that one Secret, not a watch. Without the Secret or the server's keys it answers
-// bootimage.ErrNoCatalog.
-func VSphereCredentials(reader client.Reader) func(ctx context.Context, server string) (cloud.VSphereCredentials, error) {
-	return func(ctx context.Context, server string) (cloud.VSphereCredentials, error) {
-		secret := &corev1.Secret{}
-		err := reader.Get(ctx, client.ObjectKey{Namespace: VSphereCredentialsNamespace, Name: VSphereCredentialsSecret}, secret)
-		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
-			return cloud.VSphereCredentials{}, fmt.Errorf("%w: Secret %s/%s: %v", bootimage.ErrNoCatalog, VSphereCredentialsNamespace, VSphereCredentialsSecret, err)
-		}
-		if err != nil {
-			return cloud.VSphereCredentials{}, fmt.Errorf("reading Secret %s/%s: %w", VSphereCredentialsNamespace, VSphereCredentialsSecret, err)
-		}
-		user, pass := secret.Data[server+".username"], secret.Data[server+".password"]
-		if len(user) == 0 || len(pass) == 0 {
-			return cloud.VSphereCredentials{}, fmt.Errorf("%w: Secret %s/%s has no %s.username and %s.password", bootimage.ErrNoCatalog, VSphereCredentialsNamespace, VSphereCredentialsSecret, server, server)
-		}
-		return cloud.VSphereCredentials{Version: secret.ResourceVersion, Username: string(user), Password: string(pass)}, nil
-	}
 }

@@ -1,26 +1,26 @@
-// Package featuregates reads the cluster's feature gates for the running release version.
-//
-// Gates are read from FeatureGate/cluster on every call, through whatever reader the caller passes
-// (the manager's cache in the operator), so a change to the FeatureGate takes effect without a
-// restart.
+// Package featuregates says which of the operator's feature gates are on for a release version,
+// from a FeatureGate object. It is a leaf the domain can import: reading the live FeatureGate is
+// kube.GateSource's job.
 package featuregates
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"github.com/openshift/api/features"
 )
 
-// The gates this operator reads.
+// The gates of the current releases this operator reads, as openshift/api names them.
+var (
+	ManagedBootImagesCPMS    = features.FeatureGateManagedBootImagesCPMS
+	BootImageSkewEnforcement = features.FeatureGateBootImageSkewEnforcement
+)
+
+// The per-platform gates of older releases. They went GA and were removed from openshift/api, so
+// their names are kept here.
 const (
-	ManagedBootImagesCPMS    configv1.FeatureGateName = "ManagedBootImagesCPMS"
-	BootImageSkewEnforcement configv1.FeatureGateName = "BootImageSkewEnforcement"
-	// The per-platform gates of older releases. They went GA and were removed from newer ones.
 	ManagedBootImages        configv1.FeatureGateName = "ManagedBootImages" // GCP
 	ManagedBootImagesAWS     configv1.FeatureGateName = "ManagedBootImagesAWS"
 	ManagedBootImagesAzure   configv1.FeatureGateName = "ManagedBootImagesAzure"
@@ -110,46 +110,4 @@ func names(attrs []configv1.FeatureGateAttributes) []configv1.FeatureGateName {
 		out[i] = a.Name
 	}
 	return out
-}
-
-// Source reads the live gates through a client.Reader.
-type Source struct {
-	Reader client.Reader
-	// ReleaseVersion is the running release version; when empty, ClusterVersion/version
-	// status.desired.version is used.
-	ReleaseVersion string
-}
-
-// Current returns the gates in force now. An error means the gates are unknown and nothing gated
-// may act.
-func (s Source) Current(ctx context.Context) (Gates, error) {
-	version, err := s.releaseVersion(ctx)
-	if err != nil {
-		return Gates{}, err
-	}
-	fg := &configv1.FeatureGate{}
-	if err := s.Reader.Get(ctx, client.ObjectKey{Name: "cluster"}, fg); err != nil {
-		if apierrors.IsNotFound(err) {
-			return Gates{}, fmt.Errorf("FeatureGate/cluster not found: feature gates unknown")
-		}
-		return Gates{}, fmt.Errorf("reading FeatureGate/cluster: %w", err)
-	}
-	return FromFeatureGate(fg, version)
-}
-
-func (s Source) releaseVersion(ctx context.Context) (string, error) {
-	if s.ReleaseVersion != "" {
-		return s.ReleaseVersion, nil
-	}
-	cv := &configv1.ClusterVersion{}
-	if err := s.Reader.Get(ctx, client.ObjectKey{Name: "version"}, cv); err != nil {
-		if apierrors.IsNotFound(err) {
-			return "", fmt.Errorf("release version unknown: no --release-version or RELEASE_VERSION and ClusterVersion/version not found")
-		}
-		return "", fmt.Errorf("reading ClusterVersion/version: %w", err)
-	}
-	if cv.Status.Desired.Version == "" {
-		return "", fmt.Errorf("release version unknown: ClusterVersion/version has no status.desired.version")
-	}
-	return cv.Status.Desired.Version, nil
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // Reader gives the gates in force now. An error means they are unknown: gated controllers hold
-// and say why. Source (the live FeatureGate) and the adapters below satisfy it.
+// and say why. kube.GateSource (the live FeatureGate) and the adapters below satisfy it.
 type Reader interface {
 	Current(ctx context.Context) (Gates, error)
 }

@@ -87,7 +87,7 @@ type Options struct {
 }
 
 // FeatureGates gives the feature gates in force; an error means they are unknown, and gated
-// controllers hold. The live reader (featuregates.Source) and the adapters StaticFeatureGates and
+// controllers hold. The live reader (kube.GateSource) and the adapters StaticFeatureGates and
 // FeatureGateAccess satisfy it.
 type FeatureGates = featuregates.Reader
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -18,9 +19,9 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
-	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/cpms"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/kube"
 )
 
 // planInputs are the objects a plan reads, from files or from a cluster.
@@ -57,7 +58,7 @@ func fromObjects(objs []client.Object) planInputs {
 		case *operatorv1.MachineConfiguration:
 			in.mc = t
 		case *corev1.ConfigMap:
-			if t.Name == controllers.BootImagesConfigMapName {
+			if t.Name == kube.BootImagesConfigMapName {
 				in.bootImages = t
 			}
 		case *machinev1beta1.MachineSet:
@@ -70,7 +71,8 @@ func fromObjects(objs []client.Object) planInputs {
 			nodeLabels = append(nodeLabels, t.Labels)
 		}
 	}
-	in.controlPlaneArch = bootimage.ControlPlaneArch(nodeLabels)
+	// Without a control-plane node in the input, the plan assumes this machine's architecture.
+	in.controlPlaneArch = bootimage.ControlPlaneArch(nodeLabels, runtime.GOARCH)
 	return in
 }
 
@@ -85,8 +87,8 @@ func fromCluster(ctx context.Context, c client.Reader) (planInputs, error) {
 		{client.ObjectKey{Name: "cluster"}, &configv1.FeatureGate{}},
 		{client.ObjectKey{Name: "version"}, &configv1.ClusterVersion{}},
 		{client.ObjectKey{Name: "cluster"}, &operatorv1.MachineConfiguration{}},
-		{client.ObjectKey{Namespace: controllers.MCONamespace, Name: controllers.BootImagesConfigMapName}, &corev1.ConfigMap{}},
-		{client.ObjectKey{Namespace: controllers.MachineAPINamespace, Name: cpms.Name}, &machinev1.ControlPlaneMachineSet{}},
+		{client.ObjectKey{Namespace: kube.MCONamespace, Name: kube.BootImagesConfigMapName}, &corev1.ConfigMap{}},
+		{client.ObjectKey{Namespace: kube.MachineAPINamespace, Name: cpms.Name}, &machinev1.ControlPlaneMachineSet{}},
 	}
 	for _, s := range singletons {
 		err := c.Get(ctx, s.key, s.obj)
@@ -99,11 +101,11 @@ func fromCluster(ctx context.Context, c client.Reader) (planInputs, error) {
 		objs = append(objs, s.obj)
 	}
 	sets := &machinev1beta1.MachineSetList{}
-	if err := c.List(ctx, sets, client.InNamespace(controllers.MachineAPINamespace)); err != nil {
+	if err := c.List(ctx, sets, client.InNamespace(kube.MachineAPINamespace)); err != nil {
 		return planInputs{}, err
 	}
 	secrets := &corev1.SecretList{}
-	if err := c.List(ctx, secrets, client.InNamespace(controllers.MachineAPINamespace)); err != nil {
+	if err := c.List(ctx, secrets, client.InNamespace(kube.MachineAPINamespace)); err != nil {
 		return planInputs{}, err
 	}
 	for i := range sets.Items {
@@ -113,7 +115,7 @@ func fromCluster(ctx context.Context, c client.Reader) (planInputs, error) {
 		objs = append(objs, &secrets.Items[i])
 	}
 	in := fromObjects(objs)
-	arch, err := controllers.ControlPlaneArch(ctx, c)
+	arch, err := kube.ControlPlaneArch(ctx, c, runtime.GOARCH)
 	if err != nil {
 		return planInputs{}, err
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	gcpimages "github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcp"
-	"github.com/bootimage-operator/bootimage-operator/controllers"
+	"github.com/bootimage-operator/bootimage-operator/kube"
 )
 
 type planOptions struct {
@@ -96,7 +96,7 @@ func runPlan(ctx context.Context, o planOptions, cluster *clusterFlags, stdout i
 // planSource reads the plan's inputs from files or from the cluster; for a cluster it also
 // returns the direct (uncached) client it read them with.
 func planSource(ctx context.Context, files []string, cluster *clusterFlags) (planInputs, client.Reader, error) {
-	scheme := controllers.NewScheme()
+	scheme := kube.NewScheme()
 	if len(files) > 0 {
 		objs, err := loadFiles(scheme, files)
 		if err != nil {
@@ -140,19 +140,19 @@ func imageCatalog(in planInputs, c client.Reader, awsImages string) (bootimage.C
 	}
 	var notes []string
 	if cc, ok := cloudCredentials[platform]; ok && in.secrets[cc.secret] == nil {
-		notes = append(notes, fmt.Sprintf("No Secret %s/%s: %s", controllers.MachineAPINamespace, cc.secret, cc.without))
+		notes = append(notes, fmt.Sprintf("No Secret %s/%s: %s", kube.MachineAPINamespace, cc.secret, cc.without))
 	}
 	rootCAs, err := cloudRootCAs()
 	if err != nil {
 		return nil, nil, err
 	}
-	return controllers.ClusterCatalog(c, rootCAs, cloud.Backoff{}, nil, gcpimages.New), notes, nil
+	return kube.Catalog(c, rootCAs, cloud.Backoff{}, nil, gcpimages.New), notes, nil
 }
 
 // vCenters returns the vCenter reader of a live plan, trusting the CAs of the PEM file caFile
 // when given, else the system's.
 func vCenters(c client.Reader, caFile string) (*cloud.VCenters, error) {
-	vc := &cloud.VCenters{Credentials: controllers.VSphereCredentials(c)}
+	vc := &cloud.VCenters{Credentials: kube.VSphereCredentials(c)}
 	if caFile == "" {
 		return vc, nil
 	}
@@ -170,8 +170,8 @@ func vCenters(c client.Reader, caFile string) (*cloud.VCenters, error) {
 // cloudCredentials name, per platform, the Secret its image catalogue needs and what is lost
 // without it.
 var cloudCredentials = map[configv1.PlatformType]struct{ secret, without string }{
-	configv1.AWSPlatformType: {controllers.AWSCredentialsSecret, "AMIs cannot be looked up in EC2, by the operator either, so RHCOS AMIs show as CustomImage"},
-	configv1.GCPPlatformType: {controllers.GCPCredentialsSecret, "target images are not pre-flight checked, by the operator either"},
+	configv1.AWSPlatformType: {kube.AWSCredentialsSecret, "AMIs cannot be looked up in EC2, by the operator either, so RHCOS AMIs show as CustomImage"},
+	configv1.GCPPlatformType: {kube.GCPCredentialsSecret, "target images are not pre-flight checked, by the operator either"},
 }
 
 // printStructured prints v as indented JSON or as YAML.

@@ -168,10 +168,11 @@ func parseConfigFile(path string) (refresh.Config, error) {
 	}
 	var cfg refresh.Config
 	if isMachineConfig(data) {
-		mc, err := decodeMachineConfig(liveScheme(), path, data)
-		if err != nil {
-			return refresh.Config{}, err
+		mc, decodeErr := decodeMachineConfig(liveScheme(), path, data)
+		if decodeErr != nil {
+			return refresh.Config{}, decodeErr
 		}
+		// The outer err, which the check below reports with the path.
 		cfg, err = refresh.FromMachineConfig(mc)
 	} else {
 		cfg, err = refresh.Parse(data)

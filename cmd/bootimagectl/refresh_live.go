@@ -21,7 +21,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/bootimage-operator/bootimage-operator/controllers"
+	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/refresh"
 	"github.com/bootimage-operator/bootimage-operator/refresh/render"
 )
@@ -94,7 +94,7 @@ func runRefreshPlanLive(ctx context.Context, o refreshPlanOptions, cluster *clus
 }
 
 func liveScheme() *runtime.Scheme {
-	s := controllers.NewScheme()
+	s := kube.NewScheme()
 	utilruntime.Must(mcfgv1.Install(s))
 	return s
 }

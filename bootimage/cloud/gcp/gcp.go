@@ -145,7 +145,8 @@ func newImagesClient(ctx context.Context, s cloud.GCPSettings) (*compute.ImagesC
 	case s.Token != "":
 		opts = append(opts, option.WithTokenSource(oauth2.StaticTokenSource(&oauth2.Token{AccessToken: s.Token})))
 	case len(s.CredentialsJSON) > 0:
-		opts = append(opts, option.WithCredentialsJSON(s.CredentialsJSON)) //nolint:staticcheck // the Secret holds a service account key
+		//lint:ignore SA1019 the Secret holds a service account key, or an external account one on workload identity clusters: any type the CCO writes
+		opts = append(opts, option.WithCredentialsJSON(s.CredentialsJSON))
 	default:
 		return nil, bootimage.ErrNoCatalog
 	}

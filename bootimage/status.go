@@ -1,0 +1,201 @@
+package bootimage
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+)
+
+// Conditions this operator writes on MachineConfiguration/cluster. The first two are the MCO's.
+const (
+	ConditionBootImageUpdateProgressing = operatorv1.MachineConfigurationBootImageUpdateProgressing
+	ConditionBootImageUpdateDegraded    = operatorv1.MachineConfigurationBootImageUpdateDegraded
+	// ConditionConfigurationDegraded is True while part of spec.managedBootImages is overridden
+	// because it is not valid; its message says what to change.
+	ConditionConfigurationDegraded = "BootImageConfigurationDegraded"
+)
+
+// Reasons of the status conditions.
+const (
+	ReasonAsExpected            = "AsExpected"
+	ReasonInvalidSelection      = "InvalidSelection"
+	ReasonBootImageUpdating     = "BootImageUpdating"
+	ReasonBootImageUpdateFailed = "BootImageUpdateFailed"
+)
+
+// MaxErrorsInMessage bounds the lists in condition messages on clusters with many broken objects.
+const MaxErrorsInMessage = 5
+
+// CountsRefresh is how often the counts of a long wave are rewritten while Progressing stays True:
+// the status is written when Progressing or Degraded change, not for every object done.
+const CountsRefresh = 30 * time.Second
+
+// Progress is the tally of the current decisions, per resource.
+type Progress struct {
+	MachineSets, ControlPlaneMachineSets Tally
+	errs                                 []string
+	leftBehind                           []string
+	// clusterLevel are the reasons of errors of the cluster's inputs some object is held by.
+	clusterLevel map[string]bool
+	// marketplaceRHCOS is the oldest RHCOS release chosen for a marketplace MachineSet.
+	marketplaceRHCOS string
+}
+
+// Tally counts the objects of one resource by their current decision. Total is every object
+// listed; Decided those with a decision taken on the current inputs.
+type Tally struct{ Total, Decided, Reconciled, Skipped, Updating, Errored int }
+
+// Pending reports whether an object of the resource is being updated or not yet decided on the
+// current inputs.
+func (t Tally) Pending() bool { return t.Updating > 0 || t.Decided < t.Total }
+
+// Add counts d, a current decision, under its resource.
+func (p *Progress) Add(d Decision) {
+	t := &p.MachineSets
+	if d.Kind == KindControlPlaneMachineSet {
+		t = &p.ControlPlaneMachineSets
+	}
+	t.Decided++
+	if d.Kind == KindMachineSet && d.Marketplace && d.BootImageVersion != "" && (d.Action == NoChange || d.Action == Update) {
+		if p.marketplaceRHCOS == "" || CompareRHCOSVersions(d.BootImageVersion, p.marketplaceRHCOS) < 0 {
+			p.marketplaceRHCOS = d.BootImageVersion
+		}
+	}
+	switch d.Action {
+	case NoChange:
+		t.Reconciled++
+	case Skip:
+		t.Reconciled++
+		t.Skipped++
+		if d.LeftBehind() && d.Kind == KindMachineSet {
+			p.leftBehind = append(p.leftBehind, d.Name)
+		}
+	case Update:
+		t.Updating++
+	case Error:
+		t.Errored++
+		if d.ClusterLevel() { // said once, among the cluster's warnings
+			if p.clusterLevel == nil {
+				p.clusterLevel = map[string]bool{}
+			}
+			p.clusterLevel[d.Reason] = true
+		} else {
+			p.errs = append(p.errs, fmt.Sprintf("%s %s/%s: %s: %s", d.Kind, d.Namespace, d.Name, d.Reason, d.Message))
+		}
+	}
+}
+
+// HeldByCluster reports whether some object is in Error for reason, an error of the cluster's
+// inputs (Decision.ClusterLevel), which the cluster's warnings say once instead.
+func (p Progress) HeldByCluster(reason string) bool { return p.clusterLevel[reason] }
+
+// LeftBehind names, sorted, the selected MachineSets the operator cannot update by itself.
+func (p Progress) LeftBehind() []string {
+	out := append([]string(nil), p.leftBehind...)
+	sort.Strings(out)
+	return out
+}
+
+// Pass returns what the finished pass over the MachineSets achieved, nil while one is under way.
+// releaseVersion is coreos-bootimages' releaseVersion, "" when the ConfigMap is missing.
+func (p Progress) Pass(releaseVersion string) *SkewPass {
+	if p.MachineSets.Pending() {
+		return nil
+	}
+	return &SkewPass{LeftBehind: p.LeftBehind(), Errors: p.MachineSets.Errored, RHCOSVersion: p.marketplaceRHCOS, ReleaseVersion: releaseVersion}
+}
+
+// Counts is the MCO's progress message.
+func (p Progress) Counts() string {
+	ms, c := p.MachineSets, p.ControlPlaneMachineSets
+	return fmt.Sprintf("Reconciled %d of %d MAPI MachineSets (%d skipped) | Reconciled %d of %d ControlPlaneMachineSets (%d skipped)",
+		ms.Reconciled, ms.Total, ms.Skipped, c.Reconciled, c.Total, c.Skipped)
+}
+
+// ProgressConditions returns Progressing (True while any resource has an object pending) and
+// Degraded (True while an object is in Error or a cluster-wide warning says the inputs are wrong),
+// with the MCO's counts in their messages, for a MachineConfiguration of generation.
+func ProgressConditions(generation int64, p Progress, warnings []string) (progressing, degraded metav1.Condition) {
+	counts := p.Counts()
+	progressing = metav1.Condition{Type: ConditionBootImageUpdateProgressing, Status: metav1.ConditionFalse, Reason: ReasonAsExpected, Message: counts, ObservedGeneration: generation}
+	if p.MachineSets.Pending() || p.ControlPlaneMachineSets.Pending() {
+		progressing.Status, progressing.Reason = metav1.ConditionTrue, ReasonBootImageUpdating
+	}
+	degraded = metav1.Condition{Type: ConditionBootImageUpdateDegraded, Status: metav1.ConditionFalse, Reason: ReasonAsExpected, Message: counts, ObservedGeneration: generation}
+	errs := append([]string(nil), p.errs...)
+	sort.Strings(errs)
+	var parts []string
+	if len(errs) > 0 {
+		parts = append(parts, fmt.Sprintf("%d failed: %s", len(errs), strings.Join(errs[:min(len(errs), MaxErrorsInMessage)], "; ")))
+	}
+	parts = append(parts, warnings...)
+	if len(parts) > 0 {
+		degraded.Status, degraded.Reason = metav1.ConditionTrue, ReasonBootImageUpdateFailed
+		degraded.Message = counts + " | " + strings.Join(parts, " | ")
+	}
+	return progressing, degraded
+}
+
+// ConfigurationCondition returns BootImageConfigurationDegraded for the problems
+// EffectiveConfiguration found in spec.managedBootImages.
+func ConfigurationCondition(generation int64, problems []string) metav1.Condition {
+	cond := metav1.Condition{Type: ConditionConfigurationDegraded, Status: metav1.ConditionFalse, Reason: ReasonAsExpected, Message: "spec.managedBootImages is valid", ObservedGeneration: generation}
+	if len(problems) > 0 {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, ReasonInvalidSelection, strings.Join(problems, "; ")
+	}
+	return cond
+}
+
+// CountsHold keeps the counts last written while a wave goes on, so a wave of N updates costs a
+// write when it starts and one when it ends, not one per object; on long waves the counts are
+// refreshed every CountsRefresh. Use one per status writer.
+type CountsHold struct {
+	// Clock tells the time; nil is the real clock.
+	Clock clock.PassiveClock
+	// written is when the counts were last let through.
+	written time.Time
+}
+
+// Hold compares the Progressing and Degraded conditions of want with current's, the ones written.
+// While both say the same but for the counts, it puts current's messages back into want and
+// returns when the counts are due to be written; otherwise it lets want through and returns 0.
+func (h *CountsHold) Hold(current, want []metav1.Condition) time.Duration {
+	now := h.now()
+	oldP := meta.FindStatusCondition(current, ConditionBootImageUpdateProgressing)
+	oldD := meta.FindStatusCondition(current, ConditionBootImageUpdateDegraded)
+	newP := meta.FindStatusCondition(want, ConditionBootImageUpdateProgressing)
+	newD := meta.FindStatusCondition(want, ConditionBootImageUpdateDegraded)
+	if oldP == nil || oldD == nil || newP == nil || newD == nil ||
+		oldP.Status != metav1.ConditionTrue || newP.Status != metav1.ConditionTrue || oldD.Status != newD.Status {
+		h.written = now
+		return 0
+	}
+	// Degraded's message is the counts and what failed: hold the counts only while what failed
+	// is the same.
+	if strings.TrimPrefix(oldD.Message, oldP.Message) != strings.TrimPrefix(newD.Message, newP.Message) {
+		h.written = now
+		return 0
+	}
+	if newP.Message == oldP.Message {
+		return 0
+	}
+	if wait := CountsRefresh - now.Sub(h.written); wait > 0 {
+		newP.Message, newD.Message = oldP.Message, oldD.Message
+		return wait
+	}
+	h.written = now
+	return 0
+}
+
+func (h *CountsHold) now() time.Time {
+	if h.Clock == nil {
+		return time.Now()
+	}
+	return h.Clock.Now()
+}

@@ -1,0 +1,115 @@
+package kube
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"sync"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+)
+
+// cloudImagesTTL bounds how stale a cloud answer may be: images are immutable, but one may be
+// deregistered, deprecated or made available meanwhile.
+const cloudImagesTTL = 10 * time.Minute
+
+// Catalog returns the cloud image catalogues of the cluster, configured from its
+// credentials Secrets and Infrastructure, read through c: the manager's cache in the operator, a
+// direct client in `bootimagectl plan`. rootCAs, when set, are trusted for the cloud endpoints;
+// backoff is how long failed calls are remembered (zero fields: cloud's defaults); metrics, when
+// set, count the requests. newGCP, when nil, leaves GCP images unlooked-up: the
+// image prefix rule alone decides, as on a GCP cluster without credentials.
+func Catalog(c client.Reader, rootCAs *x509.CertPool, backoff cloud.Backoff, metrics *cloud.Metrics, newGCP cloud.NewGCPLookup) bootimage.Catalog {
+	catalog := cloud.Catalog{
+		AWS: &cloud.EC2{TTL: cloudImagesTTL, RootCAs: rootCAs, Backoff: backoff, Metrics: metrics, Settings: func(ctx context.Context) (cloud.AWSSettings, error) {
+			secret, err := credentialsSecret(ctx, c, AWSCredentialsSecret)
+			if err != nil {
+				return cloud.AWSSettings{}, err
+			}
+			s := cloud.AWSSettings{
+				Version:         secret.ResourceVersion,
+				SharedConfig:    secret.Data["credentials"],
+				AccessKeyID:     string(secret.Data["aws_access_key_id"]),
+				SecretAccessKey: string(secret.Data["aws_secret_access_key"]),
+			}
+			infra := &configv1.Infrastructure{}
+			if err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err == nil && infra.Status.PlatformStatus != nil && infra.Status.PlatformStatus.AWS != nil {
+				for _, ep := range infra.Status.PlatformStatus.AWS.ServiceEndpoints {
+					switch ep.Name {
+					case "ec2":
+						s.Endpoint = ep.URL
+					case "sts":
+						s.STSEndpoint = ep.URL
+					}
+				}
+			}
+			return s, nil
+		}},
+	}
+	var gcpOnce sync.Once
+	if newGCP == nil {
+		catalog.GCP = noGCP{once: &gcpOnce}
+		return catalog
+	}
+	catalog.GCP = newGCP(func(ctx context.Context) (cloud.GCPSettings, error) {
+		secret, err := credentialsSecret(ctx, c, GCPCredentialsSecret)
+		if err == bootimage.ErrNoCatalog {
+			gcpOnce.Do(func() {
+				logf.FromContext(ctx).Info("No GCP credentials: skipping the target image pre-flight check; the image prefix rule alone decides", "secret", MachineAPINamespace+"/"+GCPCredentialsSecret)
+			})
+		}
+		if err != nil {
+			return cloud.GCPSettings{}, err
+		}
+		return cloud.GCPSettings{Version: secret.ResourceVersion, CredentialsJSON: secret.Data["service_account.json"]}, nil
+	}, cloudImagesTTL, backoff, metrics)
+	return catalog
+}
+
+// noGCP stands in when the embedder registered no GCP lookups.
+type noGCP struct{ once *sync.Once }
+
+func (n noGCP) GCPImage(ctx context.Context, _, _ string) (*bootimage.GCPImage, error) {
+	n.once.Do(func() {
+		logf.FromContext(ctx).Info("No GCP image lookups registered in this binary: skipping the target image pre-flight check; the image prefix rule alone decides")
+	})
+	return nil, bootimage.ErrNoCatalog
+}
+
+func credentialsSecret(ctx context.Context, c client.Reader, name string) (*corev1.Secret, error) {
+	secret := &corev1.Secret{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: MachineAPINamespace, Name: name}, secret)
+	if apierrors.IsNotFound(err) {
+		return nil, bootimage.ErrNoCatalog
+	}
+	return secret, err
+}
+
+// VSphereCredentials reads a vCenter's login from Secret kube-system/vsphere-creds, directly: the
+// RBAC grants that one Secret, not a watch. Without the Secret or the server's keys it answers
+// bootimage.ErrNoCatalog.
+func VSphereCredentials(reader client.Reader) func(ctx context.Context, server string) (cloud.VSphereCredentials, error) {
+	return func(ctx context.Context, server string) (cloud.VSphereCredentials, error) {
+		secret := &corev1.Secret{}
+		err := reader.Get(ctx, client.ObjectKey{Namespace: VSphereCredentialsNamespace, Name: VSphereCredentialsSecret}, secret)
+		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+			return cloud.VSphereCredentials{}, fmt.Errorf("%w: Secret %s/%s: %v", bootimage.ErrNoCatalog, VSphereCredentialsNamespace, VSphereCredentialsSecret, err)
+		}
+		if err != nil {
+			return cloud.VSphereCredentials{}, fmt.Errorf("reading Secret %s/%s: %w", VSphereCredentialsNamespace, VSphereCredentialsSecret, err)
+		}
+		user, pass := secret.Data[server+".username"], secret.Data[server+".password"]
+		if len(user) == 0 || len(pass) == 0 {
+			return cloud.VSphereCredentials{}, fmt.Errorf("%w: Secret %s/%s has no %s.username and %s.password", bootimage.ErrNoCatalog, VSphereCredentialsNamespace, VSphereCredentialsSecret, server, server)
+		}
+		return cloud.VSphereCredentials{Version: secret.ResourceVersion, Username: string(user), Password: string(pass)}, nil
+	}
+}

@@ -1,0 +1,71 @@
+// Package kube is what both front ends, the operator's controllers and bootimagectl, read from a
+// cluster and how: where the inputs live, the scheme, the cloud catalogues configured from the
+// credentials Secrets, the control plane's architecture and the live feature gates. It holds no
+// reconciler, so the CLI links none.
+package kube
+
+import (
+	"context"
+	"fmt"
+
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1 "github.com/openshift/api/machine/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+)
+
+// Where the cluster's inputs live.
+const (
+	MachineAPINamespace      = "openshift-machine-api"
+	MCONamespace             = "openshift-machine-config-operator"
+	BootImagesConfigMapName  = "coreos-bootimages"
+	MachineConfigurationName = "cluster"
+)
+
+// Cloud credentials Secrets in openshift-machine-api, as the cloud credential operator writes them.
+const (
+	AWSCredentialsSecret = "aws-cloud-credentials"
+	GCPCredentialsSecret = "gcp-cloud-credentials"
+)
+
+// Where vSphere settings live, as the installer writes them.
+const (
+	VSphereCredentialsNamespace = "kube-system"
+	VSphereCredentialsSecret    = "vsphere-creds"
+	InstallConfigConfigMap      = "cluster-config-v1"
+)
+
+// NewScheme returns a scheme with the Kubernetes and OpenShift types the operator reads and writes.
+func NewScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(configv1.Install(s))
+	utilruntime.Must(operatorv1.Install(s))
+	utilruntime.Must(machinev1beta1.Install(s))
+	utilruntime.Must(machinev1.Install(s))
+	return s
+}
+
+// ControlPlaneArch returns the control plane's architecture by bootimage.ControlPlaneArch, from
+// one list of the Nodes' metadata: no label selector can ask for either control-plane role, and
+// the cache holds every Node's metadata anyway. fallback is the answer when no such node says.
+func ControlPlaneArch(ctx context.Context, c client.Reader, fallback string) (string, error) {
+	nodes := &metav1.PartialObjectMetadataList{}
+	nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+	if err := c.List(ctx, nodes); err != nil {
+		return "", fmt.Errorf("listing Nodes: %w", err)
+	}
+	labels := make([]map[string]string, 0, len(nodes.Items))
+	for _, n := range nodes.Items {
+		labels = append(labels, n.Labels)
+	}
+	return bootimage.ControlPlaneArch(labels, fallback), nil
+}
