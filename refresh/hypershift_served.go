@@ -107,15 +107,7 @@ func isServed(raw []byte) bool {
 // JSON) on their embedded MachineConfigs, as the daemon in HyperShift mode diffs them, with the
 // given policies. Use HyperShiftDaemonPolicies for today's daemon.
 func DecideServed(old, new []byte, policies Policies) (Result, error) {
-	oldCfg, err := FromServed(old)
-	if err != nil {
-		return Result{}, fmt.Errorf("current payload: %v", err)
-	}
-	newCfg, err := FromServed(new)
-	if err != nil {
-		return Result{}, fmt.Errorf("new payload: %v", err)
-	}
-	changes, err := Diff(oldCfg, newCfg)
+	changes, err := diffServed(old, new)
 	if err != nil {
 		return Result{}, err
 	}
@@ -125,19 +117,24 @@ func DecideServed(old, new []byte, policies Policies) (Result, error) {
 // DecideServedForHyperShiftDaemon is DecideServed with the rules of today's daemon in HyperShift
 // mode (see DecideForHyperShiftDaemon).
 func DecideServedForHyperShiftDaemon(old, new []byte) (Result, error) {
-	oldCfg, err := FromServed(old)
-	if err != nil {
-		return Result{}, fmt.Errorf("current payload: %v", err)
-	}
-	newCfg, err := FromServed(new)
-	if err != nil {
-		return Result{}, fmt.Errorf("new payload: %v", err)
-	}
-	changes, err := Diff(oldCfg, newCfg)
+	changes, err := diffServed(old, new)
 	if err != nil {
 		return Result{}, err
 	}
 	return DecideForHyperShiftDaemon(changes), nil
+}
+
+// diffServed lists the changes between the MachineConfigs embedded in two served payloads.
+func diffServed(old, new []byte) ([]Change, error) {
+	oldCfg, err := FromServed(old)
+	if err != nil {
+		return nil, fmt.Errorf("current payload: %v", err)
+	}
+	newCfg, err := FromServed(new)
+	if err != nil {
+		return nil, fmt.Errorf("new payload: %v", err)
+	}
+	return Diff(oldCfg, newCfg)
 }
 
 // The post-update table of the MCO daemon in HyperShift mode (machine-config-operator 7ff337a4,
