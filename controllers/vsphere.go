@@ -82,7 +82,7 @@ func (s bootImages) vsphereImport(ctx context.Context, live client.Object, d boo
 	state := s.Templates.request(w, d)
 	if state.err != nil {
 		failed := d
-		failed.Action, failed.Reason, failed.Message = bootimage.Error, ReasonTemplateImportFailed, fmt.Sprintf("importing template %s in vCenter %s folder %s: %v", d.VSphere.Name, d.VSphere.Server, d.VSphere.Folder, state.err)
+		failed.Action, failed.Reason, failed.Message = bootimage.Error, ReasonTemplateImportFailed, fmt.Sprintf("importing template %s in vCenter %s folder %s: %s", d.VSphere.Name, d.VSphere.Server, d.VSphere.Folder, cloud.CleanMessage(state.err.Error()))
 		report(ctx, s.Recorder, s.Tracker, s.Metrics, live, failed, inputs)
 		return d, &ctrl.Result{RequeueAfter: state.retryIn}
 	}

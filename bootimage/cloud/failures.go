@@ -132,6 +132,10 @@ var (
 	timestamps = regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?`)
 )
 
+// CleanMessage returns msg without request ids, UUIDs and timestamps, which change on every call:
+// for messages of errors no cloud adapter described (a vCenter import).
+func CleanMessage(msg string) string { return clean(msg) }
+
 func clean(msg string) string {
 	msg = requestIDs.ReplaceAllString(msg, "")
 	msg = uuids.ReplaceAllString(msg, "<id>")
