@@ -110,12 +110,7 @@ var _ = Describe("API faults during a write", func() {
 
 	It("converges through 429s with Retry-After, a quarter of requests and a burst of all of them, writing each MachineSet once", func() {
 		bootImageCluster(configv1.GCPPlatformType)
-		var names []string
-		for i := range 20 {
-			name := fmt.Sprintf("throttled-%02d", i)
-			Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet(name, fixtures.GCPProviderSpec(fixtures.OldGCPImage)))).To(Succeed())
-			names = append(names, name)
-		}
+		names := oldGCPMachineSets("throttled", 20)
 		writes := watchWrites(&machinev1beta1.MachineSetList{}, fixtures.MachineAPINamespace)
 		var sent, refused atomic.Int64
 		var burstUntil atomic.Pointer[time.Time]
@@ -151,18 +146,18 @@ var _ = Describe("API faults during a write", func() {
 
 	It("writes each MachineSet once through a slow proxy that loses the answers of some writes", func() {
 		bootImageCluster(configv1.GCPPlatformType)
-		var names []string
-		for i := range 20 {
-			name := fmt.Sprintf("proxied-%02d", i)
-			Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet(name, fixtures.GCPProviderSpec(fixtures.OldGCPImage)))).To(Succeed())
-			names = append(names, name)
-		}
+		names := oldGCPMachineSets("proxied", 20)
 		writes := watchWrites(&machinev1beta1.MachineSetList{}, fixtures.MachineAPINamespace)
 		var patches, lost atomic.Int64
 		startOperatorThrough(func(next http.RoundTripper) http.RoundTripper {
 			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 				if req.Method == http.MethodGet {
-					time.Sleep(time.Duration(200+rand.IntN(300)) * time.Millisecond) // the proxy's latency, not synchronisation
+					// The proxy's latency, not synchronisation; a cancelled request stops waiting.
+					select {
+					case <-time.After(time.Duration(200+rand.IntN(300)) * time.Millisecond):
+					case <-req.Context().Done():
+						return nil, req.Context().Err()
+					}
 				}
 				resp, err := next.RoundTrip(req)
 				// Every third MachineSet patch reaches the API server, but its answer is lost.
@@ -182,3 +177,16 @@ var _ = Describe("API faults during a write", func() {
 		Expect(lost.Load()).To(BeNumerically(">", 0))
 	})
 })
+
+// oldGCPMachineSets creates n MachineSets on an old RHCOS image, named prefix-00 on, and returns
+// their names.
+func oldGCPMachineSets(prefix string, n int) []string {
+	GinkgoHelper()
+	var names []string
+	for i := range n {
+		name := fmt.Sprintf("%s-%02d", prefix, i)
+		Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet(name, fixtures.GCPProviderSpec(fixtures.OldGCPImage)))).To(Succeed())
+		names = append(names, name)
+	}
+	return names
+}
