@@ -16,7 +16,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -28,7 +27,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/bootimage-operator/bootimage-operator/controllers"
-	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/leader"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -229,15 +227,8 @@ func machineSetWrites() func() map[string]int {
 
 var _ = Describe("A leader whose lease renewals stall", func() {
 	It("makes no write once another identity holds the Lease, and stops", func() {
-		Expect(fixtures.Create(ctx, env.Client,
-			fixtures.Infrastructure(configv1.GCPPlatformType),
-			fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, []configv1.FeatureGateName{fg.BootImageSkewEnforcement}, nil),
-			fixtures.ClusterVersion(fixtures.ReleaseVersion, true),
-			fixtures.MachineConfiguration(nil),
-			fixtures.BootImagesConfigMap(fixtures.Stream(), fixtures.ReleaseVersion),
-			fixtures.UserDataSecret("worker-user-data", fixtures.IgnitionStubV3),
-			fixtures.MachineSet("first-wave", fixtures.GCPProviderSpec(fixtures.OldGCPImage)),
-		)).To(Succeed())
+		Expect(fixtures.Create(ctx, env.Client, fixtures.GCPCluster(
+			fixtures.MachineSet("first-wave", fixtures.GCPProviderSpec(fixtures.OldGCPImage)))...)).To(Succeed())
 		counted := machineSetWrites()
 
 		first := startReplica()

@@ -10,7 +10,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/controllers"
-	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
@@ -64,15 +62,8 @@ var _ = BeforeSuite(func() {
 
 var _ = Describe("A status the API rejects", func() {
 	It("is reported with the API's message, while the boot images are still updated", func() {
-		Expect(fixtures.Create(ctx, env.Client,
-			fixtures.Infrastructure(configv1.GCPPlatformType),
-			fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, []configv1.FeatureGateName{fg.BootImageSkewEnforcement}, nil),
-			fixtures.ClusterVersion(fixtures.ReleaseVersion, true),
-			fixtures.MachineConfiguration(nil),
-			fixtures.BootImagesConfigMap(fixtures.Stream(), fixtures.ReleaseVersion),
-			fixtures.UserDataSecret("worker-user-data", fixtures.IgnitionStubV3),
-			fixtures.MachineSet("worker-a", fixtures.GCPProviderSpec(fixtures.OldGCPImage)),
-		)).To(Succeed())
+		Expect(fixtures.Create(ctx, env.Client, fixtures.GCPCluster(
+			fixtures.MachineSet("worker-a", fixtures.GCPProviderSpec(fixtures.OldGCPImage)))...)).To(Succeed())
 		mgr, err := env.StartManager(func(m ctrl.Manager) error {
 			return controllers.Setup(m, controllers.Config{ReleaseVersion: fixtures.ReleaseVersion})
 		})
