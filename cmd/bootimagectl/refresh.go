@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/bootimage-operator/bootimage-operator/refresh"
+	"github.com/bootimage-operator/bootimage-operator/refresh/hypershift"
 )
 
 type refreshPlanOptions struct {
@@ -119,11 +120,11 @@ func runRefreshPlanFiles(o refreshPlanOptions, stdout io.Writer) error {
 		if err != nil {
 			return unusable("%v", err)
 		}
-		paths, err := refresh.ParseNoRebootPaths(data)
+		paths, err := hypershift.ParseNoRebootPaths(data)
 		if err != nil {
 			return unusable("%s: %v", o.pathsPath, err)
 		}
-		res = refresh.DecideWithNoRebootPaths(changes, policies, paths, refresh.AllowedServices(policies))
+		res = hypershift.DecideWithNoRebootPaths(changes, policies, paths, hypershift.AllowedServices(policies))
 	}
 	if err := printRefresh(stdout, res, o.output); err != nil {
 		return unusable("%v", err)

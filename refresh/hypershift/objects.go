@@ -1,4 +1,4 @@
-package refresh
+package hypershift
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -21,9 +21,11 @@ const (
 	MachineSetMaxUnavailableAnnotation = "hypershift.openshift.io/nodePoolMaxUnavailable"
 )
 
-// NodePool annotations of the hash split (proposed here; HyperShift has none yet).
+// NodePool annotations of the hash split (proposed here; HyperShift has none yet), beside
+// RecordAnnotation.
 const (
-	// NodePoolTargetRefreshConfigAnnotation is the payload hash the pool's nodes should run.
+	// NodePoolTargetRefreshConfigAnnotation is the payload hash (Split.Payload) the pool's nodes
+	// should run.
 	NodePoolTargetRefreshConfigAnnotation = "hypershift.openshift.io/nodePoolTargetRefreshConfig"
 	// NodePoolCurrentRefreshConfigAnnotation is the payload hash every node has reached.
 	NodePoolCurrentRefreshConfigAnnotation = "hypershift.openshift.io/nodePoolCurrentRefreshConfig"
@@ -97,7 +99,7 @@ type NodePoolCondition struct {
 	ObservedGeneration int64                  `json:"observedGeneration,omitempty"`
 }
 
-// NodePoolConditions converts Plan's conditions to NodePool conditions for a NodePool of the
+// NodePoolConditions converts refresh/pool's Plan conditions to NodePool conditions for a NodePool of the
 // given generation. The transition time is left to HyperShift's SetStatusCondition, which keeps
 // it while the status stays and sets it when the status changes.
 func NodePoolConditions(conditions []metav1.Condition, generation int64) []NodePoolCondition {

@@ -1,4 +1,4 @@
-package refresh_test
+package hypershift_test
 
 import (
 	"encoding/json"
@@ -11,6 +11,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/bootimage-operator/bootimage-operator/refresh"
+	"github.com/bootimage-operator/bootimage-operator/refresh/hypershift"
+)
+
+// Files the machine config server adds to what it serves, around the MachineConfig's own.
+const (
+	servedMachineConfigPath = "/etc/mcs-machine-config-content.json"
+	encapsulatedConfigPath  = "/etc/ignition-machine-config-encapsulated.json"
+	servedKubeconfigPath    = "/etc/kubernetes/kubeconfig"
+	kubeletCAPath           = "/etc/kubernetes/kubelet-ca.crt"
+	nodeAnnotationsPath     = "/etc/machine-config-daemon/node-annotations.json"
 )
 
 // workerMC is a rendered worker MachineConfig as HyperShift's ignition server renders it.
@@ -19,6 +29,7 @@ type workerMC struct {
 	kernelArguments                                         []string
 	fips                                                    bool
 	sshKey                                                  string
+	extraFiles                                              map[string]string
 }
 
 func baseWorker() workerMC {
@@ -31,10 +42,18 @@ func baseWorker() workerMC {
 
 func (w workerMC) machineConfig() *mcfgv1.MachineConfig {
 	ic := ign.Config{Ignition: ign.Ignition{Version: "3.5.0"}}
+	files := map[string]string{}
+	for path, contents := range w.extraFiles {
+		files[path] = contents
+	}
+	w.extraFiles = files
 	for path, contents := range map[string]string{
-		"/var/lib/kubelet/config.json": w.pullSecret, "/etc/containers/policy.json": w.policyJSON, refresh.RegistriesConf: w.registries,
+		"/var/lib/kubelet/config.json": w.pullSecret, "/etc/containers/policy.json": w.policyJSON, registriesConf: w.registries,
 		"/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt": w.userCA,
 	} {
+		w.extraFiles[path] = contents
+	}
+	for path, contents := range w.extraFiles {
 		ic.Storage.Files = append(ic.Storage.Files, servedFile(path, contents))
 	}
 	ic.Systemd.Units = []ign.Unit{{Name: "kubelet.service", Enabled: ptr(true), Contents: ptr(w.kubeletUnit)}}
@@ -57,7 +76,8 @@ func servedFile(path, contents string) ign.File {
 
 // served is the Ignition config the machine config server serves for mc: the MachineConfig's
 // own Ignition config, plus the files the server adds: the MachineConfig itself (indented
-// JSON), the MachineConfig with its Ignition emptied, and the kubelet's kubeconfig.
+// JSON), the MachineConfig with its Ignition emptied, the kubelet's kubeconfig and CA, and the
+// daemon's node annotations.
 func served(mc *mcfgv1.MachineConfig, kubeconfig string) []byte {
 	GinkgoHelper()
 	var ic ign.Config
@@ -69,9 +89,11 @@ func served(mc *mcfgv1.MachineConfig, kubeconfig string) []byte {
 	enc, err := json.Marshal(encapsulated)
 	Expect(err).NotTo(HaveOccurred())
 	ic.Storage.Files = append(ic.Storage.Files,
-		servedFile(refresh.EncapsulatedConfigPath, string(enc)),
-		servedFile(refresh.ServedMachineConfigPath, string(content)),
-		servedFile(refresh.ServedKubeconfigPath, kubeconfig))
+		servedFile(encapsulatedConfigPath, string(enc)),
+		servedFile(servedMachineConfigPath, string(content)),
+		servedFile(servedKubeconfigPath, kubeconfig),
+		servedFile(kubeletCAPath, "-----BEGIN CERTIFICATE-----\n"+kubeconfig),
+		servedFile(nodeAnnotationsPath, `{"machineconfiguration.openshift.io/currentConfig":"`+mc.Name+`"}`))
 	out, err := json.Marshal(ic)
 	Expect(err).NotTo(HaveOccurred())
 	return out
@@ -82,42 +104,78 @@ var _ = Describe("Served payloads", func() {
 	newPayload := func(change func(*workerMC)) []byte {
 		w := baseWorker()
 		change(&w)
-		// The kubeconfig differs on each serve: a file the server adds, never the daemon's business.
+		// The kubeconfig and kubelet CA differ on each serve: files the server adds, never the
+		// daemon's business.
 		return served(w.machineConfig(), "kubeconfig: token-2")
 	}
 	newCA := func(w *workerMC) { w.userCA = "-----BEGIN CERTIFICATE-----\nnew\n" }
 
-	DescribeTable("decides on the embedded MachineConfig, as the HyperShift-mode daemon diffs it",
-		func(change func(*workerMC), daemon, defaults refresh.Outcome, actions []refresh.Action) {
-			res, err := refresh.DecideServedForHyperShiftDaemon(oldPayload(), newPayload(change))
+	DescribeTable("answers what a refresh controller may deliver, on the embedded MachineConfig",
+		func(change func(*workerMC), today, withPolicies string, actions []refresh.Action) {
+			v, err := hypershift.DecideRefresh(oldPayload(), newPayload(change))
 			Expect(err).NotTo(HaveOccurred())
-			Expect(res.Outcome).To(Equal(daemon), "%+v", res.Changes)
-			Expect(res.Actions).To(Equal(actions))
-			res, err = refresh.DecideServed(oldPayload(), newPayload(change), refresh.DefaultPolicies())
+			Expect(v.Reason).To(Equal(today), v.Message)
+			Expect(v.Refresh).To(Equal(today == hypershift.ReasonRefreshable || today == hypershift.ReasonNoChange))
+			Expect(v.Result.Actions).To(Equal(actions))
+			v, err = hypershift.DecideRefreshWithPolicies(oldPayload(), newPayload(change), refresh.DefaultPolicies())
 			Expect(err).NotTo(HaveOccurred())
-			Expect(res.Outcome).To(Equal(defaults), "with the default policies: %+v", res.Changes)
+			Expect(v.Reason).To(Equal(withPolicies), "with the default policies: %s", v.Message)
 		},
-		Entry("nothing but the server's files changed", func(*workerMC) {}, refresh.NoChange, refresh.NoChange, []refresh.Action{}),
+		Entry("nothing but the server's files changed", func(*workerMC) {}, hypershift.ReasonNoChange, hypershift.ReasonNoChange, []refresh.Action{}),
 		Entry("a pull-secret-only change applies in place with no action",
-			func(w *workerMC) { w.pullSecret = `{"auths":{"quay.io":{"auth":"bmV3"}}}` }, refresh.InPlace, refresh.InPlace, []refresh.Action{}),
+			func(w *workerMC) { w.pullSecret = `{"auths":{"quay.io":{"auth":"bmV3"}}}` }, hypershift.ReasonRefreshable, hypershift.ReasonRefreshable, []refresh.Action{}),
 		Entry("an ssh key change applies in place with no action",
-			func(w *workerMC) { w.sshKey = "ssh-ed25519 BBBB core@new" }, refresh.InPlace, refresh.InPlace, []refresh.Action{}),
+			func(w *workerMC) { w.sshKey = "ssh-ed25519 BBBB core@new" }, hypershift.ReasonRefreshable, hypershift.ReasonRefreshable, []refresh.Action{}),
 		Entry("policy.json reloads crio", func(w *workerMC) { w.policyJSON = `{"default":[{"type":"reject"}]}` },
-			refresh.InPlace, refresh.InPlace, []refresh.Action{reloadCrio}),
-		Entry("a mirror that is not digest-only drains, then reloads crio", func(w *workerMC) {
+			hypershift.ReasonRefreshable, hypershift.ReasonRefreshable, []refresh.Action{reloadCrio}),
+		Entry("a digest-only mirror reloads crio, with no drain", func(w *workerMC) {
+			w.registries += "\n  [[registry.mirror]]\n    location = \"mirror-b.example.com/ocp-release\"\n    pull-from-mirror = \"digest-only\"\n"
+		}, hypershift.ReasonRefreshable, hypershift.ReasonRefreshable, []refresh.Action{reloadCrio}),
+		Entry("a mirror that is not digest-only drains: in place, but not a refresh", func(w *workerMC) {
 			w.registries += "\n  [[registry.mirror]]\n    location = \"mirror-b.example.com/ocp-release\"\n"
-		}, refresh.InPlace, refresh.InPlace, []refresh.Action{drain, reloadCrio}),
+		}, hypershift.ReasonNeedsDrain, hypershift.ReasonNeedsDrain, []refresh.Action{drain, reloadCrio}),
 		Entry("a kernel argument change inside the MachineConfig reboots",
-			func(w *workerMC) { w.kernelArguments = append(w.kernelArguments, "nosmt") }, refresh.Reboot, refresh.Reboot, []refresh.Action{}),
-		Entry("a FIPS flip inside the MachineConfig is refused", func(w *workerMC) { w.fips = true }, refresh.Reject, refresh.Reject, []refresh.Action{}),
-		Entry("a unit change reboots", func(w *workerMC) { w.kubeletUnit += "Restart=always\n" }, refresh.Reboot, refresh.Reboot, []refresh.Action{}),
-		Entry("the user CA bundle reboots with today's daemon, which does not run its crio restart", newCA, refresh.Reboot, refresh.InPlace, []refresh.Action{}),
+			func(w *workerMC) { w.kernelArguments = append(w.kernelArguments, "nosmt") }, hypershift.ReasonNeedsReboot, hypershift.ReasonNeedsReboot, []refresh.Action{}),
+		Entry("a FIPS flip inside the MachineConfig is refused", func(w *workerMC) { w.fips = true }, hypershift.ReasonRejected, hypershift.ReasonRejected, []refresh.Action{}),
+		Entry("a unit change reboots", func(w *workerMC) { w.kubeletUnit += "Restart=always\n" }, hypershift.ReasonNeedsReboot, hypershift.ReasonNeedsReboot, []refresh.Action{}),
+		Entry("the user CA bundle reboots with today's daemon, which does not run its crio restart", newCA,
+			hypershift.ReasonNeedsReboot, hypershift.ReasonRefreshable, []refresh.Action{}),
 	)
 
-	It("names the rule of today's daemon, and its crio restart gap", func() {
-		res, err := refresh.DecideServedForHyperShiftDaemon(oldPayload(), newPayload(newCA))
+	DescribeTable("says why, naming the change and its rule",
+		func(change func(*workerMC), message string) {
+			v, err := hypershift.DecideRefresh(oldPayload(), newPayload(change))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(v.Message).To(Equal(message))
+		},
+		Entry("nothing to apply", func(*workerMC) {}, "The nodes' MachineConfig does not change: nothing to apply"),
+		Entry("a refresh and what runs after it", func(w *workerMC) { w.policyJSON = "{}" }, "Applied in place with no drain and no reboot, then Reload crio.service"),
+		Entry("a drain", func(w *workerMC) {
+			w.registries += "\n  [[registry.mirror]]\n    location = \"mirror-b.example.com/ocp-release\"\n"
+		},
+			"Needs a drain, which a refresh never does: file /etc/containers/registries.conf (HyperShift daemon table, /etc/containers/registries.conf: Special with Drain "+
+				"(registry quay.io/openshift-release-dev/ocp-release: mirror mirror-b.example.com/ocp-release added without pull-from-mirror = \"digest-only\"))"),
+		Entry("a reboot", newCA, "Needs a reboot: file /etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt "+
+			"(the HyperShift daemon's table says Restart crio for /etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt, which its sync does not run)"),
+		Entry("a refusal", func(w *workerMC) { w.fips = true }, "Cannot be applied to a running node: fips true (a fips change is refused: FIPS cannot be changed on a running cluster)"),
+	)
+
+	It("names at most three changes, and counts the rest", func() {
+		v, err := hypershift.DecideRefresh(oldPayload(), newPayload(func(w *workerMC) {
+			w.kernelArguments = append(w.kernelArguments, "nosmt")
+			w.kubeletUnit += "Restart=always\n"
+			w.userCA += "more\n"
+			w.extraFiles = map[string]string{"/etc/a": "a", "/etc/b": "b"}
+		}))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(res.Changes).To(ConsistOf(HaveField("Rule", ContainSubstring("which its sync does not run"))))
+		Expect(v.Message).To(HavePrefix("Needs a reboot: kernelArguments "))
+		Expect(v.Message).To(HaveSuffix("; and 2 more"))
+	})
+
+	It("names the rule of today's daemon, and its crio restart gap", func() {
+		v, err := hypershift.DecideRefresh(oldPayload(), newPayload(newCA))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(v.Result.Changes).To(ConsistOf(HaveField("Rule", ContainSubstring("which its sync does not run"))))
 	})
 
 	It("is what Parse reads, while the bare Ignition view of the same payloads reboots", func() {
@@ -126,36 +184,36 @@ var _ = Describe("Served payloads", func() {
 		Expect(err).NotTo(HaveOccurred())
 		newCfg, err := refresh.Parse(pullSecretOnly)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(decide(oldCfg, newCfg, defaults).Outcome).To(Equal(refresh.InPlace))
+		Expect(decide(oldCfg, newCfg).Outcome).To(Equal(refresh.InPlace))
 
 		bareOld, err := refresh.FromIgnition(oldPayload())
 		Expect(err).NotTo(HaveOccurred())
 		bareNew, err := refresh.FromIgnition(pullSecretOnly)
 		Expect(err).NotTo(HaveOccurred())
-		res := decide(bareOld, bareNew, defaults)
+		res := decide(bareOld, bareNew)
 		Expect(res.Outcome).To(Equal(refresh.Reboot), "the served files match no policy")
-		Expect(res.Changes).To(ContainElement(HaveField("Name", refresh.ServedMachineConfigPath)))
+		Expect(res.Changes).To(ContainElement(HaveField("Name", servedMachineConfigPath)))
 	})
 
 	It("decides through the upgrade ConfigMap", func() {
-		oldCM, err := refresh.BuildUpgradeConfigMap("workers", oldPayload(), "6669fa99", nil)
+		oldCM, err := hypershift.BuildUpgradeConfigMap("workers", oldPayload(), "6669fa99", nil)
 		Expect(err).NotTo(HaveOccurred())
-		newCM, err := refresh.BuildUpgradeConfigMap("workers", newPayload(func(w *workerMC) { w.pullSecret = "{}" }), "6669fa99", nil)
+		newCM, err := hypershift.BuildUpgradeConfigMap("workers", newPayload(func(w *workerMC) { w.pullSecret = "{}" }), "6669fa99", nil)
 		Expect(err).NotTo(HaveOccurred())
-		oldRaw, _, _, err := refresh.ParseUpgradeConfigMap(oldCM)
+		oldRaw, _, _, err := hypershift.ParseUpgradeConfigMap(oldCM)
 		Expect(err).NotTo(HaveOccurred())
-		newRaw, _, _, err := refresh.ParseUpgradeConfigMap(newCM)
+		newRaw, _, _, err := hypershift.ParseUpgradeConfigMap(newCM)
 		Expect(err).NotTo(HaveOccurred())
-		res, err := refresh.DecideServedForHyperShiftDaemon(oldRaw, newRaw)
+		v, err := hypershift.DecideRefresh(oldRaw, newRaw)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(res.Outcome).To(Equal(refresh.InPlace))
+		Expect(v.Refresh).To(BeTrue())
 	})
 
 	DescribeTable("says what is wrong with a payload that is not served config",
 		func(payload func() []byte, message string) {
 			_, err := refresh.FromServed(payload())
 			Expect(err).To(MatchError(ContainSubstring(message)))
-			_, err = refresh.DecideServed(oldPayload(), payload(), defaults)
+			_, err = hypershift.DecideRefresh(oldPayload(), payload())
 			Expect(err).To(MatchError(And(HavePrefix("new payload: "), ContainSubstring(message))))
 		},
 		Entry("empty", func() []byte { return nil }, "empty payload: no served config"),
@@ -181,13 +239,20 @@ var _ = Describe("Served payloads", func() {
 	)
 })
 
+func decide(old, new refresh.Config) refresh.Result {
+	GinkgoHelper()
+	changes, err := refresh.Diff(old, new)
+	Expect(err).NotTo(HaveOccurred())
+	return refresh.Decide(changes, defaults)
+}
+
 // servedWith is a served payload whose MachineConfig file is changed by change.
 func servedWith(change func(*ign.File)) []byte {
 	GinkgoHelper()
 	var ic ign.Config
 	Expect(json.Unmarshal(served(baseWorker().machineConfig(), "kubeconfig"), &ic)).To(Succeed())
 	for i := range ic.Storage.Files {
-		if ic.Storage.Files[i].Path == refresh.ServedMachineConfigPath {
+		if ic.Storage.Files[i].Path == servedMachineConfigPath {
 			change(&ic.Storage.Files[i])
 		}
 	}
