@@ -58,16 +58,23 @@ func (w workerMC) machineConfig() *mcfgv1.MachineConfig {
 	}
 	ic.Systemd.Units = []ign.Unit{{Name: "kubelet.service", Enabled: ptr(true), Contents: ptr(w.kubeletUnit)}}
 	ic.Passwd.Users = []ign.PasswdUser{{Name: "core", SSHAuthorizedKeys: []ign.SSHAuthorizedKey{ign.SSHAuthorizedKey(w.sshKey)}}}
-	raw, err := json.Marshal(ic)
-	Expect(err).NotTo(HaveOccurred())
 	return &mcfgv1.MachineConfig{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "machineconfiguration.openshift.io/v1", Kind: "MachineConfig"},
 		ObjectMeta: metav1.ObjectMeta{Name: "rendered-worker-0123"},
 		Spec: mcfgv1.MachineConfigSpec{
 			OSImageURL: "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:aaa", KernelArguments: w.kernelArguments, FIPS: w.fips,
-			Config: runtime.RawExtension{Raw: raw},
+			Config: runtime.RawExtension{Raw: mustJSON(ic)},
 		},
 	}
+}
+
+// mustJSON marshals what cannot fail to marshal; it serves examples too, where no Gomega runs.
+func mustJSON(v any) []byte {
+	out, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return out
 }
 
 func servedFile(path, contents string) ign.File {
@@ -79,24 +86,23 @@ func servedFile(path, contents string) ign.File {
 // JSON), the MachineConfig with its Ignition emptied, the kubelet's kubeconfig and CA, and the
 // daemon's node annotations.
 func served(mc *mcfgv1.MachineConfig, kubeconfig string) []byte {
-	GinkgoHelper()
 	var ic ign.Config
-	Expect(json.Unmarshal(mc.Spec.Config.Raw, &ic)).To(Succeed())
+	if err := json.Unmarshal(mc.Spec.Config.Raw, &ic); err != nil {
+		panic(err)
+	}
 	content, err := json.MarshalIndent(mc, "", "    ")
-	Expect(err).NotTo(HaveOccurred())
+	if err != nil {
+		panic(err)
+	}
 	encapsulated := mc.DeepCopy()
 	encapsulated.Spec.Config.Raw = []byte(`{"ignition":{"version":"3.5.0"}}`)
-	enc, err := json.Marshal(encapsulated)
-	Expect(err).NotTo(HaveOccurred())
 	ic.Storage.Files = append(ic.Storage.Files,
-		servedFile(encapsulatedConfigPath, string(enc)),
+		servedFile(encapsulatedConfigPath, string(mustJSON(encapsulated))),
 		servedFile(servedMachineConfigPath, string(content)),
 		servedFile(servedKubeconfigPath, kubeconfig),
 		servedFile(kubeletCAPath, "-----BEGIN CERTIFICATE-----\n"+kubeconfig),
 		servedFile(nodeAnnotationsPath, `{"machineconfiguration.openshift.io/currentConfig":"`+mc.Name+`"}`))
-	out, err := json.Marshal(ic)
-	Expect(err).NotTo(HaveOccurred())
-	return out
+	return mustJSON(ic)
 }
 
 var _ = Describe("Served payloads", func() {
