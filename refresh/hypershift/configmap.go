@@ -102,17 +102,7 @@ func SetUpgradeConfigMapData(cm *corev1.ConfigMap, payload []byte, hash string, 
 		}
 		want[KeyNoRebootPaths] = string(raw)
 	}
-	if cm.Data == nil {
-		cm.Data = map[string]string{}
-	}
-	changed := false
-	for k, v := range want {
-		if old, ok := cm.Data[k]; !ok || old != v {
-			cm.Data[k] = v
-			changed = true
-		}
-	}
-	return changed, nil
+	return setEntries(&cm.Data, want), nil
 }
 
 // ParseUpgradeConfigMap returns the payload, hash and no-reboot paths of an upgrade ConfigMap.

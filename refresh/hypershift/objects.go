@@ -74,13 +74,18 @@ func UpgradeNamespace(pool string) *corev1.Namespace {
 // SetUpgradeNamespaceLabels sets UpgradeNamespaceLabels on ns, keeping its other labels, and
 // says whether anything changed.
 func SetUpgradeNamespaceLabels(ns *corev1.Namespace) bool {
-	if ns.Labels == nil {
-		ns.Labels = map[string]string{}
+	return setEntries(&ns.Labels, UpgradeNamespaceLabels)
+}
+
+// setEntries sets want's entries in *m, keeping its others, and says whether anything changed.
+func setEntries(m *map[string]string, want map[string]string) bool {
+	if *m == nil {
+		*m = map[string]string{}
 	}
 	changed := false
-	for k, v := range UpgradeNamespaceLabels {
-		if old, ok := ns.Labels[k]; !ok || old != v {
-			ns.Labels[k] = v
+	for k, v := range want {
+		if old, ok := (*m)[k]; !ok || old != v {
+			(*m)[k] = v
 			changed = true
 		}
 	}
