@@ -111,7 +111,7 @@ type PoolState struct {
 	// ReplaceRollout is true while a Replace rollout runs (MachineDeployment updating, Machines deleting).
 	ReplaceRollout bool
 	// InPlaceUpgrade is true while the pool's MachineSet says an in-place upgrade runs
-	// (InPlaceUpgradeInProgress). The upgrader then owns the ConfigMap, the nodes'
+	// (hypershift.InPlaceUpgradeInProgress). The upgrader then owns the ConfigMap, the nodes'
 	// desiredConfig and the daemon pods, and delivers the full config itself.
 	InPlaceUpgrade bool
 }
