@@ -2,9 +2,20 @@
 // a reboot, and which service actions follow: the rules of the MCO's Node Disruption Policies,
 // shared by the MCO and HyperShift so the two cannot drift. It is pure: configs in, decisions out.
 //
-// Configs come in as what both callers hold, MachineConfigs or raw Ignition JSON, and decisions
-// go out as this package's own types: no Ignition type is part of the API, so an importer's
-// version of Ignition never has to match this module's.
+// Each kind of input has one way in, and every decision is Diff then Decide:
+//
+//	a rendered MachineConfig                       FromMachineConfig
+//	a bare Ignition config (JSON)                  FromIgnition
+//	a config the machine config server served      FromServed
+//	a file holding any of these                    Parse
+//
+//	changes, err := refresh.Diff(current, next)
+//	result := refresh.Decide(changes, policies) // DefaultPolicies, or MergePolicies(spec)
+//
+// Decisions go out as this package's own types: no Ignition type is part of the API, so an
+// importer's version of Ignition never has to match this module's. HyperShift's upgrade
+// ConfigMap, hashes and refresh verdicts are in refresh/hypershift; the pool planner is in
+// refresh/pool; rendering MachineConfigs as the MCO does is refresh/render.
 package refresh
 
 import (
@@ -70,24 +81,6 @@ func FromIgnition(raw []byte) (Config, error) {
 	return Config{c: nodeConfig{Ignition: ic}}, nil
 }
 
-// DecideMachineConfigs decides the change from a node's current MachineConfig to a new one (the
-// rendered configs, as the MCO daemon compares them) with the node disruption policies in force.
-func DecideMachineConfigs(old, new *mcfgv1.MachineConfig, policies Policies) (Result, error) {
-	oldCfg, err := FromMachineConfig(old)
-	if err != nil {
-		return Result{}, fmt.Errorf("current config: %v", err)
-	}
-	newCfg, err := FromMachineConfig(new)
-	if err != nil {
-		return Result{}, fmt.Errorf("new config: %v", err)
-	}
-	changes, err := Diff(oldCfg, newCfg)
-	if err != nil {
-		return Result{}, err
-	}
-	return Decide(changes, policies), nil
-}
-
 // Diff lists the changes from old to new in a deterministic order: the MachineConfig fields,
 // then files, directories, links, units (added, changed, removed, as the MCO runs their actions),
 // users and groups, storage, each by name. When anything changed, files the new config may not
@@ -97,7 +90,7 @@ func Diff(old, new Config) ([]Change, error) { return diffConfigs(old.c, new.c) 
 
 // Parse reads a MachineConfig (machineconfiguration.openshift.io/v1, YAML or JSON) or a bare
 // Ignition config, as files hold them. An Ignition config the machine config server served (it
-// carries ServedMachineConfigPath) is read as FromServed reads it, as the daemon does.
+// carries /etc/mcs-machine-config-content.json) is read as FromServed reads it, as the daemon does.
 func Parse(raw []byte) (Config, error) {
 	var probe struct {
 		Kind     string          `json:"kind"`

@@ -1,6 +1,7 @@
 package refresh
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -37,12 +38,14 @@ type Action struct {
 	Unit string     `json:"unit,omitempty"`
 }
 
-// ChangeDecision is a change with the decision taken for it and the rule that took it.
+// ChangeDecision is a change with the decision taken for it, the rule that took it and the
+// actions it asks for (a Drain among them says this change is why the node drains).
 type ChangeDecision struct {
-	Kind     Kind    `json:"kind"`
-	Name     string  `json:"name"`
-	Decision Outcome `json:"decision"`
-	Rule     string  `json:"rule"`
+	Kind     Kind     `json:"kind"`
+	Name     string   `json:"name"`
+	Decision Outcome  `json:"decision"`
+	Rule     string   `json:"rule"`
+	Actions  []Action `json:"actions,omitempty"`
 }
 
 // Result is the decision for a whole config change.
@@ -57,10 +60,10 @@ type verdict struct {
 	outcome Outcome
 	rule    string
 	actions []Action
+	// unlessDrained, when set, says why the change is refused unless the node drains anyway
+	// (another change reboots or drains it): the daemon then never asks whether it is safe.
+	unlessDrained string
 }
-
-// fileRules decides a file change; Decide uses the policies, DecideWithNoRebootPaths a list.
-type fileRules func(Change) verdict
 
 // Decide decides a config change with node disruption policies, as the MCO daemon does: the worst
 // change decides the outcome; when every change applies in place, the actions are those of the
@@ -69,16 +72,16 @@ type fileRules func(Change) verdict
 // a Drain, which the MCO performs before writing anything, first.
 func Decide(changes []Change, policies Policies) Result {
 	files := cleanFilePolicies(policies.Files)
-	return decide(changes, policies, func(c Change) verdict { return filePolicyVerdict(files, c) })
-}
-
-func decide(changes []Change, policies Policies, files fileRules) Result {
 	res := Result{Outcome: NoChange, Actions: []Action{}, Changes: []ChangeDecision{}}
 	drain := false
 	var actions []Action
+	var undecided []int // changes refused unless the node drains anyway
 	for _, c := range changes {
 		v := judge(c, policies, files)
-		res.Changes = append(res.Changes, ChangeDecision{Kind: c.Kind, Name: c.Name, Decision: v.outcome, Rule: v.rule})
+		if v.unlessDrained != "" {
+			undecided = append(undecided, len(res.Changes))
+		}
+		res.Changes = append(res.Changes, ChangeDecision{Kind: c.Kind, Name: c.Name, Decision: v.outcome, Rule: v.rule, Actions: v.actions})
 		res.Outcome = worse(res.Outcome, v.outcome)
 		var others []Action
 		for _, a := range v.actions {
@@ -89,6 +92,17 @@ func decide(changes []Change, policies Policies, files fileRules) Result {
 			}
 		}
 		actions = mergeActions(actions, others)
+	}
+	// As the MCO: a reboot or another change's Drain drains the node without looking inside
+	// registries.conf; otherwise the daemon must read it to decide, and fails when it cannot.
+	for _, i := range undecided {
+		c := &res.Changes[i]
+		if res.Outcome == Reboot || drain {
+			c.Rule += ": applied, since the node drains anyway for another change"
+			continue
+		}
+		c.Decision, c.Rule, c.Actions = Reject, c.Rule+": so the daemon cannot tell whether a drain is needed and fails the update", nil
+		res.Outcome = Reject
 	}
 	if res.Outcome == InPlace {
 		if drain {
@@ -116,8 +130,8 @@ func mergeActions(acc, next []Action) []Action {
 }
 
 // judge applies the fixed rules first: reboot triggers and changes that cannot be applied are
-// never decided by a policy or a path list.
-func judge(c Change, policies Policies, files fileRules) verdict {
+// never decided by a policy.
+func judge(c Change, policies Policies, files filePolicies) verdict {
 	switch c.Kind {
 	case KindOSImage, KindKernelType, KindExtensions:
 		return verdict{outcome: Reboot, rule: fmt.Sprintf("a %s change always reboots", c.Kind)}
@@ -158,8 +172,8 @@ func judge(c Change, policies Policies, files fileRules) verdict {
 		}
 		return verdict{outcome: Reboot, rule: "no unit policy for " + c.Name}
 	case KindFile:
-		if path.Clean(c.Name) == ForceFile && c.What != "removed" {
-			return verdict{outcome: Reject, rule: ForceFile + " cannot be written by a config"}
+		if path.Clean(c.Name) == forceFile && c.What != "removed" {
+			return verdict{outcome: Reject, rule: forceFile + " cannot be written by a config"}
 		}
 		if strings.HasPrefix(c.What, "append") {
 			return verdict{outcome: Reject, rule: "files with append cannot be applied to a running node"}
@@ -169,12 +183,12 @@ func judge(c Change, policies Policies, files fileRules) verdict {
 		}
 		// Whatever the policy (Reboot, Drain or Special), a registries.conf crio cannot load must
 		// not reach a node: crio would not start again.
-		if path.Clean(c.Name) == RegistriesConf && c.What != "removed" && !c.remote {
+		if path.Clean(c.Name) == registriesConf && c.What != "removed" && !c.remote {
 			if err := checkRegistriesLoad(c.New); err != nil {
 				return verdict{outcome: Reject, rule: err.Error()}
 			}
 		}
-		return files(c)
+		return filePolicyVerdict(files, c)
 	}
 	return verdict{outcome: Reboot, rule: "unknown change"}
 }
@@ -196,13 +210,19 @@ func filePolicyVerdict(files filePolicies, c Change) verdict {
 	special := slices.ContainsFunc(p.Actions, func(a operatorv1.NodeDisruptionPolicyStatusAction) bool {
 		return a.Type == operatorv1.SpecialStatusAction
 	})
-	if v.outcome != InPlace || !special || path.Clean(c.Name) != RegistriesConf {
+	if v.outcome != InPlace || !special || path.Clean(c.Name) != registriesConf {
 		return v
 	}
 	if c.remote {
 		return verdict{outcome: Reject, rule: v.rule + ": a remote source cannot be read to decide on a drain"}
 	}
 	drain, why, err := registriesNeedDrain(c.Old, c.New)
+	var unreadable currentUnreadable
+	if errors.As(err, &unreadable) {
+		v.rule = fmt.Sprintf("%s: %v", v.rule, err)
+		v.unlessDrained = err.Error()
+		return v
+	}
 	if err != nil {
 		return verdict{outcome: Reject, rule: fmt.Sprintf("%s: %v", v.rule, err)}
 	}

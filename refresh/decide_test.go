@@ -192,6 +192,35 @@ var _ = Describe("Decide with the cluster default policies", func() {
 			Expect(res.Outcome).To(Equal(refresh.Reject))
 			Expect(res.Changes[0].Rule).To(ContainSubstring("the new /etc/containers/registries.conf cannot be loaded by crio: toml: line 2"))
 		})
+
+		// The MCO reads the current file only to decide whether to drain
+		// (isDrainRequiredForNodeDisruptionActions, isDrainRequired): a reboot or a Drain policy
+		// drains without looking, so the update is applied; otherwise the read fails the update.
+		Describe("whose current version cannot be read, replaced by a valid one", func() {
+			unreadable := withFile(refresh.RegistriesConf, pct("[[registry]\n"), 0o644)
+			valid := withFile(refresh.RegistriesConf, pct(registriesV1), 0o644)
+			It("is applied when another change reboots", func() {
+				res := decide(config(unreadable), config(valid, func(c *refresh.Spec) { c.KernelArguments = []string{"nosmt"} }), defaults)
+				Expect(res.Outcome).To(Equal(refresh.Reboot))
+				Expect(res.Changes).To(ContainElement(And(HaveField("Name", refresh.RegistriesConf), HaveField("Decision", refresh.InPlace),
+					HaveField("Rule", ContainSubstring("the current /etc/containers/registries.conf cannot be read")),
+					HaveField("Rule", HaveSuffix("applied, since the node drains anyway for another change")))))
+			})
+			It("is applied when another change's policy drains", func() {
+				policies := defaults.DeepCopy()
+				policies.Files = append(policies.Files, operatorv1.NodeDisruptionPolicyStatusFile{Path: "/etc/app.conf",
+					Actions: []operatorv1.NodeDisruptionPolicyStatusAction{{Type: operatorv1.DrainStatusAction}}})
+				res := decide(config(unreadable), config(valid, withFile("/etc/app.conf", b64("x"), 0o644)), *policies)
+				Expect(res.Outcome).To(Equal(refresh.InPlace))
+				Expect(res.Actions).To(Equal([]refresh.Action{drain, reloadCrio}))
+			})
+			It("is refused when nothing else drains, as the daemon fails it", func() {
+				res := decide(config(unreadable), config(valid), defaults)
+				Expect(res.Outcome).To(Equal(refresh.Reject))
+				Expect(res.Actions).To(BeEmpty())
+				Expect(res.Changes[0].Rule).To(HaveSuffix("so the daemon cannot tell whether a drain is needed and fails the update"))
+			})
+		})
 	})
 })
 

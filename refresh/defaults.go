@@ -4,11 +4,11 @@ import operatorv1 "github.com/openshift/api/operator/v1"
 
 // Paths and units the cluster default policies name.
 const (
-	// RegistriesConf is the file whose default policy is Special: reload crio, and drain first
+	// registriesConf is the file whose default policy is Special: reload crio, and drain first
 	// unless every change is safe (see registries.go).
-	RegistriesConf = "/etc/containers/registries.conf"
-	// ForceFile asks the MCO daemon to skip validation; the MCO refuses a config that writes it.
-	ForceFile = "/run/machine-config-daemon-force"
+	registriesConf = "/etc/containers/registries.conf"
+	// forceFile asks the MCO daemon to skip validation; the MCO refuses a config that writes it.
+	forceFile = "/run/machine-config-daemon-force"
 )
 
 // defaultPolicies is the MCO's table of cluster default node disruption policies, in the MCO's
@@ -20,7 +20,7 @@ var defaultPolicies = Policies{
 		filePolicy("/var/lib/kubelet/config.json", none()),
 		filePolicy("/etc/machine-config-daemon/no-reboot/containers-gpg.pub", reload("crio.service")),
 		filePolicy("/etc/containers/policy.json", reload("crio.service")),
-		filePolicy(RegistriesConf, operatorv1.NodeDisruptionPolicyStatusAction{Type: operatorv1.SpecialStatusAction}),
+		filePolicy(registriesConf, operatorv1.NodeDisruptionPolicyStatusAction{Type: operatorv1.SpecialStatusAction}),
 		filePolicy("/etc/containers/registries.d", reload("crio.service")),
 		filePolicy("/etc/crio/policies", reload("crio.service")),
 		filePolicy("/etc/nmstate/openshift", none()),

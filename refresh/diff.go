@@ -10,6 +10,8 @@ import (
 
 	ign "github.com/coreos/ignition/v2/config/v3_5/types"
 	"github.com/vincent-petithory/dataurl"
+
+	"github.com/bootimage-operator/bootimage-operator/refresh/internal/gzipped"
 )
 
 // Kind is what a change is about.
@@ -138,7 +140,7 @@ func decodeFile(f ign.File) (file, error) {
 	switch c := ptrString(f.Contents.Compression, "%s"); c {
 	case "":
 	case "gzip":
-		if out.contents, err = gunzip(du.Data); err != nil {
+		if out.contents, err = gzipped.Decompress(du.Data); err != nil {
 			return file{}, fmt.Errorf("file %s: contents: %v", f.Path, err)
 		}
 	default:
@@ -166,7 +168,7 @@ func diffFiles(old, new []ign.File) (changes, forbidden []Change, err error) {
 		if inNew && rawNew.Mode != nil && (*rawNew.Mode < 0 || *rawNew.Mode > 0o777) {
 			special = rawNew.Mode
 		}
-		if refused := inNew && (len(rawNew.Append) > 0 || path == ForceFile || special != nil); refused {
+		if refused := inNew && (len(rawNew.Append) > 0 || path == forceFile || special != nil); refused {
 			unchanged := Change{Kind: KindFile, Name: path, What: "unchanged", specialMode: special}
 			if len(rawNew.Append) > 0 {
 				unchanged.What = "append, unchanged"
@@ -288,8 +290,8 @@ func dropins(u ign.Unit) map[string]string {
 	return m
 }
 
-// CoreUser is the only user whose changes can be applied in place.
-const CoreUser = "core"
+// coreUser is the only user whose changes can be applied in place.
+const coreUser = "core"
 
 // diffPasswd follows the MCO's rules for the passwd section. When users change, every user in the
 // new config must be core, and core's entry, if any, may set only ssh keys and a password hash and
@@ -307,7 +309,7 @@ func diffPasswd(old, new ign.Passwd) []Change {
 	var newCore, oldCore *ign.PasswdUser
 	for i, u := range new.Users {
 		inNew[u.Name] = true
-		if u.Name != CoreUser {
+		if u.Name != coreUser {
 			out = append(out, Change{Kind: KindPasswd, Name: u.Name, What: "notCore"})
 			continue
 		}
@@ -315,7 +317,7 @@ func diffPasswd(old, new ign.Passwd) []Change {
 	}
 	for i, u := range old.Users {
 		switch {
-		case u.Name == CoreUser:
+		case u.Name == coreUser:
 			oldCore = &old.Users[i]
 		case !inNew[u.Name]:
 			out = append(out, Change{Kind: KindPasswd, Name: u.Name, What: "removed"})
@@ -323,27 +325,27 @@ func diffPasswd(old, new ign.Passwd) []Change {
 	}
 	if newCore == nil {
 		if oldCore != nil {
-			out = append(out, Change{Kind: KindSSHKey, Name: CoreUser, What: "entry removed"})
+			out = append(out, Change{Kind: KindSSHKey, Name: coreUser, What: "entry removed"})
 		}
 		return out
 	}
 	if newCore.PasswordHash == nil && len(newCore.SSHAuthorizedKeys) == 0 {
-		out = append(out, Change{Kind: KindPasswd, Name: CoreUser, What: "coreNoLogin"})
+		out = append(out, Change{Kind: KindPasswd, Name: coreUser, What: "coreNoLogin"})
 	}
 	rest := *newCore
 	rest.Name, rest.SSHAuthorizedKeys, rest.PasswordHash = "", nil, nil
 	if !reflect.DeepEqual(rest, ign.PasswdUser{}) {
-		out = append(out, Change{Kind: KindPasswd, Name: CoreUser, What: "coreOtherField"})
+		out = append(out, Change{Kind: KindPasswd, Name: coreUser, What: "coreOtherField"})
 	}
 	var was ign.PasswdUser
 	if oldCore != nil {
 		was = *oldCore
 	}
 	if !slices.Equal(was.SSHAuthorizedKeys, newCore.SSHAuthorizedKeys) {
-		out = append(out, Change{Kind: KindSSHKey, Name: CoreUser, What: "ssh keys"})
+		out = append(out, Change{Kind: KindSSHKey, Name: coreUser, What: "ssh keys"})
 	}
 	if !reflect.DeepEqual(was.PasswordHash, newCore.PasswordHash) {
-		out = append(out, Change{Kind: KindSSHKey, Name: CoreUser, What: "password hash"})
+		out = append(out, Change{Kind: KindSSHKey, Name: coreUser, What: "password hash"})
 	}
 	return out
 }

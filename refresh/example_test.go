@@ -2,7 +2,6 @@ package refresh_test
 
 import (
 	"fmt"
-	"sort"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,12 +24,12 @@ func renderedConfig(name, ignition string) *mcfgv1.MachineConfig {
 // The MCO daemon's question: may a node go from one rendered config to the next without a
 // reboot? Here the new config changes the cluster pull secret, which the default policies apply
 // in place with no action, and a Chrony file, which no policy names.
-func ExampleDecideMachineConfigs() {
+func ExampleDecide() {
 	current := renderedConfig("rendered-worker-1", `{"ignition":{"version":"3.5.0"},"storage":{"files":[
 		{"path":"/var/lib/kubelet/config.json","contents":{"source":"data:,%7B%7D"}}]}}`)
 	next := renderedConfig("rendered-worker-2", `{"ignition":{"version":"3.4.0"},"storage":{"files":[
 		{"path":"/var/lib/kubelet/config.json","contents":{"source":"data:,%7B%22auths%22%3A%7B%7D%7D"}}]}}`)
-	res, err := refresh.DecideMachineConfigs(current, next, refresh.DefaultPolicies())
+	res, err := decideMachineConfigs(current, next, refresh.DefaultPolicies())
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -40,67 +39,33 @@ func ExampleDecideMachineConfigs() {
 	next.Spec.Config.Raw = []byte(`{"ignition":{"version":"3.5.0"},"storage":{"files":[
 		{"path":"/var/lib/kubelet/config.json","contents":{"source":"data:,%7B%7D"}},
 		{"path":"/etc/chrony.conf","contents":{"source":"data:,pool%20ntp.example.com"}}]}}`)
-	res, _ = refresh.DecideMachineConfigs(current, next, refresh.DefaultPolicies())
+	res, _ = decideMachineConfigs(current, next, refresh.DefaultPolicies())
 	fmt.Println(res.Outcome, res.Changes[0].Rule)
 
 	// Spec 3.6 and later are refused, as the MCO refuses them.
 	next.Spec.Config.Raw = []byte(`{"ignition":{"version":"3.6.0"}}`)
-	_, err = refresh.DecideMachineConfigs(current, next, refresh.DefaultPolicies())
+	_, err = decideMachineConfigs(current, next, refresh.DefaultPolicies())
 	fmt.Println(err)
 	// Output:
 	// InPlace file policy /var/lib/kubelet/config.json: None
 	// Reboot no file policy matches /etc/chrony.conf
-	// new config: MachineConfig "rendered-worker-2" spec.config: unsupported Ignition version "3.6.0": only spec 3.0.0 to 3.5.0 can be read, as in the MCO
+	// MachineConfig "rendered-worker-2" spec.config: unsupported Ignition version "3.6.0": only spec 3.0.0 to 3.5.0 can be read, as in the MCO
 }
 
-// HyperShift's in-place upgrader hands a pool's nodes the served Ignition config, its hash and
-// the paths that may change without a reboot, derived from the node disruption policies.
-func ExampleBuildUpgradeConfigMap() {
-	payload := []byte(`{"ignition":{"version":"3.5.0"}}`)
-	paths := refresh.NoRebootPathsFromPolicies(refresh.DefaultPolicies())
-	cm, err := refresh.BuildUpgradeConfigMap("workers-a1b2", payload, "4c8e0f1a", paths)
+// decideMachineConfigs is the whole call for two MachineConfigs: one constructor per input kind,
+// then Diff and Decide.
+func decideMachineConfigs(current, next *mcfgv1.MachineConfig, policies refresh.Policies) (refresh.Result, error) {
+	from, err := refresh.FromMachineConfig(current)
 	if err != nil {
-		fmt.Println(err)
-		return
+		return refresh.Result{}, err
 	}
-	keys := make([]string, 0, len(cm.Data))
-	for k := range cm.Data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	fmt.Println(cm.Namespace+"/"+cm.Name, keys)
-	for _, p := range paths[2:4] {
-		fmt.Printf("%+v\n", p)
-	}
-
-	// The receiving side reads it back.
-	got, hash, gotPaths, err := refresh.ParseUpgradeConfigMap(cm)
-	fmt.Println(string(got), hash, len(gotPaths) == len(paths), err)
-	// Output:
-	// workers-a1b2-upgrade/workers-a1b2-upgrade [config hash no-reboot-paths]
-	// {Path:/etc/machine-config-daemon/no-reboot/containers-gpg.pub Action:Reload Services:[crio.service]}
-	// {Path:/etc/machine-config-daemon/no-reboot/containers-gpg.pub/ Action:Reload Services:[crio.service]}
-	// {"ignition":{"version":"3.5.0"}} 4c8e0f1a true <nil>
-}
-
-// The receiving node trusts a no-reboot-paths list only as far as it can check it: an entry
-// that is not absolute and clean, has an unknown action, or names a service outside the allowed
-// ones is ignored, so its files still reboot.
-func ExampleValidateNoRebootPaths() {
-	raw := []byte(`[
-		{"path":"/etc/containers/registries.d/","action":"Reload","services":["crio"]},
-		{"path":"etc/motd","action":"None"},
-		{"path":"/etc/ssh/sshd_config","action":"Restart","services":["sshd.service"]}]`)
-	paths, err := refresh.ParseNoRebootPaths(raw)
+	to, err := refresh.FromMachineConfig(next)
 	if err != nil {
-		fmt.Println(err)
-		return
+		return refresh.Result{}, err
 	}
-	valid, err := refresh.ValidateNoRebootPaths(paths, refresh.AllowedServices(refresh.DefaultPolicies()))
-	fmt.Printf("%+v\n", valid)
-	fmt.Println(err)
-	// Output:
-	// [{Path:/etc/containers/registries.d/ Action:Reload Services:[crio.service]}]
-	// entry 1 ("etc/motd") ignored: the path must be absolute and clean, and not /
-	// entry 2 ("/etc/ssh/sshd_config") ignored: service sshd.service is not allowed (allowed: coreos-update-ca-trust.service, crio.service, iri-registry.service, kubelet.service)
+	changes, err := refresh.Diff(from, to)
+	if err != nil {
+		return refresh.Result{}, err
+	}
+	return refresh.Decide(changes, policies), nil
 }

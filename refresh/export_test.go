@@ -1,5 +1,7 @@
 package refresh
 
+import "github.com/bootimage-operator/bootimage-operator/refresh/internal/gzipped"
+
 // Spec is what a Config holds, exported to this package's tests so they can build configs,
 // including ones Ignition would refuse, without a round trip through JSON.
 type Spec = nodeConfig
@@ -9,3 +11,10 @@ func FromSpec(s Spec) Config { return Config{c: s} }
 
 // SpecOf returns what c holds.
 func SpecOf(c Config) Spec { return c.c }
+
+// Paths and bounds the tests name.
+const (
+	RegistriesConf       = registriesConf
+	ForceFile            = forceFile
+	MaxDecompressedBytes = gzipped.MaxBytes
+)

@@ -12,15 +12,14 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/refresh"
 )
 
-// FuzzDecide parses two configs and a no-reboot-paths list and decides: never a panic.
+// FuzzDecide parses two configs and decides: never a panic.
 func FuzzDecide(f *testing.F) {
-	f.Add([]byte(`{"ignition":{"version":"3.2.0"}}`), []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/motd","contents":{"source":"data:,hi"}}]}}`), []byte(`[{"path":"/etc/","action":"None"}]`))
-	f.Add([]byte(`{"kind":"MachineConfig","spec":{"config":{"ignition":{"version":"3.1.0"}},"fips":true}}`), []byte(`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/containers/registries.conf","contents":{"source":"data:,%5B%5Bregistry%5D%5D"}}]}}`), []byte(`[]`))
-	f.Add([]byte(`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/x","contents":{"source":"data:;base64,H4sI","compression":"gzip"}}]}}`), []byte(`{}`), []byte(`{`))
-	f.Add([]byte(`{"ignition":{"version":"3.2.0"},"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["a"]},{"name":"admin"}]}}`), []byte(`{"ignition":{"version":"3.2.0"},"passwd":{"users":[{"name":"core"}]},"storage":{"links":[{"path":"/etc/l","target":"/x"}]}}`), []byte(`[]`))
+	f.Add([]byte(`{"ignition":{"version":"3.2.0"}}`), []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/motd","contents":{"source":"data:,hi"}}]}}`))
+	f.Add([]byte(`{"kind":"MachineConfig","spec":{"config":{"ignition":{"version":"3.1.0"}},"fips":true}}`), []byte(`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/containers/registries.conf","contents":{"source":"data:,%5B%5Bregistry%5D%5D"}}]}}`))
+	f.Add([]byte(`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/x","contents":{"source":"data:;base64,H4sI","compression":"gzip"}}]}}`), []byte(`{}`))
+	f.Add([]byte(`{"ignition":{"version":"3.2.0"},"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["a"]},{"name":"admin"}]}}`), []byte(`{"ignition":{"version":"3.2.0"},"passwd":{"users":[{"name":"core"}]},"storage":{"links":[{"path":"/etc/l","target":"/x"}]}}`))
 	policies := refresh.DefaultPolicies()
-	allowed := refresh.AllowedServices(policies)
-	f.Fuzz(func(t *testing.T, oldRaw, newRaw, pathsRaw []byte) {
+	f.Fuzz(func(t *testing.T, oldRaw, newRaw []byte) {
 		oldCfg, err := refresh.Parse(oldRaw)
 		if err != nil {
 			return
@@ -33,24 +32,18 @@ func FuzzDecide(f *testing.F) {
 		if err != nil {
 			return
 		}
-		res := refresh.Decide(changes, policies)
+		if res := refresh.Decide(changes, policies); len(res.Changes) != len(changes) {
+			t.Fatalf("%d changes, %d decisions", len(changes), len(res.Changes))
+		}
 		if same, err := refresh.Diff(newCfg, newCfg); err != nil || len(same) != 0 {
 			t.Fatalf("a config differs from itself: %v %+v", err, same)
-		}
-		if paths, err := refresh.ParseNoRebootPaths(pathsRaw); err == nil {
-			relaxed := refresh.DecideWithNoRebootPaths(changes, policies, paths, allowed)
-			// A list may relax file decisions, but never turn a Reject into anything else.
-			if res.Outcome == refresh.Reject && relaxed.Outcome != refresh.Reject {
-				t.Fatalf("no-reboot-paths turned Reject into %s", relaxed.Outcome)
-			}
 		}
 	})
 }
 
 // FuzzMergePolicies merges fuzzed user policies into the defaults. Whatever merges must hold every
 // user policy under its cleaned path (the last of a path winning), every default it does not
-// replace, no path twice, and decide a change below each path as its policy says, with the
-// policies or with the no-reboot-paths generated from them.
+// replace, no path twice, and decide a change below each path.
 func FuzzMergePolicies(f *testing.F) {
 	f.Add([]byte(`{"files":[{"path":"/etc/app/","actions":[{"type":"None"}]},{"path":"/etc/containers/policy.json","actions":[{"type":"Reboot"}]}]}`))
 	f.Add([]byte(`{"files":[{"path":"/etc/a","actions":[{"type":"Drain"},{"type":"Restart","restart":{"serviceName":"a.service"}}]},{"path":"/etc/a/","actions":[{"type":"Reload","reload":{"serviceName":"b.service"}}]}],"units":[{"name":"iri-registry.service","actions":[{"type":"None"}]}],"sshkey":{"actions":[{"type":"DaemonReload"}]}}`))
@@ -91,17 +84,12 @@ func FuzzMergePolicies(f *testing.F) {
 				t.Fatalf("default policy %s lost or changed", d.Path)
 			}
 		}
-		paths := refresh.NoRebootPathsFromPolicies(merged)
-		allowed := refresh.AllowedServices(merged)
 		for _, p := range merged.Files {
 			name := p.Path + "/fuzzed.conf"
 			changes := []refresh.Change{{Kind: refresh.KindFile, Name: name, What: "added"}}
 			res := refresh.Decide(changes, merged)
 			if res.Outcome == refresh.NoChange {
 				t.Fatalf("a file added below %s decided as no change", p.Path)
-			}
-			if relaxed := refresh.DecideWithNoRebootPaths(changes, merged, paths, allowed); relaxed.Outcome == refresh.InPlace && res.Outcome != refresh.InPlace {
-				t.Fatalf("the no-reboot-paths of %s apply in place what the policies do not (%s)", p.Path, res.Outcome)
 			}
 		}
 	})

@@ -3,33 +3,23 @@ package refresh
 import (
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
+
+	"github.com/bootimage-operator/bootimage-operator/refresh/internal/unitname"
 )
 
 // Policies are the node disruption policies in force: the cluster defaults merged with the
 // user's, in the shape of MachineConfiguration status.nodeDisruptionPolicyStatus.clusterPolicies.
 type Policies = operatorv1.NodeDisruptionPolicyClusterStatus
 
-// Service names: letters, digits and :._\- with a unit suffix, at most 255 characters.
-var serviceName = regexp.MustCompile(`^[a-zA-Z0-9:._\\-]+\.(service|socket|device|mount|automount|swap|target|path|timer|snapshot|slice|scope)$`)
-
-// ValidateServiceName reports whether name is a valid unit name for a policy action.
-func ValidateServiceName(name string) error {
-	if len(name) > 255 || !serviceName.MatchString(name) {
-		return fmt.Errorf("invalid service name %q: letters, digits and :._- with a unit suffix such as .service, at most 255 characters", name)
-	}
-	return nil
-}
-
 // MergePolicies merges the user's spec.nodeDisruptionPolicy into the cluster defaults as the MCO
 // computes status.nodeDisruptionPolicyStatus.clusterPolicies: the defaults in their order, a user
 // policy replacing the one of the same path (cleaned: /etc/foo/ is /etc/foo) or unit in place, the
 // others appended in the user's order, and the user's sshkey actions, if any, replacing the default.
 func MergePolicies(user operatorv1.NodeDisruptionPolicyConfig) (Policies, error) {
-	if err := ValidatePolicies(user); err != nil {
+	if err := validatePolicies(user); err != nil {
 		return Policies{}, err
 	}
 	merged := DefaultPolicies()
@@ -72,10 +62,10 @@ func statusActions(in []operatorv1.NodeDisruptionPolicySpecAction) []operatorv1.
 	return out
 }
 
-// ValidatePolicies checks user policies with the API's rules, plus one: a file policy path must be
+// validatePolicies checks user policies with the API's rules, plus one: a file policy path must be
 // absolute (a relative one could never match an Ignition file). Valid service names; Reboot and
 // None stand alone.
-func ValidatePolicies(user operatorv1.NodeDisruptionPolicyConfig) error {
+func validatePolicies(user operatorv1.NodeDisruptionPolicyConfig) error {
 	for _, f := range user.Files {
 		if !path.IsAbs(f.Path) {
 			return fmt.Errorf("file policy %q: the path must be absolute", f.Path)
@@ -85,7 +75,7 @@ func ValidatePolicies(user operatorv1.NodeDisruptionPolicyConfig) error {
 		}
 	}
 	for _, u := range user.Units {
-		if err := ValidateServiceName(string(u.Name)); err != nil {
+		if err := unitname.Validate(string(u.Name)); err != nil {
 			return fmt.Errorf("unit policy: %v", err)
 		}
 		if err := validateActions("unit policy "+string(u.Name), u.Actions); err != nil {
@@ -106,14 +96,14 @@ func validateActions(where string, actions []operatorv1.NodeDisruptionPolicySpec
 			if a.Reload == nil {
 				return fmt.Errorf("%s: Reload needs reload.serviceName", where)
 			}
-			if err := ValidateServiceName(string(a.Reload.ServiceName)); err != nil {
+			if err := unitname.Validate(string(a.Reload.ServiceName)); err != nil {
 				return fmt.Errorf("%s: %v", where, err)
 			}
 		case operatorv1.RestartSpecAction:
 			if a.Restart == nil {
 				return fmt.Errorf("%s: Restart needs restart.serviceName", where)
 			}
-			if err := ValidateServiceName(string(a.Restart.ServiceName)); err != nil {
+			if err := unitname.Validate(string(a.Restart.ServiceName)); err != nil {
 				return fmt.Errorf("%s: %v", where, err)
 			}
 		case operatorv1.DrainSpecAction, operatorv1.DaemonReloadSpecAction:

@@ -26,15 +26,22 @@ func registriesNeedDrain(oldRaw, newRaw []byte) (drain bool, why string, err err
 	}
 	var old, new sysregistriesv2.V2RegistriesConf
 	if _, err := toml.Decode(string(oldRaw), &old); err != nil {
-		return false, "", fmt.Errorf("the current %s cannot be read: %v", RegistriesConf, err)
+		return false, "", currentUnreadable{err}
 	}
 	if _, err := toml.Decode(string(newRaw), &new); err != nil {
-		return false, "", fmt.Errorf("the new %s cannot be read: %v", RegistriesConf, err)
+		return false, "", fmt.Errorf("the new %s cannot be read: %v", registriesConf, err)
 	}
 	if why := unsafeRegistriesChange(old, new); why != "" {
 		return true, why, nil
 	}
 	return false, "only safe registry changes", nil
+}
+
+// currentUnreadable is the error of a current registries.conf that does not decode.
+type currentUnreadable struct{ err error }
+
+func (e currentUnreadable) Error() string {
+	return fmt.Sprintf("the current %s cannot be read: %v", registriesConf, e.err)
 }
 
 // checkRegistriesLoad loads contents the way crio does (sysregistriesv2: the TOML schema, then
@@ -45,7 +52,7 @@ func registriesNeedDrain(oldRaw, newRaw []byte) (drain bool, why string, err err
 func checkRegistriesLoad(contents []byte) error {
 	path, done, err := registriesSource(contents)
 	if err != nil {
-		return fmt.Errorf("checking %s: %v", RegistriesConf, err)
+		return fmt.Errorf("checking %s: %v", registriesConf, err)
 	}
 	defer done()
 	// The drop-in directory is the file itself: not a directory, so no drop-ins are read.
@@ -57,7 +64,7 @@ func checkRegistriesLoad(contents []byte) error {
 	if inner := errors.Unwrap(err); inner != nil {
 		err = inner
 	}
-	return fmt.Errorf("the new %s cannot be loaded by crio: %v", RegistriesConf, err)
+	return fmt.Errorf("the new %s cannot be loaded by crio: %v", registriesConf, err)
 }
 
 // registriesSource returns a path the containers library can read contents from: a pipe (Windows

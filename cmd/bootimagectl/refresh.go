@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/bootimage-operator/bootimage-operator/refresh"
+	"github.com/bootimage-operator/bootimage-operator/refresh/hypershift"
 )
 
 type refreshPlanOptions struct {
@@ -20,6 +21,7 @@ type refreshPlanOptions struct {
 	file, deleted, pool                       string
 	output                                    string
 	exitCode                                  bool
+	stdin                                     io.Reader
 }
 
 func newRefreshPlanCommand(cluster *clusterFlags, stdout io.Writer) *cobra.Command {
@@ -30,23 +32,26 @@ func newRefreshPlanCommand(cluster *clusterFlags, stdout io.Writer) *cobra.Comma
 		Long: `Refresh plan decides, with the MCO's node disruption rules, whether a config change needs a
 reboot, can be applied in place (and with which actions), or cannot be applied at all.
 
-On a cluster (-f or --delete) it previews applying or deleting one MachineConfig on every
-MachineConfigPool that renders it, with the cluster's policies, reading only. With --old and
+On a cluster (-f or --delete) it previews applying the MachineConfigs of a file (every document,
+applied together as oc apply applies them; -f - reads stdin) or deleting one MachineConfig, on
+every MachineConfigPool that renders them, with the cluster's policies, reading only. With --old and
 --new it compares two configs (MachineConfigs or Ignition JSON) with the default policies,
 or those of --policies.
 
 Exit status: 0 when the plan was computed (with --exit-code: 3 when a pool reboots, 4 when the
 change is rejected), 2 when the input is unusable.`,
 		Example: `  bootimagectl refresh plan -f 99-worker-chrony.yaml
+  oc get mc 99-worker-chrony -o yaml | bootimagectl refresh plan -f -
   bootimagectl refresh plan --delete 99-worker-old --pool worker -o json
   bootimagectl refresh plan --old rendered-worker-1.yaml --new rendered-worker-2.yaml --exit-code`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.stdin = cmd.InOrStdin()
 			return runRefreshPlan(cmd.Context(), o, cluster, stdout)
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVarP(&o.file, "filename", "f", "", "A MachineConfig (YAML or JSON) to preview applying on the cluster.")
+	fs.StringVarP(&o.file, "filename", "f", "", "MachineConfigs (YAML documents or JSON; - reads stdin) to preview applying on the cluster, all together.")
 	fs.StringVar(&o.deleted, "delete", "", "The name of a MachineConfig to preview deleting from the cluster.")
 	fs.StringVar(&o.pool, "pool", "", "Only this MachineConfigPool (with -f or --delete).")
 	fs.StringVar(&o.oldPath, "old", "", "Without a cluster: the node's current config, a MachineConfig (YAML or JSON) or Ignition JSON.")
@@ -119,11 +124,11 @@ func runRefreshPlanFiles(o refreshPlanOptions, stdout io.Writer) error {
 		if err != nil {
 			return unusable("%v", err)
 		}
-		paths, err := refresh.ParseNoRebootPaths(data)
+		paths, err := hypershift.ParseNoRebootPaths(data)
 		if err != nil {
 			return unusable("%s: %v", o.pathsPath, err)
 		}
-		res = refresh.DecideWithNoRebootPaths(changes, policies, paths, refresh.AllowedServices(policies))
+		res = hypershift.DecideWithNoRebootPaths(changes, policies, paths, hypershift.AllowedServices(policies))
 	}
 	if err := printRefresh(stdout, res, o.output); err != nil {
 		return unusable("%v", err)

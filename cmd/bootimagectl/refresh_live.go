@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,7 +22,9 @@ import (
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	intstrutil "k8s.io/apimachinery/pkg/util/intstr"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/refresh"
@@ -50,10 +55,23 @@ type PoolPlan struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// poolChange is a MachineConfig to apply (Apply set) or the name of one to delete.
+// poolChange is the MachineConfigs to apply, all together as `oc apply -f` applies a file, or
+// the name of one to delete.
 type poolChange struct {
-	name  string
-	apply *mcfgv1.MachineConfig
+	deleted string
+	apply   []*mcfgv1.MachineConfig
+}
+
+// names are the names of the MachineConfigs the change replaces or deletes.
+func (c poolChange) names() []string {
+	if c.apply == nil {
+		return []string{c.deleted}
+	}
+	names := make([]string, len(c.apply))
+	for i, mc := range c.apply {
+		names[i] = mc.Name
+	}
+	return names
 }
 
 // controllerConfig is the MCO's ControllerConfig, read only for its base OS image.
@@ -63,13 +81,13 @@ var controllerConfig = schema.GroupVersionKind{Group: "machineconfiguration.open
 // the pools of a cluster, reading only.
 func runRefreshPlanLive(ctx context.Context, o refreshPlanOptions, cluster *clusterFlags, stdout io.Writer) error {
 	scheme := liveScheme()
-	change := poolChange{name: o.deleted}
+	change := poolChange{deleted: o.deleted}
 	if o.file != "" {
-		mc, err := readMachineConfig(scheme, o.file)
+		mcs, err := readMachineConfigs(scheme, o.file, o.stdin)
 		if err != nil {
 			return unusable("%v", err)
 		}
-		change = poolChange{name: mc.Name, apply: mc}
+		change = poolChange{apply: mcs}
 	}
 	cfg, err := cluster.restConfig()
 	if err != nil {
@@ -99,17 +117,61 @@ func liveScheme() *runtime.Scheme {
 	return s
 }
 
-// readMachineConfig decodes path strictly, so a misspelt or mistyped field is named, and checks it
-// as the MCO does before rendering.
-func readMachineConfig(scheme *runtime.Scheme, path string) (*mcfgv1.MachineConfig, error) {
-	data, err := os.ReadFile(path)
+// readMachineConfigs decodes every document of path ("-": stdin) strictly, so a misspelt or
+// mistyped field is named, and checks each as the MCO does before rendering.
+func readMachineConfigs(scheme *runtime.Scheme, path string, stdin io.Reader) ([]*mcfgv1.MachineConfig, error) {
+	var data []byte
+	var err error
+	if path == "-" {
+		path = "stdin"
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(path)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return decodeMachineConfig(scheme, path, data)
+	docs := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var mcs []*mcfgv1.MachineConfig
+	seen := map[string]int{}
+	for n := 1; ; n++ {
+		doc, err := docs.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %v", path, n, err)
+		}
+		if isEmptyDocument(doc) {
+			continue
+		}
+		where := path
+		if n > 1 || len(mcs) > 0 {
+			where = fmt.Sprintf("%s document %d", path, n)
+		}
+		mc, err := decodeMachineConfig(scheme, where, doc)
+		if err != nil {
+			return nil, err
+		}
+		if first, dup := seen[mc.Name]; dup {
+			return nil, fmt.Errorf("%s: MachineConfig %s is in documents %d and %d: give it once", path, mc.Name, first, n)
+		}
+		seen[mc.Name] = n
+		mcs = append(mcs, mc)
+	}
+	if len(mcs) == 0 {
+		return nil, fmt.Errorf("%s: no MachineConfig in it", path)
+	}
+	return mcs, nil
 }
 
-// decodeMachineConfig decodes data, read from path, as readMachineConfig does.
+// isEmptyDocument says whether a YAML document holds nothing but comments and blank lines.
+func isEmptyDocument(doc []byte) bool {
+	j, err := yaml.YAMLToJSON(doc)
+	return err == nil && (len(bytes.TrimSpace(j)) == 0 || string(bytes.TrimSpace(j)) == "null")
+}
+
+// decodeMachineConfig decodes data, read from path, as readMachineConfigs does.
 func decodeMachineConfig(scheme *runtime.Scheme, path string, data []byte) (*mcfgv1.MachineConfig, error) {
 	decoder := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme, scheme, kjson.SerializerOptions{Yaml: true, Strict: true})
 	obj, gvk, err := decoder.Decode(data, nil, nil)
@@ -131,21 +193,24 @@ func decodeMachineConfig(scheme *runtime.Scheme, path string, data []byte) (*mcf
 
 // planLive reads the cluster and decides change for every pool it affects (only onlyPool when set).
 func planLive(ctx context.Context, c client.Reader, change poolChange, onlyPool string) (LivePlan, error) {
-	plan := LivePlan{MachineConfig: change.name, Operation: "apply", Pools: []PoolPlan{}}
+	plan := LivePlan{MachineConfig: strings.Join(change.names(), ", "), Operation: "apply", Pools: []PoolPlan{}}
 	var mcs mcfgv1.MachineConfigList
 	if err := c.List(ctx, &mcs); err != nil {
 		return plan, fmt.Errorf("listing MachineConfigs: %v", err)
 	}
-	var existing *mcfgv1.MachineConfig
+	replaced := map[string]*mcfgv1.MachineConfig{}
+	for _, name := range change.names() {
+		replaced[name] = nil
+	}
 	for i := range mcs.Items {
-		if mcs.Items[i].Name == change.name {
-			existing = &mcs.Items[i]
+		if _, ok := replaced[mcs.Items[i].Name]; ok {
+			replaced[mcs.Items[i].Name] = &mcs.Items[i]
 		}
 	}
 	if change.apply == nil {
 		plan.Operation = "delete"
-		if existing == nil {
-			return plan, fmt.Errorf("MachineConfig %s not found", change.name)
+		if replaced[change.deleted] == nil {
+			return plan, fmt.Errorf("MachineConfig %s not found", change.deleted)
 		}
 	}
 	var pools mcfgv1.MachineConfigPoolList
@@ -165,7 +230,7 @@ func planLive(ctx context.Context, c client.Reader, change poolChange, onlyPool 
 		if onlyPool != "" && pool.Name != onlyPool {
 			continue
 		}
-		current, updated, affected, err := poolConfigs(pool, mcs.Items, existing, change.apply)
+		current, updated, affected, err := poolConfigs(pool, mcs.Items, replaced, change.apply)
 		if err != nil {
 			return plan, err
 		}
@@ -182,53 +247,52 @@ func planLive(ctx context.Context, c client.Reader, change poolChange, onlyPool 
 		plan.Pools = append(plan.Pools, pp)
 	}
 	if len(plan.Pools) == 0 {
-		mc := existing
-		if change.apply != nil {
-			mc = change.apply
+		named := change.apply
+		if named == nil {
+			named = []*mcfgv1.MachineConfig{replaced[change.deleted]}
 		}
-		plan.Message = fmt.Sprintf("No MachineConfigPool selects MachineConfig %s (labels %s): nothing changes", change.name, labelList(mc.Labels))
+		var labelled []string
+		for _, mc := range named {
+			labelled = append(labelled, fmt.Sprintf("%s (labels %s)", mc.Name, labelList(mc.Labels)))
+		}
+		plan.Message = fmt.Sprintf("No MachineConfigPool selects MachineConfig %s: nothing changes", strings.Join(labelled, ", "))
 		if onlyPool != "" {
-			plan.Message = fmt.Sprintf("MachineConfigPool %s does not select MachineConfig %s (labels %s): nothing changes there", onlyPool, change.name, labelList(mc.Labels))
+			plan.Message = fmt.Sprintf("MachineConfigPool %s does not select MachineConfig %s: nothing changes there", onlyPool, strings.Join(labelled, ", "))
 		}
 	}
 	return plan, nil
 }
 
-// poolConfigs returns the MachineConfigs pool renders now and after the change; affected is false
-// when the pool selects neither the MachineConfig as it is nor as it would be.
-func poolConfigs(pool *mcfgv1.MachineConfigPool, all []mcfgv1.MachineConfig, existing, apply *mcfgv1.MachineConfig) (current, updated []*mcfgv1.MachineConfig, affected bool, err error) {
-	selects := func(mc *mcfgv1.MachineConfig) (bool, error) {
-		if mc == nil {
-			return false, nil
-		}
-		return render.Selects(pool, mc)
-	}
+// poolConfigs returns the MachineConfigs pool renders now and after the change (replaced holds
+// the cluster's version of each MachineConfig the change names, nil when it has none; apply the
+// new versions); affected is false when the pool selects none of them, as they are or would be.
+func poolConfigs(pool *mcfgv1.MachineConfigPool, all []mcfgv1.MachineConfig, replaced map[string]*mcfgv1.MachineConfig, apply []*mcfgv1.MachineConfig) (current, updated []*mcfgv1.MachineConfig, affected bool, err error) {
 	for i := range all {
-		ok, err := selects(&all[i])
+		ok, err := render.Selects(pool, &all[i])
+		if err != nil {
+			return nil, nil, false, err
+		}
+		if !ok {
+			continue
+		}
+		current = append(current, &all[i])
+		if _, named := replaced[all[i].Name]; named {
+			affected = true
+		} else {
+			updated = append(updated, &all[i])
+		}
+	}
+	for _, mc := range apply {
+		ok, err := render.Selects(pool, mc)
 		if err != nil {
 			return nil, nil, false, err
 		}
 		if ok {
-			current = append(current, &all[i])
-		}
-	}
-	hadIt, err := selects(existing)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	getsIt, err := selects(apply)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	for _, mc := range current {
-		if existing == nil || mc.Name != existing.Name {
 			updated = append(updated, mc)
+			affected = true
 		}
 	}
-	if getsIt {
-		updated = append(updated, apply)
-	}
-	return current, updated, hadIt || getsIt, nil
+	return current, updated, affected, nil
 }
 
 // planPool decides the change from the pool's current rendered config to the render of updated.

@@ -100,6 +100,13 @@ func writeMachineConfig(dir string, mc *mcfgv1.MachineConfig) string {
 	return p
 }
 
+func readFile(path string) string {
+	GinkgoHelper()
+	data, err := os.ReadFile(path)
+	Expect(err).NotTo(HaveOccurred())
+	return string(data)
+}
+
 var _ = Describe("bootimagectl refresh plan on a cluster", Ordered, ContinueOnFailure, func() {
 	var (
 		c          client.Client
@@ -219,7 +226,8 @@ var _ = Describe("bootimagectl refresh plan on a cluster", Ordered, ContinueOnFa
     "pool": "worker", "renderedConfig": "rendered-worker-1", "paused": false, "machineCount": 3, "maxUnavailable": 1,
     "outcome": "InPlace",
     "actions": [{"type": "Restart", "unit": "chronyd.service"}],
-    "changes": [{"kind": "file", "name": "/etc/chrony.conf", "decision": "InPlace", "rule": "file policy /etc/chrony.conf: Restart"}]
+    "changes": [{"kind": "file", "name": "/etc/chrony.conf", "decision": "InPlace", "rule": "file policy /etc/chrony.conf: Restart",
+      "actions": [{"type": "Restart", "unit": "chronyd.service"}]}]
   }]
 }`))
 
@@ -227,6 +235,7 @@ var _ = Describe("bootimagectl refresh plan on a cluster", Ordered, ContinueOnFa
 		Expect(p.Operation).To(Equal("delete"))
 		Expect(p.Pools).To(ConsistOf(HaveField("Result", HaveField("Changes", ConsistOf(refresh.ChangeDecision{
 			Kind: refresh.KindFile, Name: "/etc/chrony.conf", Decision: refresh.InPlace, Rule: "file policy /etc/chrony.conf: Restart",
+			Actions: []refresh.Action{{Type: refresh.ActionRestart, Unit: "chronyd.service"}},
 		})))))
 	})
 
@@ -267,6 +276,53 @@ var _ = Describe("bootimagectl refresh plan on a cluster", Ordered, ContinueOnFa
 			HaveField("Result.Changes", ConsistOf(HaveField("Name", "/etc/chrony.conf"), HaveField("Name", "/etc/motd"))),
 			HaveField("Notes", ConsistOf("The pool's MachineConfigs already differ from rendered-worker-1 before this change (file /etc/motd): the plan includes that")),
 		)))
+	})
+
+	It("plans every document of a file together, as oc apply applies them", func() {
+		chrony := write(workerMachineConfig("99-worker-chrony", chronyConfig(chronyB)))
+		kargs := write(workerMachineConfig("99-worker-kargs", `{"ignition":{"version":"3.2.0"}}`, func(mc *mcfgv1.MachineConfig) {
+			mc.Spec.KernelArguments = []string{"nosmt"}
+		}))
+		both := filepath.Join(dir, "both.yaml")
+		Expect(os.WriteFile(both, []byte("# two changes\n---\n"+readFile(chrony)+"---\n"+readFile(kargs)), 0o600)).To(Succeed())
+		p := livePlan("-f", both, "--pool", "worker")
+		Expect(p.MachineConfig).To(Equal("99-worker-chrony, 99-worker-kargs"))
+		Expect(p.Pools).To(ConsistOf(HaveField("Result", And(
+			HaveField("Outcome", refresh.Reboot),
+			HaveField("Changes", ConsistOf(HaveField("Name", "/etc/chrony.conf"), HaveField("Name", "nosmt"))),
+		))))
+	})
+
+	It("reads -f - from stdin", func() {
+		in := filepath.Join(dir, "stdin.yaml")
+		Expect(os.WriteFile(in, []byte(readFile(write(workerMachineConfig("99-worker-chrony", chronyConfig(chronyB))))), 0o600)).To(Succeed())
+		f, err := os.Open(in)
+		Expect(err).NotTo(HaveOccurred())
+		stdin := os.Stdin
+		os.Stdin = f
+		DeferCleanup(func() { os.Stdin = stdin; _ = f.Close() })
+		p := livePlan("-f", "-", "--pool", "worker")
+		Expect(p.MachineConfig).To(Equal("99-worker-chrony"))
+		Expect(p.Pools).To(ConsistOf(HaveField("Result.Changes", ConsistOf(HaveField("Name", "/etc/chrony.conf")))))
+	})
+
+	It("exits 2 on a file that names a MachineConfig twice, or none", func() {
+		chrony := readFile(write(workerMachineConfig("99-worker-chrony", chronyConfig(chronyB))))
+		twice := filepath.Join(dir, "twice.yaml")
+		Expect(os.WriteFile(twice, []byte(chrony+"---\n"+chrony), 0o600)).To(Succeed())
+		code, _, stderr := runLive("-f", twice)
+		Expect(code).To(Equal(2))
+		Expect(stderr).To(ContainSubstring("MachineConfig 99-worker-chrony is in documents 1 and 2: give it once"))
+		empty := filepath.Join(dir, "empty.yaml")
+		Expect(os.WriteFile(empty, []byte("# nothing\n---\n"), 0o600)).To(Succeed())
+		code, _, stderr = runLive("-f", empty)
+		Expect(code).To(Equal(2))
+		Expect(stderr).To(ContainSubstring("no MachineConfig in it"))
+		bad := filepath.Join(dir, "bad.yaml")
+		Expect(os.WriteFile(bad, []byte(chrony+"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"), 0o600)).To(Succeed())
+		code, _, stderr = runLive("-f", bad)
+		Expect(code).To(Equal(2))
+		Expect(stderr).To(ContainSubstring("bad.yaml document 2: a ConfigMap, not a machineconfiguration.openshift.io/v1 MachineConfig"))
 	})
 
 	It("exits 2 naming an unknown pool or MachineConfig", func() {

@@ -43,8 +43,10 @@ spec:
   "outcome": "InPlace",
   "actions": [{"type": "Reload", "unit": "crio.service"}, {"type": "Restart", "unit": "kubelet.service"}],
   "changes": [
-    {"kind": "file", "name": "/etc/containers/policy.json", "decision": "InPlace", "rule": "file policy /etc/containers/policy.json: Reload"},
-    {"kind": "file", "name": "/etc/kubernetes/credential-providers/ecr.yaml", "decision": "InPlace", "rule": "file policy /etc/kubernetes/credential-providers: Restart"}
+    {"kind": "file", "name": "/etc/containers/policy.json", "decision": "InPlace", "rule": "file policy /etc/containers/policy.json: Reload",
+     "actions": [{"type": "Reload", "unit": "crio.service"}]},
+    {"kind": "file", "name": "/etc/kubernetes/credential-providers/ecr.yaml", "decision": "InPlace", "rule": "file policy /etc/kubernetes/credential-providers: Restart",
+     "actions": [{"type": "Restart", "unit": "kubelet.service"}]}
   ]
 }`))
 	})

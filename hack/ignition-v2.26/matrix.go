@@ -4,5 +4,7 @@ package matrix
 
 import (
 	_ "github.com/bootimage-operator/bootimage-operator/refresh"
+	_ "github.com/bootimage-operator/bootimage-operator/refresh/hypershift"
+	_ "github.com/bootimage-operator/bootimage-operator/refresh/pool"
 	_ "github.com/bootimage-operator/bootimage-operator/refresh/render"
 )

@@ -1,9 +1,13 @@
-package refresh
+// Package pool plans a pool's config refresh node by node: which nodes to start, which daemon
+// pods to remove, and the ConfigRefreshProgressing/Complete/Degraded conditions. It reads the
+// machine config daemon's node annotations and HyperShift's drain handshake.
+package pool
 
 import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -107,7 +111,7 @@ type PoolState struct {
 	// ReplaceRollout is true while a Replace rollout runs (MachineDeployment updating, Machines deleting).
 	ReplaceRollout bool
 	// InPlaceUpgrade is true while the pool's MachineSet says an in-place upgrade runs
-	// (InPlaceUpgradeInProgress). The upgrader then owns the ConfigMap, the nodes'
+	// (hypershift.InPlaceUpgradeInProgress). The upgrader then owns the ConfigMap, the nodes'
 	// desiredConfig and the daemon pods, and delivers the full config itself.
 	InPlaceUpgrade bool
 }
@@ -132,12 +136,13 @@ func Plan(pool PoolState) Progress {
 	maxUnavailable := max(pool.MaxUnavailable, 1)
 
 	var done, busy int
-	var degraded, candidates, removable []string
+	var degraded []NodeState
+	var candidates, removable []string
 	for _, n := range nodes {
 		drainOpen := n.DesiredDrain != n.LastAppliedDrain
 		switch {
 		case n.State == StateDegraded:
-			degraded = append(degraded, fmt.Sprintf("%s: %s", n.Name, orUnknown(n.Reason)))
+			degraded = append(degraded, n)
 			busy++
 		case pool.Target != "" && n.RefreshConfig == pool.Target && n.State != StateWorking && !n.Upgrading && !drainOpen:
 			done++
@@ -186,10 +191,43 @@ func Plan(pool PoolState) Progress {
 	degradedCond := metav1.Condition{Type: ConditionDegraded, Status: metav1.ConditionFalse, Reason: "AsExpected", Message: "No node failed to refresh"}
 	if len(degraded) > 0 {
 		degradedCond.Status, degradedCond.Reason = metav1.ConditionTrue, "RefreshFailed"
-		degradedCond.Message = fmt.Sprintf("%d node(s) failed to refresh: %s", len(degraded), strings.Join(degraded, "; "))
+		degradedCond.Message = degradedMessage(degraded)
 	}
 	p.Conditions = []metav1.Condition{progressing, complete, degradedCond}
 	return p
+}
+
+// A condition message names at most maxNamedNodes failed nodes, each reason cut to
+// maxReasonBytes: the API server refuses a status whose message passes 32 KiB, and a pool of
+// hundreds of failed nodes must still report.
+const (
+	maxNamedNodes  = 5
+	maxReasonBytes = 256
+)
+
+// degradedMessage counts the failed nodes and names the first few, by name, with their reasons.
+func degradedMessage(nodes []NodeState) string {
+	named := make([]string, 0, maxNamedNodes)
+	for _, n := range nodes[:min(len(nodes), maxNamedNodes)] {
+		named = append(named, fmt.Sprintf("%s: %s", n.Name, truncate(orUnknown(n.Reason), maxReasonBytes)))
+	}
+	msg := fmt.Sprintf("%d node(s) failed to refresh: %s", len(nodes), strings.Join(named, "; "))
+	if more := len(nodes) - len(named); more > 0 {
+		msg += fmt.Sprintf("; and %d more", more)
+	}
+	return msg
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 func orUnknown(s string) string {

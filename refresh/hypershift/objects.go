@@ -1,4 +1,4 @@
-package refresh
+package hypershift
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -21,9 +21,11 @@ const (
 	MachineSetMaxUnavailableAnnotation = "hypershift.openshift.io/nodePoolMaxUnavailable"
 )
 
-// NodePool annotations of the hash split (proposed here; HyperShift has none yet).
+// NodePool annotations of the hash split (proposed here; HyperShift has none yet), beside
+// RecordAnnotation.
 const (
-	// NodePoolTargetRefreshConfigAnnotation is the payload hash the pool's nodes should run.
+	// NodePoolTargetRefreshConfigAnnotation is the payload hash (Split.Payload) the pool's nodes
+	// should run.
 	NodePoolTargetRefreshConfigAnnotation = "hypershift.openshift.io/nodePoolTargetRefreshConfig"
 	// NodePoolCurrentRefreshConfigAnnotation is the payload hash every node has reached.
 	NodePoolCurrentRefreshConfigAnnotation = "hypershift.openshift.io/nodePoolCurrentRefreshConfig"
@@ -72,13 +74,18 @@ func UpgradeNamespace(pool string) *corev1.Namespace {
 // SetUpgradeNamespaceLabels sets UpgradeNamespaceLabels on ns, keeping its other labels, and
 // says whether anything changed.
 func SetUpgradeNamespaceLabels(ns *corev1.Namespace) bool {
-	if ns.Labels == nil {
-		ns.Labels = map[string]string{}
+	return setEntries(&ns.Labels, UpgradeNamespaceLabels)
+}
+
+// setEntries sets want's entries in *m, keeping its others, and says whether anything changed.
+func setEntries(m *map[string]string, want map[string]string) bool {
+	if *m == nil {
+		*m = map[string]string{}
 	}
 	changed := false
-	for k, v := range UpgradeNamespaceLabels {
-		if old, ok := ns.Labels[k]; !ok || old != v {
-			ns.Labels[k] = v
+	for k, v := range want {
+		if old, ok := (*m)[k]; !ok || old != v {
+			(*m)[k] = v
 			changed = true
 		}
 	}
@@ -97,7 +104,7 @@ type NodePoolCondition struct {
 	ObservedGeneration int64                  `json:"observedGeneration,omitempty"`
 }
 
-// NodePoolConditions converts Plan's conditions to NodePool conditions for a NodePool of the
+// NodePoolConditions converts refresh/pool's Plan conditions to NodePool conditions for a NodePool of the
 // given generation. The transition time is left to HyperShift's SetStatusCondition, which keeps
 // it while the status stays and sets it when the status changes.
 func NodePoolConditions(conditions []metav1.Condition, generation int64) []NodePoolCondition {

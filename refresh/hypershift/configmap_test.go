@@ -1,4 +1,4 @@
-package refresh_test
+package hypershift_test
 
 import (
 	"bytes"
@@ -14,17 +14,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/bootimage-operator/bootimage-operator/refresh"
+	"github.com/bootimage-operator/bootimage-operator/refresh/hypershift"
+	"github.com/bootimage-operator/bootimage-operator/refresh/pool"
 )
 
 var _ = Describe("The HyperShift push", func() {
 	It("round-trips the upgrade ConfigMap", func() {
-		payload := ignitionJSON(config(withFile("/etc/motd", b64("hello"), 0o644)))
-		paths := refresh.NoRebootPathsFromPolicies(defaults)
-		cm, err := refresh.BuildUpgradeConfigMap("workers", payload, "abc123", paths)
+		payload := []byte(`{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/etc/motd","contents":{"source":"data:,hello"}}]}}`)
+		paths := hypershift.NoRebootPathsFromPolicies(defaults)
+		cm, err := hypershift.BuildUpgradeConfigMap("workers", payload, "abc123", paths)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(cm.Namespace).To(Equal("workers-upgrade"))
 		Expect(cm.Name).To(Equal("workers-upgrade"))
-		gotPayload, hash, gotPaths, err := refresh.ParseUpgradeConfigMap(cm)
+		gotPayload, hash, gotPaths, err := hypershift.ParseUpgradeConfigMap(cm)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(gotPayload).To(Equal(payload))
 		Expect(hash).To(Equal("abc123"))
@@ -32,22 +34,22 @@ var _ = Describe("The HyperShift push", func() {
 	})
 
 	It("says what is wrong with a broken ConfigMap", func() {
-		cm, _ := refresh.BuildUpgradeConfigMap("workers", []byte("{}"), "h", nil)
-		cm.Data[refresh.KeyConfig] = "!!!"
-		_, _, _, err := refresh.ParseUpgradeConfigMap(cm)
+		cm, _ := hypershift.BuildUpgradeConfigMap("workers", []byte("{}"), "h", nil)
+		cm.Data[hypershift.KeyConfig] = "!!!"
+		_, _, _, err := hypershift.ParseUpgradeConfigMap(cm)
 		Expect(err).To(MatchError(ContainSubstring("ConfigMap workers-upgrade/workers-upgrade key config: not base64")))
 	})
 
 	It("generates no-reboot-paths from the policies it can express, as files and folders", func() {
-		paths := refresh.NoRebootPathsFromPolicies(defaults)
+		paths := hypershift.NoRebootPathsFromPolicies(defaults)
 		Expect(paths).To(ContainElements(
-			refresh.NoRebootPath{Path: "/etc/containers/registries.d", Action: "Reload", Services: []string{"crio.service"}},
-			refresh.NoRebootPath{Path: "/etc/containers/registries.d/", Action: "Reload", Services: []string{"crio.service"}},
-			refresh.NoRebootPath{Path: "/var/lib/kubelet/config.json", Action: "None"},
-			refresh.NoRebootPath{Path: "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt", Action: "Restart", Services: []string{"coreos-update-ca-trust.service", "crio.service"}},
+			hypershift.NoRebootPath{Path: "/etc/containers/registries.d", Action: "Reload", Services: []string{"crio.service"}},
+			hypershift.NoRebootPath{Path: "/etc/containers/registries.d/", Action: "Reload", Services: []string{"crio.service"}},
+			hypershift.NoRebootPath{Path: "/var/lib/kubelet/config.json", Action: "None"},
+			hypershift.NoRebootPath{Path: "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt", Action: "Restart", Services: []string{"coreos-update-ca-trust.service", "crio.service"}},
 		))
 		for _, p := range paths {
-			Expect(strings.TrimSuffix(p.Path, "/")).NotTo(Equal(refresh.RegistriesConf), "Special is not expressible")
+			Expect(strings.TrimSuffix(p.Path, "/")).NotTo(Equal(registriesConf), "Special is not expressible")
 			Expect(p.Path).NotTo(ContainSubstring("40-kubelet-crio-image-credential-provider"), "DaemonReload is not expressible")
 		}
 	})
@@ -58,66 +60,66 @@ var _ = Describe("The HyperShift push", func() {
 			{Path: "/etc/app", Actions: []operatorv1.NodeDisruptionPolicyStatusAction{{Type: operatorv1.RebootStatusAction}}},
 			{Path: "/", Actions: []operatorv1.NodeDisruptionPolicyStatusAction{{Type: operatorv1.NoneStatusAction}}},
 		}}
-		Expect(refresh.NoRebootPathsFromPolicies(policies)).To(Equal([]refresh.NoRebootPath{
+		Expect(hypershift.NoRebootPathsFromPolicies(policies)).To(Equal([]hypershift.NoRebootPath{
 			{Path: "/etc/app", Action: "None"}, {Path: "/etc/app/", Action: "None"},
 		}))
 	})
 
 	It("refuses a config that decompresses beyond the bound, naming it", func() {
-		cm, err := refresh.BuildUpgradeConfigMap("workers", make([]byte, refresh.MaxDecompressedBytes+1), "h", nil)
+		cm, err := hypershift.BuildUpgradeConfigMap("workers", make([]byte, maxDecompressedBytes+1), "h", nil)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(len(cm.Data[refresh.KeyConfig])).To(BeNumerically("<", 1<<20), "the bomb is small on the wire")
-		_, _, _, err = refresh.ParseUpgradeConfigMap(cm)
+		Expect(len(cm.Data[hypershift.KeyConfig])).To(BeNumerically("<", 1<<20), "the bomb is small on the wire")
+		_, _, _, err = hypershift.ParseUpgradeConfigMap(cm)
 		Expect(err).To(MatchError("ConfigMap workers-upgrade/workers-upgrade key config: gzip data expands to more than 64 MiB"))
 
-		cm, err = refresh.BuildUpgradeConfigMap("workers", make([]byte, refresh.MaxDecompressedBytes), "h", nil)
+		cm, err = hypershift.BuildUpgradeConfigMap("workers", make([]byte, maxDecompressedBytes), "h", nil)
 		Expect(err).NotTo(HaveOccurred())
-		payload, _, _, err := refresh.ParseUpgradeConfigMap(cm)
+		payload, _, _, err := hypershift.ParseUpgradeConfigMap(cm)
 		Expect(err).NotTo(HaveOccurred(), "exactly the bound is fine")
-		Expect(payload).To(HaveLen(refresh.MaxDecompressedBytes))
+		Expect(payload).To(HaveLen(maxDecompressedBytes))
 	})
 
 	Describe("deciding with a received list", func() {
-		allowed := refresh.AllowedServices(defaults)
-		decideWith := func(old, new refresh.Config, paths []refresh.NoRebootPath) refresh.Result {
+		allowed := hypershift.AllowedServices(defaults)
+		decideWith := func(old, new refresh.Config, paths []hypershift.NoRebootPath) refresh.Result {
 			GinkgoHelper()
 			changes, err := refresh.Diff(old, new)
 			Expect(err).NotTo(HaveOccurred())
-			return refresh.DecideWithNoRebootPaths(changes, defaults, paths, allowed)
+			return hypershift.DecideWithNoRebootPaths(changes, defaults, paths, allowed)
 		}
 		motd := func(s string) refresh.Config { return config(withFile("/etc/motd", b64(s), 0o644)) }
 
 		It("relaxes a file the list names", func() {
-			res := decideWith(motd("a"), motd("b"), []refresh.NoRebootPath{{Path: "/etc/motd", Action: "None"}})
+			res := decideWith(motd("a"), motd("b"), []hypershift.NoRebootPath{{Path: "/etc/motd", Action: "None"}})
 			Expect(res.Outcome).To(Equal(refresh.InPlace))
 		})
 
 		It("matches below a folder entry and normalises services", func() {
 			res := decideWith(config(), config(withFile("/etc/pki/ca-trust/source/anchors/extra.crt", b64("x"), 0o644)),
-				[]refresh.NoRebootPath{{Path: "/etc/pki/ca-trust/source/anchors/", Action: "Restart", Services: []string{"update-ca-trust", "crio"}}})
+				[]hypershift.NoRebootPath{{Path: "/etc/pki/ca-trust/source/anchors/", Action: "Restart", Services: []string{"update-ca-trust", "crio"}}})
 			Expect(res.Actions).To(Equal([]refresh.Action{{Type: refresh.ActionRestart, Unit: "coreos-update-ca-trust.service"}, restartCrio}))
 		})
 
 		DescribeTable("tampered or hostile entries still reboot or reject",
-			func(old, new refresh.Config, paths []refresh.NoRebootPath, outcome refresh.Outcome) {
+			func(old, new refresh.Config, paths []hypershift.NoRebootPath, outcome refresh.Outcome) {
 				Expect(decideWith(old, new, paths).Outcome).To(Equal(outcome))
 			},
-			Entry("a kernel argument change listed as a path", config(), config(func(c *refresh.Spec) { c.KernelArguments = []string{"mitigations=off"} }),
-				[]refresh.NoRebootPath{{Path: "/", Action: "None"}, {Path: "/proc/cmdline", Action: "None"}}, refresh.Reboot),
-			Entry("an OS image change", config(), config(func(c *refresh.Spec) { c.OSImageURL = "quay.io/evil@sha256:1" }),
-				[]refresh.NoRebootPath{{Path: "/", Action: "None"}}, refresh.Reboot),
+			Entry("a kernel argument change listed as a path", config(), config(func(c *nodeSpec) { c.KernelArguments = []string{"mitigations=off"} }),
+				[]hypershift.NoRebootPath{{Path: "/", Action: "None"}, {Path: "/proc/cmdline", Action: "None"}}, refresh.Reboot),
+			Entry("an OS image change", config(), config(func(c *nodeSpec) { c.OSImageURL = "quay.io/evil@sha256:1" }),
+				[]hypershift.NoRebootPath{{Path: "/", Action: "None"}}, refresh.Reboot),
 			Entry("a service outside the allowlist", motd("a"), motd("b"),
-				[]refresh.NoRebootPath{{Path: "/etc/motd", Action: "Restart", Services: []string{"sshd"}}}, refresh.Reboot),
+				[]hypershift.NoRebootPath{{Path: "/etc/motd", Action: "Restart", Services: []string{"sshd"}}}, refresh.Reboot),
 			Entry("a shell command as a service", motd("a"), motd("b"),
-				[]refresh.NoRebootPath{{Path: "/etc/motd", Action: "Restart", Services: []string{"crio; rm -rf /"}}}, refresh.Reboot),
-			Entry("a relative path", motd("a"), motd("b"), []refresh.NoRebootPath{{Path: "etc/motd", Action: "None"}}, refresh.Reboot),
-			Entry("a path with ..", motd("a"), motd("b"), []refresh.NoRebootPath{{Path: "/etc/x/../motd", Action: "None"}}, refresh.Reboot),
-			Entry("an unknown action", motd("a"), motd("b"), []refresh.NoRebootPath{{Path: "/etc/motd", Action: "Exec", Services: []string{"crio"}}}, refresh.Reboot),
-			Entry("None with services", motd("a"), motd("b"), []refresh.NoRebootPath{{Path: "/etc/motd", Action: "None", Services: []string{"crio"}}}, refresh.Reboot),
-			Entry("Restart without services", motd("a"), motd("b"), []refresh.NoRebootPath{{Path: "/etc/motd", Action: "Restart"}}, refresh.Reboot),
-			Entry("a directory under a root entry", config(), config(func(c *refresh.Spec) {
+				[]hypershift.NoRebootPath{{Path: "/etc/motd", Action: "Restart", Services: []string{"crio; rm -rf /"}}}, refresh.Reboot),
+			Entry("a relative path", motd("a"), motd("b"), []hypershift.NoRebootPath{{Path: "etc/motd", Action: "None"}}, refresh.Reboot),
+			Entry("a path with ..", motd("a"), motd("b"), []hypershift.NoRebootPath{{Path: "/etc/x/../motd", Action: "None"}}, refresh.Reboot),
+			Entry("an unknown action", motd("a"), motd("b"), []hypershift.NoRebootPath{{Path: "/etc/motd", Action: "Exec", Services: []string{"crio"}}}, refresh.Reboot),
+			Entry("None with services", motd("a"), motd("b"), []hypershift.NoRebootPath{{Path: "/etc/motd", Action: "None", Services: []string{"crio"}}}, refresh.Reboot),
+			Entry("Restart without services", motd("a"), motd("b"), []hypershift.NoRebootPath{{Path: "/etc/motd", Action: "Restart"}}, refresh.Reboot),
+			Entry("a directory under a root entry", config(), config(func(c *nodeSpec) {
 				c.Ignition.Storage.Directories = append(c.Ignition.Storage.Directories, dir("/etc/x"))
-			}), []refresh.NoRebootPath{{Path: "/", Action: "None"}}, refresh.Reject),
+			}), []hypershift.NoRebootPath{{Path: "/", Action: "None"}}, refresh.Reject),
 		)
 	})
 })
@@ -145,13 +147,13 @@ var _ = Describe("The upgrade ConfigMap beside HyperShift's in-place upgrader", 
 	DescribeTable("has config bytes identical to HyperShift's for the same payload",
 		func(payload []byte) {
 			want := hyperShiftEncoding(payload)
-			got, err := refresh.EncodePayload(payload)
+			got, err := hypershift.EncodePayload(payload)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(got).To(Equal(want))
-			cm, err := refresh.BuildUpgradeConfigMap("workers", payload, "6669fa99", nil)
+			cm, err := hypershift.BuildUpgradeConfigMap("workers", payload, "6669fa99", nil)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(cm.Data).To(Equal(map[string]string{refresh.KeyConfig: want, refresh.KeyHash: "6669fa99"}))
-			back, hash, paths, err := refresh.ParseUpgradeConfigMap(cm)
+			Expect(cm.Data).To(Equal(map[string]string{hypershift.KeyConfig: want, hypershift.KeyHash: "6669fa99"}))
+			back, hash, paths, err := hypershift.ParseUpgradeConfigMap(cm)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(back).To(HaveLen(len(payload)))
 			if len(payload) > 0 {
@@ -168,7 +170,7 @@ var _ = Describe("The upgrade ConfigMap beside HyperShift's in-place upgrader", 
 	)
 
 	It("writes the gzip header HyperShift writes: no name, no time, best-compression flag", func() {
-		enc, err := refresh.EncodePayload([]byte("x"))
+		enc, err := hypershift.EncodePayload([]byte("x"))
 		Expect(err).NotTo(HaveOccurred())
 		raw, err := base64.StdEncoding.DecodeString(enc)
 		Expect(err).NotTo(HaveOccurred())
@@ -177,66 +179,66 @@ var _ = Describe("The upgrade ConfigMap beside HyperShift's in-place upgrader", 
 	})
 
 	It("sets only its own keys, keeps the others, and reports no change when there is none", func() {
-		paths := []refresh.NoRebootPath{{Path: "/var/lib/kubelet/config.json", Action: "None"}}
+		paths := []hypershift.NoRebootPath{{Path: "/var/lib/kubelet/config.json", Action: "None"}}
 		payload := []byte(`{"ignition":{"version":"3.5.0"}}`)
-		cm, err := refresh.BuildUpgradeConfigMap("workers", payload, "h1", paths)
+		cm, err := hypershift.BuildUpgradeConfigMap("workers", payload, "h1", paths)
 		Expect(err).NotTo(HaveOccurred())
 		cm.Data["someone-else"] = "kept"
-		changed, err := refresh.SetUpgradeConfigMapData(cm, payload, "h1", paths)
+		changed, err := hypershift.SetUpgradeConfigMapData(cm, payload, "h1", paths)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(changed).To(BeFalse(), "same payload, same bytes: nothing to write")
 
 		// The in-place upgrader replaces the whole map: no-reboot-paths goes.
-		cm.Data = map[string]string{refresh.KeyConfig: hyperShiftEncoding(payload), refresh.KeyHash: "h1"}
-		changed, err = refresh.SetUpgradeConfigMapData(cm, payload, "h1", paths)
+		cm.Data = map[string]string{hypershift.KeyConfig: hyperShiftEncoding(payload), hypershift.KeyHash: "h1"}
+		changed, err = hypershift.SetUpgradeConfigMapData(cm, payload, "h1", paths)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(changed).To(BeTrue())
-		Expect(cm.Data).To(HaveKeyWithValue(refresh.KeyNoRebootPaths, `[{"path":"/var/lib/kubelet/config.json","action":"None"}]`))
-		Expect(cm.Data[refresh.KeyConfig]).To(Equal(hyperShiftEncoding(payload)), "config untouched")
+		Expect(cm.Data).To(HaveKeyWithValue(hypershift.KeyNoRebootPaths, `[{"path":"/var/lib/kubelet/config.json","action":"None"}]`))
+		Expect(cm.Data[hypershift.KeyConfig]).To(Equal(hyperShiftEncoding(payload)), "config untouched")
 	})
 
 	It("takes the token Secret's payload as it is", func() {
 		payload := served(baseWorker().machineConfig(), "kubeconfig")
-		secret := &corev1.Secret{Data: map[string][]byte{refresh.TokenSecretPayloadKey: []byte(hyperShiftEncoding(payload))}}
-		got, err := refresh.DecodePayload(string(secret.Data[refresh.TokenSecretPayloadKey]))
+		secret := &corev1.Secret{Data: map[string][]byte{hypershift.TokenSecretPayloadKey: []byte(hyperShiftEncoding(payload))}}
+		got, err := hypershift.DecodePayload(string(secret.Data[hypershift.TokenSecretPayloadKey]))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(got).To(Equal(payload))
 	})
 
 	It("makes the upgrade namespace with HyperShift's pod-security labels, keeping others", func() {
-		ns := refresh.UpgradeNamespace("workers")
+		ns := hypershift.UpgradeNamespace("workers")
 		Expect(ns.Name).To(Equal("workers-upgrade"))
 		Expect(ns.Labels).To(Equal(map[string]string{
 			"pod-security.kubernetes.io/enforce": "privileged", "pod-security.kubernetes.io/audit": "privileged",
 			"pod-security.kubernetes.io/warn": "privileged", "security.openshift.io/scc.podSecurityLabelSync": "false",
 		}))
-		Expect(refresh.SetUpgradeNamespaceLabels(ns)).To(BeFalse())
+		Expect(hypershift.SetUpgradeNamespaceLabels(ns)).To(BeFalse())
 		ns.Labels["pod-security.kubernetes.io/warn"] = "restricted"
 		ns.Labels["team"] = "a"
-		Expect(refresh.SetUpgradeNamespaceLabels(ns)).To(BeTrue())
+		Expect(hypershift.SetUpgradeNamespaceLabels(ns)).To(BeTrue())
 		Expect(ns.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/warn", "privileged"))
 		Expect(ns.Labels).To(HaveKeyWithValue("team", "a"))
-		Expect(refresh.DaemonPodName("ip-10-0-1-2")).To(Equal("machine-config-daemon-ip-10-0-1-2"))
+		Expect(hypershift.DaemonPodName("ip-10-0-1-2")).To(Equal("machine-config-daemon-ip-10-0-1-2"))
 	})
 
 	DescribeTable("reads an in-place upgrade from the MachineSet",
 		func(annotations map[string]string, inProgress bool) {
-			Expect(refresh.InPlaceUpgradeInProgress(annotations)).To(Equal(inProgress))
+			Expect(hypershift.InPlaceUpgradeInProgress(annotations)).To(Equal(inProgress))
 		},
 		Entry("a Replace pool's MachineSet has no target", map[string]string{}, false),
-		Entry("at its target", map[string]string{refresh.MachineSetTargetConfigVersionAnnotation: "a", refresh.MachineSetCurrentConfigVersionAnnotation: "a"}, false),
-		Entry("a new target", map[string]string{refresh.MachineSetTargetConfigVersionAnnotation: "b", refresh.MachineSetCurrentConfigVersionAnnotation: "a"}, true),
-		Entry("a target and no current yet", map[string]string{refresh.MachineSetTargetConfigVersionAnnotation: "b"}, true),
-		Entry("the in-progress annotation", map[string]string{refresh.MachineSetUpgradeInProgressTrueAnnotation: "Nodepool update in progress"}, true),
+		Entry("at its target", map[string]string{hypershift.MachineSetTargetConfigVersionAnnotation: "a", hypershift.MachineSetCurrentConfigVersionAnnotation: "a"}, false),
+		Entry("a new target", map[string]string{hypershift.MachineSetTargetConfigVersionAnnotation: "b", hypershift.MachineSetCurrentConfigVersionAnnotation: "a"}, true),
+		Entry("a target and no current yet", map[string]string{hypershift.MachineSetTargetConfigVersionAnnotation: "b"}, true),
+		Entry("the in-progress annotation", map[string]string{hypershift.MachineSetUpgradeInProgressTrueAnnotation: "Nodepool update in progress"}, true),
 	)
 
 	It("converts the refresh conditions to NodePool conditions", func() {
 		t := metav1.Now()
-		got := refresh.NodePoolConditions([]metav1.Condition{
-			{Type: refresh.ConditionDegraded, Status: metav1.ConditionTrue, Reason: "RefreshFailed", Message: "1 node(s) failed", LastTransitionTime: t},
+		got := hypershift.NodePoolConditions([]metav1.Condition{
+			{Type: pool.ConditionDegraded, Status: metav1.ConditionTrue, Reason: "RefreshFailed", Message: "1 node(s) failed", LastTransitionTime: t},
 		}, 7)
-		Expect(got).To(Equal([]refresh.NodePoolCondition{{
-			Type: refresh.ConditionDegraded, Status: corev1.ConditionTrue, Reason: "RefreshFailed", Message: "1 node(s) failed", LastTransitionTime: t, ObservedGeneration: 7,
+		Expect(got).To(Equal([]hypershift.NodePoolCondition{{
+			Type: pool.ConditionDegraded, Status: corev1.ConditionTrue, Reason: "RefreshFailed", Message: "1 node(s) failed", LastTransitionTime: t, ObservedGeneration: 7,
 		}}))
 	})
 })

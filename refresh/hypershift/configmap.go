@@ -1,4 +1,4 @@
-package refresh
+package hypershift
 
 import (
 	"bytes"
@@ -14,6 +14,10 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/bootimage-operator/bootimage-operator/refresh"
+	"github.com/bootimage-operator/bootimage-operator/refresh/internal/gzipped"
+	"github.com/bootimage-operator/bootimage-operator/refresh/internal/unitname"
 )
 
 // Keys of the HyperShift upgrade ConfigMap.
@@ -59,7 +63,7 @@ func EncodePayload(payload []byte) (string, error) {
 }
 
 // DecodePayload reverses EncodePayload; the empty string is the empty payload. Output above
-// MaxDecompressedBytes is refused.
+// 64 MiB is refused.
 func DecodePayload(encoded string) ([]byte, error) {
 	if encoded == "" {
 		return nil, nil
@@ -68,7 +72,7 @@ func DecodePayload(encoded string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("not base64: %v", err)
 	}
-	return gunzip(raw)
+	return gzipped.Decompress(raw)
 }
 
 // BuildUpgradeConfigMap returns the ConfigMap that carries payload (the served Ignition config,
@@ -98,17 +102,7 @@ func SetUpgradeConfigMapData(cm *corev1.ConfigMap, payload []byte, hash string, 
 		}
 		want[KeyNoRebootPaths] = string(raw)
 	}
-	if cm.Data == nil {
-		cm.Data = map[string]string{}
-	}
-	changed := false
-	for k, v := range want {
-		if old, ok := cm.Data[k]; !ok || old != v {
-			cm.Data[k] = v
-			changed = true
-		}
-	}
-	return changed, nil
+	return setEntries(&cm.Data, want), nil
 }
 
 // ParseUpgradeConfigMap returns the payload, hash and no-reboot paths of an upgrade ConfigMap.
@@ -138,10 +132,11 @@ func ParseNoRebootPaths(raw []byte) ([]NoRebootPath, error) {
 // order; a path listed twice keeps its first policy, as matching does. Policies that the format
 // cannot express (Reboot, Drain, DaemonReload, Special, Restart mixed with Reload) and a policy
 // for /, which matches no file, are left out: their files fall back to a reboot, which is safe.
-func NoRebootPathsFromPolicies(policies Policies) []NoRebootPath {
+func NoRebootPathsFromPolicies(policies refresh.Policies) []NoRebootPath {
 	out := []NoRebootPath{}
 	seen := map[string]bool{}
-	for _, f := range cleanFilePolicies(policies.Files) {
+	for _, f := range policies.Files {
+		f.Path = path.Clean(f.Path)
 		if f.Path == "/" || seen[f.Path] {
 			continue
 		}
@@ -187,7 +182,7 @@ func expressible(actions []operatorv1.NodeDisruptionPolicyStatusAction) (string,
 var DefaultAllowedServices = []string{"crio.service", "kubelet.service", "coreos-update-ca-trust.service"}
 
 // AllowedServices returns the default allowlist plus every unit the policies act on.
-func AllowedServices(policies Policies) []string {
+func AllowedServices(policies refresh.Policies) []string {
 	allowed := slices.Clone(DefaultAllowedServices)
 	add := func(actions []operatorv1.NodeDisruptionPolicyStatusAction) {
 		for _, a := range actions {
@@ -227,19 +222,26 @@ func NormalizeService(s string) string {
 // and the changes that cannot be applied are decided as always, and an entry that is not
 // absolute and clean, has an unknown action, or names a service outside allowed, is ignored, so
 // its paths fall back to a reboot. Units and ssh keys follow the policies.
-func DecideWithNoRebootPaths(changes []Change, policies Policies, paths []NoRebootPath, allowed []string) Result {
+func DecideWithNoRebootPaths(changes []refresh.Change, policies refresh.Policies, paths []NoRebootPath, allowed []string) refresh.Result {
 	valid, _ := ValidateNoRebootPaths(paths, allowed)
-	return decide(changes, policies, func(c Change) verdict {
-		entry, ok := matchPath(valid, c.Name)
+	return decideFiles(changes, policies, func(file string) fileRule {
+		entry, ok := matchPath(valid, file)
 		if !ok {
-			return verdict{outcome: Reboot, rule: "no-reboot-paths has no valid entry for " + c.Name}
+			return fileRule{missing: "no-reboot-paths has no valid entry for " + file}
 		}
-		rule := "no-reboot-paths " + entry.Path
-		v := verdict{outcome: InPlace, rule: rule + ": " + entry.Action}
-		for _, s := range entry.Services {
-			v.actions = append(v.actions, Action{Type: ActionType(entry.Action), Unit: s})
+		r := fileRule{source: "no-reboot-paths " + entry.Path}
+		if entry.Action == "None" {
+			r.actions = []operatorv1.NodeDisruptionPolicyStatusAction{{Type: operatorv1.NoneStatusAction}}
 		}
-		return v
+		for _, svc := range entry.Services {
+			name := operatorv1.NodeDisruptionPolicyServiceName(svc)
+			if entry.Action == "Restart" {
+				r.actions = append(r.actions, operatorv1.NodeDisruptionPolicyStatusAction{Type: operatorv1.RestartStatusAction, Restart: &operatorv1.RestartService{ServiceName: name}})
+			} else {
+				r.actions = append(r.actions, operatorv1.NodeDisruptionPolicyStatusAction{Type: operatorv1.ReloadStatusAction, Reload: &operatorv1.ReloadService{ServiceName: name}})
+			}
+		}
+		return r
 	})
 }
 
@@ -284,7 +286,7 @@ func validEntry(p NoRebootPath, allowed []string) (NoRebootPath, error) {
 	}
 	for _, s := range p.Services {
 		unit := NormalizeService(s)
-		if err := ValidateServiceName(unit); err != nil {
+		if err := unitname.Validate(unit); err != nil {
 			return NoRebootPath{}, err
 		}
 		if !slices.Contains(allowed, unit) {
