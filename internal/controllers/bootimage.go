@@ -48,8 +48,6 @@ type bootImages struct {
 	Clock    clock.PassiveClock
 	// Templates imports vSphere templates before a vSphere update is patched in.
 	Templates *vsphereimport.Imports
-	// Unavailable times stream targets the cloud does not have.
-	Unavailable *lastingSkips
 
 	reg registration
 }
@@ -100,19 +98,17 @@ func (s bootImages) decide(ctx context.Context, in loadedInputs, live client.Obj
 	if obj.UserData, err = userData(ctx, s.Client, obj.ProviderSpec); err != nil {
 		return bootimage.Decision{}, bootimage.Attempts{}, nil, err
 	}
-	selection := bootimage.SelectionKey(in.cluster.Effective, obj.Resource)
-	persisted := bootimage.ParseAttempts(live.GetAnnotations())
-	obj.Attempts = s.Tracker.Attempts(obj.Kind, key, persisted, selection)
+	obj.Memory = s.Tracker.Memory(obj.Kind, key)
 	d, err := bootimage.Decide(ctx, in.cluster, obj)
 	if err != nil {
-		res, err := s.cloudFailed(ctx, in, live, obj.Kind, d, err)
+		res, err := s.cloudFailed(ctx, in, live, obj, d, err)
 		return d, bootimage.Attempts{}, &res, err
 	}
-	s.Tracker.CloudWorks(obj.Kind, key)
+	s.Tracker.Remember(obj.Kind, key, obj.Memory.CloudWorks().Decided(d))
 	if d.Reason == bootimage.ReasonHotLoopDetected {
 		d.Message = status.WithSecondWriter(ctx, s.Reader, live, d.Message)
 	}
-	return d, s.Tracker.NextAttempts(obj.Kind, key, persisted, d.Target, selection), nil, nil
+	return d, obj.NextAttempts(in.cluster, d.Target), nil, nil
 }
 
 // cloudFailed handles a cloud lookup of live's decision d that failed with err. A remembered cloud
@@ -120,14 +116,15 @@ func (s bootImages) decide(ctx context.Context, in loadedInputs, live client.Obj
 // controller's per-object backoff, which starts at 5ms. Once the lookups have failed for the grace
 // period, d is an Error CloudLookupFailed, taken again at that backoff and at least every retry
 // interval.
-func (s bootImages) cloudFailed(ctx context.Context, in loadedInputs, live client.Object, kind string, d bootimage.Decision, err error) (ctrl.Result, error) {
+func (s bootImages) cloudFailed(ctx context.Context, in loadedInputs, live client.Object, obj bootimage.Object, d bootimage.Decision, err error) (ctrl.Result, error) {
 	if ctx.Err() != nil {
 		// This caller gave up (shutdown): no cloud failure, nothing to count.
 		return ctrl.Result{}, ctx.Err()
 	}
 	retry, remembered := cloud.RetryAfter(err)
 	t := timings(ctx)
-	failing := s.Tracker.CloudFailing(kind, client.ObjectKeyFromObject(live), s.Clock.Now())
+	memory, failing := obj.Memory.CloudFailed(s.Clock.Now())
+	s.Tracker.Remember(obj.Kind, client.ObjectKeyFromObject(live), memory)
 	if failing < t.errorGrace {
 		if !remembered {
 			return ctrl.Result{}, err // the controller's backoff retries it
@@ -156,7 +153,7 @@ func (s bootImages) update(ctx context.Context, live client.Object, userDataSecr
 	if err := s.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(status.FieldManager)); err != nil {
 		return fmt.Errorf("patching boot image of %s %s: %w", d.Kind, key, err)
 	}
-	s.Tracker.Patched(d.Kind, key, next)
+	s.Tracker.Remember(d.Kind, key, s.Tracker.Memory(d.Kind, key).Patch(next))
 	s.Metrics.countUpdate(d.Kind)
 	s.Templates.Recorded(vsphereimport.Waiter{Kind: d.Kind, Name: key})
 	logf.FromContext(ctx).Info("Updated boot image", "from", d.Current, "to", d.Target)
@@ -177,14 +174,14 @@ func (s bootImages) done(ctx context.Context, live client.Object, d bootimage.De
 // its end, then every retry interval until the image appears; other cloud-dependent skips at the
 // recheck interval.
 func (s bootImages) lasting(t cloudTimings, kind string, key types.NamespacedName, d bootimage.Decision) (bootimage.Decision, time.Duration) {
+	memory, lasted := s.Tracker.Memory(kind, key).TargetUnavailable(d, s.Clock.Now())
+	s.Tracker.Remember(kind, key, memory)
 	if d.Action != bootimage.Skip || d.Reason != bootimage.ReasonTargetImageUnavailable {
-		s.Unavailable.clear(kind, key)
 		if d.CloudDependent() {
 			return d, t.recheckInterval
 		}
 		return d, 0
 	}
-	lasted := s.Unavailable.unavailable(kind, key, d.Target, s.Clock.Now())
 	if lasted < t.errorGrace {
 		return d, min(t.errorGrace-lasted, t.recheckInterval)
 	}

@@ -17,7 +17,7 @@ func NewReconcilersForTest(c client.Client, gates kube.GateSource, images bootim
 	steps := bootImages{
 		Client:   c,
 		Inputs:   clusterInputs{Client: c, Gates: gates, Images: images, Streams: &bootimage.StreamCache{}, Namespace: kube.MCONamespace},
-		Recorder: recorder, Tracker: tracker, Unavailable: newLastingSkips(),
+		Recorder: recorder, Tracker: tracker,
 		Clock: clock.RealClock{},
 	}
 	mc := &MachineConfigurationReconciler{

@@ -118,7 +118,7 @@ func Add(mgr ctrl.Manager, deps Deps) error {
 	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: images, Streams: streams, Namespace: deps.Namespace, Templates: vcenters}
 	steps := bootImages{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Inputs: inputs, Recorder: recorder, Tracker: tracker,
-		Metrics: deps.Metrics, Clock: deps.Clock, Templates: templates, Unavailable: newLastingSkips(), reg: reg,
+		Metrics: deps.Metrics, Clock: deps.Clock, Templates: templates, reg: reg,
 	}
 	machineSets := &MachineSetReconciler{steps}
 	controlPlane := &ControlPlaneMachineSetReconciler{steps}

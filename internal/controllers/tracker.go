@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"sync"
-	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,16 +14,12 @@ import (
 )
 
 // Tracker keeps the latest decision per object, shared by the reconcilers that decide and the one
-// that reports. It also remembers patch attempts, so a hot loop is caught even when whoever
-// reverts our change removes the attempts annotation too, and when cloud lookups began failing.
+// that reports, and each object's bootimage.Memory (patch attempts, cloud failure clocks), which
+// the domain decides from and updates: the tracker only stores it.
 type Tracker struct {
 	mu        sync.Mutex
 	decisions map[trackerKey]trackedDecision
-	attempts  map[trackerKey]bootimage.Attempts
-	// optedOut marks objects seen not selected since their last patch: their persisted attempts
-	// no longer count, so opting out and back in resumes updates, as the hot-loop message promises.
-	optedOut     map[trackerKey]bool
-	cloudFailing map[trackerKey]time.Time
+	memory    map[trackerKey]bootimage.Memory
 	// Changed receives an event whenever a decision changes; the status reconciler watches it.
 	Changed chan event.GenericEvent
 }
@@ -45,11 +40,9 @@ type trackedDecision struct {
 // NewTracker returns an empty tracker.
 func NewTracker() *Tracker {
 	return &Tracker{
-		decisions:    map[trackerKey]trackedDecision{},
-		attempts:     map[trackerKey]bootimage.Attempts{},
-		optedOut:     map[trackerKey]bool{},
-		cloudFailing: map[trackerKey]time.Time{},
-		Changed:      make(chan event.GenericEvent, 1),
+		decisions: map[trackerKey]trackedDecision{},
+		memory:    map[trackerKey]bootimage.Memory{},
+		Changed:   make(chan event.GenericEvent, 1),
 	}
 }
 
@@ -75,10 +68,6 @@ func (t *Tracker) RecordFailure(d bootimage.Decision, inputs, cause string) bool
 		d.Message = prev.Message
 	}
 	t.decisions[k] = trackedDecision{d, inputs, cause}
-	if d.Reason == bootimage.ReasonNotSelected {
-		delete(t.attempts, k)
-		t.optedOut[k] = true
-	}
 	t.mu.Unlock()
 	changed := !sameFault && (!seen || prev.Action != d.Action || prev.Reason != d.Reason || prev.Message != d.Message)
 	if changed || prev.inputs != inputs {
@@ -93,9 +82,7 @@ func (t *Tracker) Forget(kind string, name types.NamespacedName) {
 	t.mu.Lock()
 	_, seen := t.decisions[k]
 	delete(t.decisions, k)
-	delete(t.attempts, k)
-	delete(t.optedOut, k)
-	delete(t.cloudFailing, k)
+	delete(t.memory, k)
 	t.mu.Unlock()
 	if seen {
 		t.poke()
@@ -129,54 +116,23 @@ func (t *Tracker) Latest(kind string) []bootimage.Decision {
 	return out
 }
 
-// Attempts returns the attempts remembered for an object, combined with persisted ones: the
-// larger count for the same target and selection wins. Persisted attempts do not count for an
-// object seen opted out since.
-func (t *Tracker) Attempts(kind string, name types.NamespacedName, persisted bootimage.Attempts, selection string) func(string) int {
-	t.mu.Lock()
-	k := trackerKey{kind, name}
-	mem := t.attempts[k]
-	if t.optedOut[k] {
-		persisted = bootimage.Attempts{}
-	}
-	t.mu.Unlock()
-	return func(target string) int { return max(mem.For(target, selection), persisted.For(target, selection)) }
-}
-
-// Patched remembers one more patch of an object to a target and returns the new attempts.
-func (t *Tracker) Patched(kind string, name types.NamespacedName, next bootimage.Attempts) {
+// Memory returns what is remembered of an object; zero for one not seen yet.
+func (t *Tracker) Memory(kind string, name types.NamespacedName) bootimage.Memory {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	k := trackerKey{kind, name}
-	t.attempts[k] = next
-	delete(t.optedOut, k)
+	return t.memory[trackerKey{kind, name}]
 }
 
-// NextAttempts returns the attempts to record with the next patch of an object to target.
-func (t *Tracker) NextAttempts(kind string, name types.NamespacedName, persisted bootimage.Attempts, target, selection string) bootimage.Attempts {
-	count := t.Attempts(kind, name, persisted, selection)(target)
-	return bootimage.Attempts{Target: target, Count: count + 1, Selection: selection}
-}
-
-// CloudFailing records that a cloud lookup for an object failed now and returns how long its
-// lookups have been failing.
-func (t *Tracker) CloudFailing(kind string, name types.NamespacedName, now time.Time) time.Duration {
+// Remember stores m for an object. An object is reconciled by one worker at a time, so what it
+// read with Memory is still current when it stores.
+func (t *Tracker) Remember(kind string, name types.NamespacedName, m bootimage.Memory) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	k := trackerKey{kind, name}
-	since, ok := t.cloudFailing[k]
-	if !ok {
-		t.cloudFailing[k] = now
-		return 0
+	if m == (bootimage.Memory{}) {
+		delete(t.memory, trackerKey{kind, name})
+		return
 	}
-	return now.Sub(since)
-}
-
-// CloudWorks records that the cloud lookups of an object work.
-func (t *Tracker) CloudWorks(kind string, name types.NamespacedName) {
-	t.mu.Lock()
-	delete(t.cloudFailing, trackerKey{kind, name})
-	t.mu.Unlock()
+	t.memory[trackerKey{kind, name}] = m
 }
 
 func (t *Tracker) poke() {
