@@ -61,7 +61,8 @@ func (r *ControlPlaneMachineSetReconciler) Register(_ context.Context, mgr ctrl.
 	theCPMS := func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: kube.MachineAPINamespace, Name: cpms.Name}}}
 	}
-	b := r.reg.controller(mgr, "controlplanemachineset", cpmsKind, controller.Options{}).
+	// One worker for the one object; what it remembers lives in the Tracker, as for MachineSets.
+	b := r.reg.controller(mgr, "controlplanemachineset", cpmsKind, controller.Options{MaxConcurrentReconciles: 1}).
 		For(&machinev1.ControlPlaneMachineSet{}, builder.WithPredicates(
 			inNamespace(kube.MachineAPINamespace),
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})))

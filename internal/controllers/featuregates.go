@@ -69,7 +69,8 @@ func (r *FeatureGateReporter) SetupWithManager(mgr ctrl.Manager) error {
 	toSingleton := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: "cluster"}}}
 	})
-	return r.reg.controller(mgr, "featuregates", "", controller.Options{}).
+	// One worker: one singleton key; last is guarded by mu all the same.
+	return r.reg.controller(mgr, "featuregates", "", controller.Options{MaxConcurrentReconciles: 1}).
 		Watches(&configv1.FeatureGate{}, toSingleton).
 		Watches(&configv1.ClusterVersion{}, toSingleton).
 		Complete(r)

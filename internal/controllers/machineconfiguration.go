@@ -288,7 +288,9 @@ func (r *MachineConfigurationReconciler) SetupWithManager(mgr ctrl.Manager) erro
 	toSingleton := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: kube.MachineConfigurationName}}}
 	})
-	b := r.reg.controller(mgr, "machineconfiguration", "", controller.Options{}).
+	// One worker: the reconciler and its status writer hold what they last announced and wrote,
+	// unguarded; every request is the one singleton key anyway.
+	b := r.reg.controller(mgr, "machineconfiguration", "", controller.Options{MaxConcurrentReconciles: 1}).
 		Watches(&operatorv1.MachineConfiguration{}, toSingleton, builder.WithPredicates(named("", kube.MachineConfigurationName))).
 		Watches(&configv1.Infrastructure{}, toSingleton, builder.WithPredicates(changed(func(o, n *configv1.Infrastructure) bool { return equality.Semantic.DeepEqual(o.Status, n.Status) }))).
 		Watches(&configv1.FeatureGate{}, toSingleton, builder.WithPredicates(changed(func(o, n *configv1.FeatureGate) bool { return equality.Semantic.DeepEqual(o.Status, n.Status) }))).
