@@ -75,7 +75,7 @@ func (c *apiWrites) counts() map[string]int {
 	return out
 }
 
-// errorsCounted reads bootimage_errors_total{kind, reason} of m.
+// errorsCounted reads bootimage_errors_total{kind, reason} of reg.
 func errorsCounted(reg prometheus.Gatherer, kind, reason string) float64 {
 	return metric(reg, "bootimage_errors_total", "kind", kind, "reason", reason)()
 }
