@@ -56,8 +56,8 @@ type Object struct {
 	ProviderSpec []byte
 	// UserData is the user-data Secret's stub; nil when it was not looked up.
 	UserData *UserData
-	// Attempts is how often this object was already patched to the target it is now due for.
-	Attempts func(target string) int
+	// Memory is what the operator remembers of the object (hot loops, cloud failures).
+	Memory Memory
 	// Problem, when set, is an Error InvalidTemplate: the object has no usable template.
 	Problem string
 }
@@ -174,7 +174,7 @@ func Decide(ctx context.Context, cluster Cluster, obj Object) (Decision, error) 
 	if err != nil || d.Action != Update {
 		return d, err
 	}
-	return updateChecks(d, obj), nil
+	return updateChecks(d, obj, SelectionKey(cluster.Effective, obj.Resource)), nil
 }
 
 // preconditions applies the checks that need neither the stream nor the providerSpec.
@@ -253,7 +253,7 @@ func architecture(d Decision, cluster Cluster, obj Object, streams *Streams) (st
 
 // updateChecks runs the checks that matter only when an update is due: the user-data stub and
 // the hot-loop guard.
-func updateChecks(update Decision, obj Object) Decision {
+func updateChecks(update Decision, obj Object, selection string) Decision {
 	refuse := update
 	refuse.ProviderSpecPatch, refuse.UserData, refuse.VSphere = nil, nil, nil
 	d := update
@@ -264,7 +264,7 @@ func updateChecks(update Decision, obj Object) Decision {
 		}
 		d.UserData, d.UserDataVersion = upgraded, from
 	}
-	if obj.Attempts != nil && obj.Attempts(d.Target) >= HotLoopLimit {
+	if obj.Attempts(d.Target, selection) >= HotLoopLimit {
 		return refuse.with(Error, ReasonHotLoopDetected, "refusing to reconcile %s %s, hot loop detected. Please opt-out of boot image updates, adjust your machine provisioning workflow to prevent hot loops and opt back in to resume boot image updates",
 			strings.ToLower(obj.Kind), obj.Name)
 	}

@@ -118,13 +118,8 @@ var _ = Describe("vSphere decisions", func() {
 	})
 
 	It("keys the hot-loop guard on the release, since the template name does not change", func() {
-		d := vsphere(installed, func(_ *bootimage.Cluster, o *bootimage.Object) {
-			o.Attempts = func(target string) int {
-				if target == installed+"@"+release {
-					return bootimage.HotLoopLimit
-				}
-				return 0
-			}
+		d := vsphere(installed, func(c *bootimage.Cluster, o *bootimage.Object) {
+			o.Memory.Patched = bootimage.Attempts{Target: installed + "@" + release, Count: bootimage.HotLoopLimit, Selection: bootimage.SelectionKey(c.Effective, o.Resource)}
 		})
 		Expect(d).To(And(HaveField("Action", bootimage.Error), HaveField("Reason", bootimage.ReasonHotLoopDetected), HaveField("VSphere", BeNil())))
 	})

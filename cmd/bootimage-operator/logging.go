@@ -10,7 +10,7 @@ import (
 // Help for the verbosity flags textlogger registers, whose own text speaks of a testing logger.
 const (
 	verbosityUsage = "Log verbosity: 0 logs updates, errors and status writes; 1 also each skip with its reason; higher levels add controller-runtime's and client-go's debug lines."
-	vmoduleUsage   = "Comma-separated pattern=N settings: verbosity N for the Go source files matching pattern (e.g. machineset=4)."
+	vmoduleUsage   = "Comma-separated pattern=N settings: verbosity N for the Go source files matching pattern (e.g. report=1: each skip and its reason, as -v=1 logs them, without the rest of level 1)."
 )
 
 // describeLogFlags replaces the help of textlogger's -v and -vmodule.

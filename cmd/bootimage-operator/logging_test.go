@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/go-logr/logr/funcr"
@@ -41,6 +43,13 @@ var _ = Describe("The operator's own output", func() {
 		fs.PrintDefaults()
 		Expect(help.String()).To(ContainSubstring("Log verbosity: 0 logs updates"))
 		Expect(strings.ToLower(help.String())).NotTo(ContainSubstring("testing"))
+	})
+
+	It("gives a -vmodule example that names a file logging at that level", func() {
+		Expect(vmoduleUsage).To(ContainSubstring("report=1"))
+		src, err := os.ReadFile(filepath.Join("..", "..", "internal", "controllers", "report.go"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(src)).To(ContainSubstring(".V(1).Info("))
 	})
 
 	It("takes --version, which main answers before it starts anything", func() {

@@ -162,11 +162,9 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, images boot
 	cluster := bootimage.NewCluster(objs)
 
 	// decide runs the operator's decision for one object; refine applies the CPMS rules.
-	decide := func(obj bootimage.Object, annotations map[string]string, refine func(bootimage.Decision, bootimage.Attempts) bootimage.Decision) {
+	// The CLI remembers nothing between runs: the attempts annotation alone counts (zero Memory).
+	decide := func(obj bootimage.Object, refine func(bootimage.Decision, bootimage.Attempts) bootimage.Decision) {
 		obj.UserData = in.userData(obj.ProviderSpec)
-		attempts := bootimage.ParseAttempts(annotations)
-		selection := bootimage.SelectionKey(cluster.Effective, obj.Resource)
-		obj.Attempts = func(target string) int { return attempts.For(target, selection) }
 		d, err := bootimage.Decide(ctx, cluster, obj)
 		if err != nil {
 			// As the operator does once its retries are spent: this row is an Error, the rest go on.
@@ -177,16 +175,16 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, images boot
 			d.Current = bootimage.CurrentImage(cluster.Platform, obj.ProviderSpec)
 		}
 		if refine != nil {
-			d = refine(d, attempts.Next(d.Target, selection))
+			d = refine(d, obj.NextAttempts(cluster, d.Target))
 		}
 		out.Items = append(out.Items, d)
 		out.Summary.Add(d)
 	}
 	for _, ms := range in.machineSets {
-		decide(bootimage.MachineSetObject(ms), ms.Annotations, nil)
+		decide(bootimage.MachineSetObject(ms), nil)
 	}
 	for _, c := range in.cpms {
-		decide(cpms.Object(c), c.Annotations, func(d bootimage.Decision, next bootimage.Attempts) bootimage.Decision { return cpms.Decide(c, d, next) })
+		decide(cpms.Object(c), func(d bootimage.Decision, next bootimage.Attempts) bootimage.Decision { return cpms.Decide(c, d, next) })
 	}
 	sort.SliceStable(out.Items, func(i, j int) bool {
 		a, b := out.Items[i], out.Items[j]
