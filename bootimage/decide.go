@@ -195,7 +195,12 @@ func architecture(d Decision, cluster Cluster, obj Object, streams *Streams) (st
 		}
 		arch = a
 		if arch == "" && cluster.MultiArch {
-			return "", d.with(Skip, ReasonArchitectureUnknown, "multi-architecture cluster and no kubernetes.io/arch in annotation %s", ArchAnnotation), false
+			// The Machine API path skips, as it did; for Cluster API objects, the MCO draft's error.
+			action := Skip
+			if obj.APIGroup == ClusterAPIGroup {
+				action = Error
+			}
+			return "", d.with(action, ReasonArchitectureUnknown, "multi-architecture cluster and no kubernetes.io/arch in annotation %s", ArchAnnotation), false
 		}
 		if arch == "" {
 			arch = cluster.ControlPlaneArch
