@@ -32,9 +32,8 @@ const (
 	// TopologyOwnedLabel marks the objects of a ClusterClass topology.
 	TopologyOwnedLabel = "topology.cluster.x-k8s.io/owned"
 	// ClonedFromNameAnnotation on a Machine or infrastructure machine names the template it was
-	// made from; ClonedFromGroupKindAnnotation that template's kind.group.
-	ClonedFromNameAnnotation      = "cluster.x-k8s.io/cloned-from-name"
-	ClonedFromGroupKindAnnotation = "cluster.x-k8s.io/cloned-from-groupkind"
+	// made from.
+	ClonedFromNameAnnotation = "cluster.x-k8s.io/cloned-from-name"
 	// CAPIOperatorTemplateLabel marks the templates cluster-capi-operator made for a mirrored
 	// MachineSet; it deletes them itself.
 	CAPIOperatorTemplateLabel = "machine.openshift.io/cluster-api-machineset"

@@ -196,10 +196,22 @@ var _ = Describe("Cluster API objects", func() {
 			[]string{"image", "marketplace"}, map[string]any{"publisher": "redhat", "offer": "rh-ocp-worker", "sku": "rh-ocp-worker_v2", "version": "420.96.20250523", "thirdPartyImage": true}),
 	)
 
-	It("is NoChange on the stream's image, and reads Current like the Machine API path", func() {
+	It("is NoChange on the stream's image", func() {
 		d := decideCAPI(configv1.AWSPlatformType, "MachineSet", `{"ami": {"id": "`+fixtures.NewAWSAMIUSEast1+`"}}`)
 		Expect(d).To(And(HaveField("Action", bootimage.NoChange), HaveField("Reason", bootimage.ReasonUpToDate)))
 	})
+
+	DescribeTable("the image an object keeps, read before any decision",
+		func(platform configv1.PlatformType, machineSpec, want string) {
+			tk := templateKinds[platform]
+			o := bootimage.ClusterAPIObject(capiOwner("MachineSet", tk), capiTemplate(tk, machineSpec), nil)
+			Expect(bootimage.CurrentImageOf(platform, o)).To(Equal(want))
+		},
+		Entry(nil, configv1.AWSPlatformType, awsTemplateSpec, fixtures.OldAWSAMI),
+		Entry(nil, configv1.GCPPlatformType, gcpTemplateSpec, fixtures.OldGCPImage),
+		Entry(nil, configv1.AzurePlatformType, azureTemplateSpec, "azureopenshift:aro4:aro_416_v2:416.94.20240701"),
+		Entry(nil, configv1.AzurePlatformType, `{"image": {"id": "/subscriptions/s/images/golden"}}`, "/subscriptions/s/images/golden"),
+	)
 
 	It("says how many machines a MachineDeployment update replaces", func() {
 		d := decideCAPI(configv1.AWSPlatformType, "MachineDeployment", awsTemplateSpec, func(_ *bootimage.Cluster, o *bootimage.Object) { o.Machines = 7 })
