@@ -54,7 +54,7 @@ func (o Object) Attempts(target, selection string) int {
 
 // NextAttempts returns the attempts to record with a patch of o to target on cluster.
 func (o Object) NextAttempts(cluster Cluster, target string) Attempts {
-	selection := SelectionKey(cluster.Effective, o.Resource)
+	selection := o.selectionKey(cluster.Effective)
 	return Attempts{Target: target, Count: o.Attempts(target, selection) + 1, Selection: selection}
 }
 
@@ -100,10 +100,24 @@ func (m Memory) TargetUnavailable(d Decision, now time.Time) (Memory, time.Durat
 	return m, now.Sub(m.UnavailableSince)
 }
 
-// SelectionKey identifies how resource is selected in the effective configuration, "" when it has
-// no entry.
+// SelectionKey identifies how the Machine API's resource is selected in the effective
+// configuration, "" when it has no entry.
 func SelectionKey(effective operatorv1.ManagedBootImages, resource operatorv1.MachineManagerMachineSetsResourceType) string {
-	entry, ok := findEntry(effective.MachineManagers, resource)
+	return selectionKeyIn(effective, operatorv1.MachineAPI, resource)
+}
+
+// selectionKey is SelectionKey for o's own API group: a Cluster API MachineSet's entry is not the
+// Machine API's.
+func (o Object) selectionKey(effective operatorv1.ManagedBootImages) string {
+	group := o.APIGroup
+	if group == "" {
+		group = operatorv1.MachineAPI
+	}
+	return selectionKeyIn(effective, group, o.Resource)
+}
+
+func selectionKeyIn(effective operatorv1.ManagedBootImages, group operatorv1.MachineManagerMachineSetsAPIGroupType, resource operatorv1.MachineManagerMachineSetsResourceType) string {
+	entry, ok := findEntryIn(effective.MachineManagers, group, resource)
 	if !ok {
 		return ""
 	}

@@ -27,6 +27,11 @@ const (
 	ManagedBootImagesVSphere configv1.FeatureGateName = "ManagedBootImagesvSphere"
 )
 
+// ManagedBootImagesAWSCAPI turns on boot image updates of Cluster API MachineSets and
+// MachineDeployments (openshift/api PR #2990, not yet in the pinned version). openshift/api gates
+// only AWS with it; GCP and Azure follow it until they have their own.
+const ManagedBootImagesAWSCAPI configv1.FeatureGateName = "ManagedBootImagesAWSCAPI"
+
 // Defaults is what a gate means when the cluster's FeatureGate lists it neither enabled nor
 // disabled. The per-platform gates were removed once GA, so their absence means on. The CPMS gate
 // stays off when absent: a wrong "on" could replace the control plane. Skew enforcement blocks
@@ -38,6 +43,7 @@ var Defaults = map[configv1.FeatureGateName]bool{
 	ManagedBootImagesAWS:     true,
 	ManagedBootImagesAzure:   true,
 	ManagedBootImagesVSphere: true,
+	ManagedBootImagesAWSCAPI: false,
 }
 
 // Gates is the set of feature gates in force for one release version.

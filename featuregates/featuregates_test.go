@@ -49,6 +49,6 @@ var _ = Describe("Gates", func() {
 
 	It("prints a stable summary", func() {
 		gates, _ := fg.FromFeatureGate(gate, "4.20.3")
-		Expect(gates.String()).To(Equal("BootImageSkewEnforcement=off,ManagedBootImages=on,ManagedBootImagesAWS=off,ManagedBootImagesAzure=on,ManagedBootImagesCPMS=on,ManagedBootImagesvSphere=on"))
+		Expect(gates.String()).To(Equal("BootImageSkewEnforcement=off,ManagedBootImages=on,ManagedBootImagesAWS=off,ManagedBootImagesAWSCAPI=off,ManagedBootImagesAzure=on,ManagedBootImagesCPMS=on,ManagedBootImagesvSphere=on"))
 	})
 })
