@@ -266,6 +266,19 @@ func createMachineSets(names ...string) {
 	}
 }
 
+// takeOver stalls first's lease renewals, starts a second replica and returns it once it holds
+// the Lease; from then on first's writes and Lease writes are recorded.
+func takeOver(first *replica, firstID string) *replica {
+	GinkgoHelper()
+	first.stall.stalled.Store(true)
+	second := startReplica(true)
+	Eventually(holder).ShouldNot(Equal(firstID))
+	takeover := time.Now()
+	first.writes.since.Store(&takeover)
+	first.stall.leaseWrites.since.Store(&takeover)
+	return second
+}
+
 var _ = Describe("A leader whose lease renewals stall", func() {
 	It("makes no write once another identity holds the Lease, and stops", func() {
 		createMachineSets("first-wave")
@@ -278,12 +291,7 @@ var _ = Describe("A leader whose lease renewals stall", func() {
 		Eventually(gcpImageOf("first-wave")).Should(Equal(fixtures.NewGCPImage))
 
 		// Its renewals stall; its workers go on. A second replica takes the Lease once it expires.
-		first.stall.stalled.Store(true)
-		second := startReplica(true)
-		Eventually(holder).ShouldNot(Equal(firstID))
-		takeover := time.Now()
-		first.writes.since.Store(&takeover)
-		first.stall.leaseWrites.since.Store(&takeover)
+		second := takeOver(first, firstID)
 		Eventually(second.mgr.Elected()).Should(BeClosed())
 
 		// Work for whoever leads: new MachineSets to update and status to write.
@@ -326,12 +334,7 @@ var _ = Describe("A leader whose lease renewals stall", func() {
 		Eventually(first.writes.held).Should(Receive(&held))
 		GinkgoWriter.Println("Holding", held)
 
-		first.stall.stalled.Store(true)
-		second := startReplica(true)
-		Eventually(holder).ShouldNot(Equal(firstID))
-		takeover := time.Now()
-		first.writes.since.Store(&takeover)
-		first.stall.leaseWrites.since.Store(&takeover)
+		second := takeOver(first, firstID)
 		// As a resumed process or a slow link would, let held writes go if their context allows.
 		first.writes.resume()
 		first.stall.resume()
