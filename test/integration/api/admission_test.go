@@ -69,7 +69,7 @@ var _ = Describe("Shipped ValidatingAdmissionPolicies", Ordered, func() {
 			}
 			probe := fixtures.MachineConfiguration(nil)
 			probe.Name = "second"
-			Eventually(func() error { return k8s.Create(ctx, probe.DeepCopy()) }).Should(Succeed())
+			Eventually(func() error { return fixtures.Create(ctx, k8s, probe.DeepCopy()) }).Should(Succeed())
 			Expect(k8s.Delete(ctx, probe)).To(Succeed())
 		})
 	})
@@ -187,7 +187,8 @@ var _ = Describe("Shipped ValidatingAdmissionPolicies", Ordered, func() {
 		Expect(k8s.DeleteAllOf(ctx, &operatorv1.MachineConfiguration{})).To(Succeed())
 
 		// A status naming Azure with no azure section is Azure, not Azure Stack Hub.
-		infra.Status.PlatformStatus = &configv1.PlatformStatus{Type: configv1.AzurePlatformType}
+		infra.Status = fixtures.Infrastructure(configv1.AzurePlatformType).Status
+		infra.Status.PlatformStatus.Azure = nil
 		Expect(k8s.Status().Update(ctx, infra)).To(Succeed())
 		expectCreate(managers(ms(operatorv1.All), cpms(operatorv1.All)), "")
 	})
