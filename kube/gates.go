@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"os"
 
 	configv1 "github.com/openshift/api/config/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,13 +44,31 @@ func (s GateSource) releaseVersion(ctx context.Context) (string, error) {
 	}
 	cv := &configv1.ClusterVersion{}
 	if err := s.Reader.Get(ctx, client.ObjectKey{Name: "version"}, cv); err != nil {
-		if apierrors.IsNotFound(err) {
-			return "", fmt.Errorf("release version unknown: no --release-version or RELEASE_VERSION and ClusterVersion/version not found")
+		if !apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("reading ClusterVersion/version: %w", err)
 		}
-		return "", fmt.Errorf("reading ClusterVersion/version: %w", err)
+		cv = nil
 	}
-	if cv.Status.Desired.Version == "" {
-		return "", fmt.Errorf("release version unknown: ClusterVersion/version has no status.desired.version")
+	return ReleaseVersion("", cv)
+}
+
+// ReleaseVersionEnv names the running release in the operator's Deployment, as in the MCO's.
+const ReleaseVersionEnv = "RELEASE_VERSION"
+
+// DefaultReleaseVersion is the default of --release-version in both front ends: $RELEASE_VERSION.
+func DefaultReleaseVersion() string { return os.Getenv(ReleaseVersionEnv) }
+
+// ReleaseVersion is the release whose feature gates apply, as both front ends choose it: explicit
+// (--release-version, by default $RELEASE_VERSION), else ClusterVersion cv's
+// status.desired.version; cv is nil when there is none. The error says what is missing.
+func ReleaseVersion(explicit string, cv *configv1.ClusterVersion) (string, error) {
+	switch {
+	case explicit != "":
+		return explicit, nil
+	case cv == nil:
+		return "", fmt.Errorf("release version unknown: no --release-version or %s and ClusterVersion/version not found", ReleaseVersionEnv)
+	case cv.Status.Desired.Version == "":
+		return "", fmt.Errorf("release version unknown: no --release-version or %s and ClusterVersion/version has no status.desired.version", ReleaseVersionEnv)
 	}
 	return cv.Status.Desired.Version, nil
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -76,6 +77,83 @@ func (f *Fence) Check() error {
 		return fmt.Errorf("%w: %s", ErrFenced, f.reason)
 	}
 	return nil
+}
+
+// closesAt returns when the fence closes unless the lease is renewed first: the last renewal's
+// send time plus the lease duration, less the margin. It fails with ErrFenced when closed.
+func (f *Fence) closesAt() (time.Time, error) {
+	if err := f.Check(); err != nil {
+		return time.Time{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.renewed.Add(f.leaseDuration - f.margin), nil
+}
+
+// Context returns ctx with a deadline at the fence's closing time as of now, for one fenced step:
+// a request not sent by then is never sent, and one still in flight is cancelled then. It fails
+// with ErrFenced when the fence is closed. A nil fence returns ctx unchanged.
+func (f *Fence) Context(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	if f == nil {
+		return ctx, func() {}, nil
+	}
+	closes, err := f.closesAt()
+	if err != nil {
+		return ctx, func() {}, err
+	}
+	ctx, cancel := context.WithDeadlineCause(ctx, closes, ErrFenced)
+	return ctx, cancel, nil
+}
+
+// Send checks, as a request is about to leave the process, that the fence is open and that the
+// request's own deadline has not passed: after a pause the wall clock is past a deadline whose
+// timer has not fired yet.
+func (f *Fence) Send(ctx context.Context) error {
+	if f == nil {
+		return nil
+	}
+	if err := f.Check(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return fmt.Errorf("%w: the request's deadline passed before it was sent", context.DeadlineExceeded)
+	}
+	return nil
+}
+
+// Bind returns ctx cancelled, with cause ErrFenced, once the fence closes, however often the
+// lease is renewed before: for a step that may outlast one lease, such as an upload, whose
+// requests Send checks as they go.
+func (f *Fence) Bind(ctx context.Context) (context.Context, context.CancelFunc) {
+	if f == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-f.Lost():
+			cancel(ErrFenced)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(context.Canceled) }
+}
+
+type fenceKey struct{}
+
+// NewContext returns ctx carrying f, for the code that makes requests without the manager's
+// client (the vCenter adapter) to fence them with f.Context and f.Send.
+func NewContext(ctx context.Context, f *Fence) context.Context {
+	if f == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, fenceKey{}, f)
+}
+
+// FromContext returns the fence ctx carries; nil, which refuses nothing, when there is none.
+func FromContext(ctx context.Context) *Fence {
+	f, _ := ctx.Value(fenceKey{}).(*Fence)
+	return f
 }
 
 // Lost is closed once the lease is known lost: not renewed in time, or held by another identity
@@ -231,76 +309,76 @@ func (f *Fence) Client(c client.WithWatch) client.WithWatch {
 	if f == nil {
 		return c
 	}
-	check := func(ctx context.Context, verb string, obj any) error {
-		err := f.Check()
+	// fenced runs write with a context whose deadline is the fence's closing time: it waits in
+	// the client's rate limiter and on the wire only as long as the lease surely lasts.
+	fenced := func(ctx context.Context, verb string, obj any, write func(context.Context) error) error {
+		wctx, cancel, err := f.Context(ctx)
 		if err != nil {
 			logf.FromContext(ctx).Info("Write refused: the leader lease is not surely held", "verb", verb, "object", describe(obj), "reason", err.Error())
+			return err
 		}
-		return err
+		defer cancel()
+		return write(wctx)
 	}
 	return interceptor.NewClient(c, interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			if err := check(ctx, "create", obj); err != nil {
-				return err
-			}
-			return c.Create(ctx, obj, opts...)
+			return fenced(ctx, "create", obj, func(ctx context.Context) error { return c.Create(ctx, obj, opts...) })
 		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			if err := check(ctx, "update", obj); err != nil {
-				return err
-			}
-			return c.Update(ctx, obj, opts...)
+			return fenced(ctx, "update", obj, func(ctx context.Context) error { return c.Update(ctx, obj, opts...) })
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			if err := check(ctx, "patch", obj); err != nil {
-				return err
-			}
-			return c.Patch(ctx, obj, patch, opts...)
+			return fenced(ctx, "patch", obj, func(ctx context.Context) error { return c.Patch(ctx, obj, patch, opts...) })
 		},
 		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			if err := check(ctx, "apply", obj); err != nil {
-				return err
-			}
-			return c.Apply(ctx, obj, opts...)
+			return fenced(ctx, "apply", obj, func(ctx context.Context) error { return c.Apply(ctx, obj, opts...) })
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			if err := check(ctx, "delete", obj); err != nil {
-				return err
-			}
-			return c.Delete(ctx, obj, opts...)
+			return fenced(ctx, "delete", obj, func(ctx context.Context) error { return c.Delete(ctx, obj, opts...) })
 		},
 		DeleteAllOf: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteAllOfOption) error {
-			if err := check(ctx, "deletecollection", obj); err != nil {
-				return err
-			}
-			return c.DeleteAllOf(ctx, obj, opts...)
+			return fenced(ctx, "deletecollection", obj, func(ctx context.Context) error { return c.DeleteAllOf(ctx, obj, opts...) })
 		},
 		SubResourceCreate: func(ctx context.Context, c client.Client, sub string, obj, subObj client.Object, opts ...client.SubResourceCreateOption) error {
-			if err := check(ctx, "create "+sub, obj); err != nil {
-				return err
-			}
-			return c.SubResource(sub).Create(ctx, obj, subObj, opts...)
+			return fenced(ctx, "create "+sub, obj, func(ctx context.Context) error { return c.SubResource(sub).Create(ctx, obj, subObj, opts...) })
 		},
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			if err := check(ctx, "update "+sub, obj); err != nil {
-				return err
-			}
-			return c.SubResource(sub).Update(ctx, obj, opts...)
+			return fenced(ctx, "update "+sub, obj, func(ctx context.Context) error { return c.SubResource(sub).Update(ctx, obj, opts...) })
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			if err := check(ctx, "patch "+sub, obj); err != nil {
-				return err
-			}
-			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			return fenced(ctx, "patch "+sub, obj, func(ctx context.Context) error { return c.SubResource(sub).Patch(ctx, obj, patch, opts...) })
 		},
 		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-			if err := check(ctx, "apply "+sub, obj); err != nil {
-				return err
-			}
-			return c.SubResource(sub).Apply(ctx, obj, opts...)
+			return fenced(ctx, "apply "+sub, obj, func(ctx context.Context) error { return c.SubResource(sub).Apply(ctx, obj, opts...) })
 		},
 	})
 }
+
+// RoundTripper returns next with every write request (any method but GET, HEAD and OPTIONS)
+// checked by Send as it is about to leave the process: one that waited past the fence's
+// closing, in a queue or in a paused process, is refused there.
+func (f *Fence) RoundTripper(next http.RoundTripper) http.RoundTripper {
+	if f == nil {
+		return next
+	}
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		switch req.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		default:
+			if err := f.Send(req.Context()); err != nil {
+				if req.Body != nil {
+					_ = req.Body.Close()
+				}
+				return nil, err
+			}
+		}
+		return next.RoundTrip(req)
+	})
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 func describe(obj any) string {
 	if o, ok := obj.(client.Object); ok {
@@ -309,9 +387,11 @@ func describe(obj any) string {
 	return fmt.Sprintf("%T", obj)
 }
 
-// Configure fences the manager opts describes: its client refuses writes while the lease is not
-// surely held, through a lease lock it builds as controller-runtime would. It returns nil, and
-// changes nothing, without leader election. opts.NewClient must be unset.
+// Configure fences the manager opts describes, through a lease lock it builds as
+// controller-runtime would: its client refuses writes while the lease is not surely held, gives
+// each a deadline at the fence's closing time and checks it again as the request is sent; the
+// context of its runnables carries the fence (FromContext) for requests made without that client.
+// It returns nil, and changes nothing, without leader election. opts.NewClient must be unset.
 func Configure(cfg *rest.Config, opts *ctrl.Options, margin time.Duration) (*Fence, error) {
 	if !opts.LeaderElection {
 		return nil, nil
@@ -352,11 +432,28 @@ func Configure(cfg *rest.Config, opts *ctrl.Options, margin time.Duration) (*Fen
 	f := NewFence(*opts.LeaseDuration, margin)
 	opts.LeaderElectionResourceLockInterface = f.Lock(lock)
 	opts.NewClient = func(config *rest.Config, options client.Options) (client.Client, error) {
+		if options.HTTPClient != nil {
+			hc := *options.HTTPClient
+			hc.Transport = f.RoundTripper(hc.Transport)
+			options.HTTPClient = &hc
+		} else {
+			config = rest.CopyConfig(config)
+			config.Wrap(f.RoundTripper)
+		}
 		c, err := client.NewWithWatch(config, options)
 		if err != nil {
 			return nil, err
 		}
 		return f.Client(c), nil
+	}
+	// The runnables' context carries the fence, for the requests of cloud adapters.
+	base := opts.BaseContext
+	opts.BaseContext = func() context.Context {
+		ctx := context.Background()
+		if base != nil {
+			ctx = base()
+		}
+		return NewContext(ctx, f)
 	}
 	return f, nil
 }

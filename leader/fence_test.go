@@ -3,6 +3,7 @@ package leader
 import (
 	"context"
 	"errors"
+	"net/http"
 	"testing"
 	"time"
 
@@ -108,5 +109,66 @@ func TestNilFenceRefusesNothing(t *testing.T) {
 	var f *Fence
 	if err := f.Check(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A write that passed the fence in time but waited on the way out past its closing time (a
+// paused process, a full queue) is refused as it is sent, and carried the closing time as its
+// deadline.
+func TestFencedWriteCarriesTheClosingTimeAndIsCheckedAsItIsSent(t *testing.T) {
+	f := NewFence(400*time.Millisecond, 100*time.Millisecond)
+	sent := time.Now()
+	if err := f.Lock(&memoryLock{id: "a"}).Create(context.Background(), ours("a")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel, err := f.Context(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	if d, ok := ctx.Deadline(); !ok || d.Before(sent) || d.After(time.Now().Add(300*time.Millisecond)) {
+		t.Fatalf("deadline %v, want the fence's closing time, within 300ms of the renewal", d)
+	}
+	var reached int
+	rt := f.RoundTripper(roundTripperFunc(func(*http.Request) (*http.Response, error) {
+		reached++
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+	}))
+	req := func(method string) *http.Request {
+		r, _ := http.NewRequestWithContext(ctx, method, "https://api.example.com/apis/machine.openshift.io/v1beta1/machinesets", nil)
+		return r
+	}
+	if _, err := rt.RoundTrip(req(http.MethodPatch)); err != nil || reached != 1 {
+		t.Fatalf("open fence: %v, %d sent", err, reached)
+	}
+	<-ctx.Done()
+	if !errors.Is(context.Cause(ctx), ErrFenced) {
+		t.Fatalf("cause %v, want ErrFenced", context.Cause(ctx))
+	}
+	if _, err := rt.RoundTrip(req(http.MethodPatch)); !errors.Is(err, ErrFenced) || reached != 1 {
+		t.Fatalf("past the closing time: %v, %d sent", err, reached)
+	}
+	if _, _, err := f.Context(context.Background()); !errors.Is(err, ErrFenced) {
+		t.Fatalf("a new fenced step: %v, want ErrFenced", err)
+	}
+	// Reads are not writes: a standby reads.
+	if _, err := rt.RoundTrip(req(http.MethodGet)); err != nil || reached != 2 {
+		t.Fatalf("a read: %v, %d sent", err, reached)
+	}
+}
+
+func TestFenceTravelsInTheContext(t *testing.T) {
+	f := NewFence(time.Hour, time.Minute)
+	if got := FromContext(NewContext(context.Background(), f)); got != f {
+		t.Fatalf("FromContext = %p, want %p", got, f)
+	}
+	if FromContext(context.Background()) != nil {
+		t.Fatal("a context without a fence carries one")
+	}
+	// Without one, nothing is fenced.
+	ctx, cancel, err := FromContext(context.Background()).Context(context.Background())
+	defer cancel()
+	if _, ok := ctx.Deadline(); ok || err != nil || FromContext(ctx).Send(ctx) != nil {
+		t.Fatal("a nil fence bounded a step")
 	}
 }

@@ -16,30 +16,64 @@ import (
 // images, so GCP pre-flight checks are skipped.
 type Static struct {
 	AMIs []bootimage.AWSImage
+	// Source names where the list comes from; an AMI not in it is said to be missing there, an
+	// error, since nothing says whether EC2 has it.
+	Source string
 }
 
-// LoadStatic reads a JSON array of AMIs from path.
+// describeImagesOutput is the output of `aws ec2 describe-images`: one region's images, without it.
+type describeImagesOutput struct {
+	Images []struct {
+		ImageID, OwnerID, Name, Description, CreationDate, State string
+	} `json:"Images"`
+}
+
+// LoadStatic reads the AMIs of path: the output of `aws ec2 describe-images` ({"Images": [...]},
+// whose images match any region, AMI ids being unique across regions), or a JSON array of
+// bootimage.AWSImage, strictly.
 func LoadStatic(path string) (*Static, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	s := &Static{}
+	s := &Static{Source: path}
+	if trimmed := strings.TrimSpace(string(data)); strings.HasPrefix(trimmed, "{") {
+		var out describeImagesOutput
+		if err := json.Unmarshal(data, &out); err != nil || out.Images == nil {
+			return nil, fmt.Errorf("%s: not the output of aws ec2 describe-images ({\"Images\": [...]}): %v", path, cmpErr(err, "no Images"))
+		}
+		for _, img := range out.Images {
+			s.AMIs = append(s.AMIs, bootimage.AWSImage{ImageID: img.ImageID, OwnerID: img.OwnerID, Name: img.Name,
+				Description: img.Description, CreationDate: img.CreationDate, State: img.State})
+		}
+		return s, nil
+	}
 	dec := json.NewDecoder(strings.NewReader(string(data)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s.AMIs); err != nil {
-		return nil, fmt.Errorf("%s: not a JSON array of {imageId, ownerId, name, description, creationDate, region, state}: %v", path, err)
+		return nil, fmt.Errorf("%s: neither the output of aws ec2 describe-images nor a JSON array of {imageId, ownerId, name, description, creationDate, region, state}: %v", path, err)
 	}
 	return s, nil
 }
 
-// AWSImage implements bootimage.Catalog.
+func cmpErr(err error, otherwise string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return otherwise
+}
+
+// AWSImage implements bootimage.Catalog. An AMI not in the list is an error naming the list.
 func (s *Static) AWSImage(_ context.Context, region, id string) (*bootimage.AWSImage, error) {
 	for i := range s.AMIs {
-		if s.AMIs[i].ImageID == id && s.AMIs[i].Region == region {
+		if s.AMIs[i].ImageID == id && (s.AMIs[i].Region == region || s.AMIs[i].Region == "") {
 			img := s.AMIs[i]
+			img.Region = region
 			return &img, nil
 		}
+	}
+	if s.Source != "" {
+		return nil, fmt.Errorf("AMI %s in %s is not in %s (EC2 was not asked)", id, region, s.Source)
 	}
 	return nil, nil
 }
@@ -48,7 +82,7 @@ func (s *Static) AWSImage(_ context.Context, region, id string) (*bootimage.AWSI
 func (s *Static) AWSMarketplaceImages(_ context.Context, region, product string) ([]bootimage.AWSImage, error) {
 	var out []bootimage.AWSImage
 	for _, img := range s.AMIs {
-		if img.Region == region && img.OwnerID == bootimage.MarketplaceOwner && strings.Contains(img.Name, product) {
+		if (img.Region == region || img.Region == "") && img.OwnerID == bootimage.MarketplaceOwner && strings.Contains(img.Name, product) {
 			out = append(out, img)
 		}
 	}

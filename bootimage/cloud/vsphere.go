@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"path"
@@ -29,6 +30,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/leader"
 )
 
 // VSphereCredentials is a vCenter login, as Secret kube-system/vsphere-creds holds it.
@@ -64,6 +66,10 @@ type VCenters struct {
 	// CallTimeout and TaskTimeout bound each call; zero takes the defaults.
 	CallTimeout, TaskTimeout time.Duration
 
+	// wrapSOAP, when set, wraps the SOAP transport of each new session, inside the fence: tests
+	// hold requests there as a slow network would.
+	wrapSOAP func(soap.RoundTripper) soap.RoundTripper
+
 	logins   singleflight.Group
 	mu       sync.Mutex
 	sessions map[string]*vcenterSession
@@ -79,17 +85,55 @@ type vcenterSession struct {
 	checked atomic.Int64
 }
 
-func (v *VCenters) call(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, cmp.Or(v.CallTimeout, DefaultVCenterCallTimeout))
+func (v *VCenters) call(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	return step(ctx, cmp.Or(v.CallTimeout, DefaultVCenterCallTimeout))
 }
 
-func (v *VCenters) task(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, cmp.Or(v.TaskTimeout, DefaultVCenterTaskTimeout))
+func (v *VCenters) task(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	return step(ctx, cmp.Or(v.TaskTimeout, DefaultVCenterTaskTimeout))
+}
+
+// step bounds one vCenter step by timeout and, in a leader-elected process, by the closing time
+// of the fence ctx carries: a request not sent by then is never sent, one in flight is cancelled.
+func step(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc, error) {
+	fenced, cancelFence, err := leader.FromContext(ctx).Context(ctx)
+	if err != nil {
+		return ctx, func() {}, fmt.Errorf("vCenter: %w", err)
+	}
+	bounded, cancel := context.WithTimeout(fenced, timeout)
+	return bounded, func() { cancel(); cancelFence() }, nil
+}
+
+// fencedSOAP checks the fence of each SOAP request's context as the request is sent.
+type fencedSOAP struct{ next soap.RoundTripper }
+
+func (f fencedSOAP) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
+	if err := leader.FromContext(ctx).Send(ctx); err != nil {
+		return fmt.Errorf("vCenter: %w", err)
+	}
+	return f.next.RoundTrip(ctx, req, res)
+}
+
+// fencedReader fails a read once the fence of ctx is closed: an upload outlasting its lease
+// stops sending.
+type fencedReader struct {
+	io.Reader
+	ctx context.Context
+}
+
+func (r fencedReader) Read(p []byte) (int, error) {
+	if err := leader.FromContext(r.ctx).Send(r.ctx); err != nil {
+		return 0, err
+	}
+	return r.Reader.Read(p)
 }
 
 // VSphereTemplate implements bootimage.VSphereTemplates.
 func (v *VCenters) VSphereTemplate(ctx context.Context, at bootimage.VSphereLocation, name string) (*bootimage.VSphereTemplate, error) {
-	ctx, cancel := v.call(ctx)
+	ctx, cancel, err := v.call(ctx)
+	if err != nil {
+		return nil, err
+	}
 	defer cancel()
 	vm, err := v.findVM(ctx, at, name)
 	if err != nil || vm == nil {
@@ -108,7 +152,10 @@ func (v *VCenters) VSphereTemplate(ctx context.Context, at bootimage.VSphereLoca
 
 // RenameTemplate renames VM from to to, both directly in at.Folder.
 func (v *VCenters) RenameTemplate(ctx context.Context, at bootimage.VSphereLocation, from, to string) error {
-	ctx, cancel := v.task(ctx)
+	ctx, cancel, err := v.task(ctx)
+	if err != nil {
+		return err
+	}
 	defer cancel()
 	vm, err := v.vm(ctx, at, from)
 	if err != nil {
@@ -126,7 +173,10 @@ func (v *VCenters) RenameTemplate(ctx context.Context, at bootimage.VSphereLocat
 
 // DestroyTemplate deletes VM name in at.Folder, if it is there.
 func (v *VCenters) DestroyTemplate(ctx context.Context, at bootimage.VSphereLocation, name string) error {
-	ctx, cancel := v.task(ctx)
+	ctx, cancel, err := v.task(ctx)
+	if err != nil {
+		return err
+	}
 	defer cancel()
 	vm, err := v.findVM(ctx, at, name)
 	if err != nil || vm == nil {
@@ -161,20 +211,32 @@ func (v *VCenters) ImportTemplate(ctx context.Context, imp bootimage.VSphereImpo
 		return fmt.Errorf("OVA %s: expected exactly one network in the OVF descriptor", ovaPath)
 	}
 	// The lookups up to the lease and the steps after the upload are bounded like a task; the
-	// upload itself by ctx alone, since it takes as long as the OVA's size needs.
-	setup, cancel := v.task(ctx)
+	// upload itself, which takes as long as the OVA's size needs, by ctx and by the fence staying
+	// open, renewals included.
+	setup, cancel, err := v.task(ctx)
+	if err != nil {
+		return err
+	}
 	s, lease, info, err := v.startImport(setup, imp, name, string(descriptor), envelope, diskType)
 	cancel()
 	if err != nil {
 		return err
 	}
-	if err := upload(ctx, lease, info, archive); err != nil {
-		abort, cancel := v.call(context.WithoutCancel(ctx))
-		defer cancel()
-		_ = lease.Abort(abort, &types.LocalizedMethodFault{LocalizedMessage: err.Error()})
+	uploading, cancel := leader.FromContext(ctx).Bind(ctx)
+	err = upload(uploading, lease, info, archive)
+	cancel()
+	if err != nil {
+		// A fenced abort: vCenter also ends a lease that is no longer updated.
+		if abort, cancel, ferr := v.call(context.WithoutCancel(ctx)); ferr == nil {
+			_ = lease.Abort(abort, &types.LocalizedMethodFault{LocalizedMessage: err.Error()})
+			cancel()
+		}
 		return err
 	}
-	ctx, cancel = v.task(ctx)
+	ctx, cancel, err = v.task(ctx)
+	if err != nil {
+		return err
+	}
 	defer cancel()
 	vm := object.NewVirtualMachine(s.vim, info.Entity)
 	if secureBootEnabled(envelope) {
@@ -191,6 +253,10 @@ func (v *VCenters) ImportTemplate(ctx context.Context, imp bootimage.VSphereImpo
 	}
 	manager := tags.NewManager(s.rest)
 	for _, tag := range append([]string{imp.InfrastructureName}, imp.TagIDs...) {
+		// The REST API does not go through fencedSOAP.
+		if err := leader.FromContext(ctx).Send(ctx); err != nil {
+			return fmt.Errorf("vCenter: %w", err)
+		}
 		if err := manager.AttachTag(ctx, tag, vm.Reference()); err != nil {
 			return fmt.Errorf("attaching tag %s to %s: %w", tag, name, err)
 		}
@@ -269,7 +335,7 @@ func upload(ctx context.Context, lease *nfc.Lease, info *nfc.LeaseInfo, archive 
 		if err != nil {
 			return fmt.Errorf("OVA: opening %s: %w", item.Path, err)
 		}
-		err = lease.Upload(ctx, item, f, soap.Upload{ContentLength: size})
+		err = lease.Upload(ctx, item, fencedReader{Reader: f, ctx: ctx}, soap.Upload{ContentLength: size})
 		_ = f.Close()
 		if err != nil {
 			return fmt.Errorf("uploading %s: %w", item.Path, err)
@@ -427,7 +493,10 @@ func (v *VCenters) session(ctx context.Context, at bootimage.VSphereLocation) (*
 		return s, nil
 	}
 	ch := v.logins.DoChan(at.Server+"\x00"+creds.Version, func() (any, error) {
-		ctx, cancel := v.call(context.WithoutCancel(ctx))
+		ctx, cancel, err := v.call(context.WithoutCancel(ctx))
+		if err != nil {
+			return nil, err
+		}
 		defer cancel()
 		return v.renew(ctx, at, creds)
 	})
@@ -489,6 +558,10 @@ func (v *VCenters) login(ctx context.Context, at bootimage.VSphereLocation, cred
 	if err != nil {
 		return nil, fmt.Errorf("connecting to vCenter %s: %w", host, err)
 	}
+	if v.wrapSOAP != nil {
+		vim.RoundTripper = v.wrapSOAP(vim.RoundTripper)
+	}
+	vim.RoundTripper = fencedSOAP{next: vim.RoundTripper}
 	user := url.UserPassword(creds.Username, creds.Password)
 	manager := session.NewManager(vim)
 	if err := manager.Login(ctx, user); err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcp"
 	"github.com/bootimage-operator/bootimage-operator/internal/buildinfo"
 	"github.com/bootimage-operator/bootimage-operator/internal/vsphereimport"
+	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/leader"
 	"github.com/bootimage-operator/bootimage-operator/operator"
 )
@@ -90,7 +91,7 @@ func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("bootimage-operator", flag.ContinueOnError)
 	var opts options
 	fs.StringVar(&opts.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Default: $KUBECONFIG, else the in-cluster config.")
-	fs.StringVar(&opts.releaseVersion, "release-version", os.Getenv("RELEASE_VERSION"), "Release version whose feature gates apply. Default: $RELEASE_VERSION, else ClusterVersion/version status.desired.version.")
+	fs.StringVar(&opts.releaseVersion, "release-version", kube.DefaultReleaseVersion(), "Release version whose feature gates apply. Default: $RELEASE_VERSION, else ClusterVersion/version status.desired.version.")
 	fs.BoolVar(&opts.leaderElect, "leader-elect", true, "Hold a Lease in "+leaseNS+" so only one replica acts.")
 	fs.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint (HTTPS; a bearer token allowed to get /metrics is required); \"0\" turns it off.")
 	fs.StringVar(&opts.metricsCertDir, "metrics-cert-dir", "", "Folder holding tls.crt and tls.key of the metrics endpoint, reloaded when they change. Default: a self-signed certificate made at startup.")

@@ -15,11 +15,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// loadFiles reads every YAML or JSON document of paths (files, or folders of *.yaml, *.yml and
-// *.json), unpacking List kinds, into typed objects of scheme.
-func loadFiles(scheme *runtime.Scheme, paths []string) ([]client.Object, error) {
+// loadFiles reads every YAML or JSON document of paths (files, folders of *.yaml, *.yml and
+// *.json, or - for stdin), unpacking List kinds, into typed objects of scheme. It refuses a kind
+// the plan does not read and a field its type does not have, naming the file, document and field.
+func loadFiles(scheme *runtime.Scheme, paths []string, stdin io.Reader) ([]client.Object, error) {
 	var objs []client.Object
 	for _, p := range paths {
+		if p == "-" {
+			got, err := decodeAll(scheme, "stdin", stdin)
+			if err != nil {
+				return nil, err
+			}
+			objs = append(objs, got...)
+			continue
+		}
 		files, err := expand(p)
 		if err != nil {
 			return nil, err
@@ -65,7 +74,11 @@ func loadFile(scheme *runtime.Scheme, path string) ([]client.Object, error) {
 		return nil, err
 	}
 	defer f.Close()
-	dec := utilyaml.NewYAMLOrJSONDecoder(bufio.NewReader(f), 4096)
+	return decodeAll(scheme, path, f)
+}
+
+func decodeAll(scheme *runtime.Scheme, path string, r io.Reader) ([]client.Object, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bufio.NewReader(r), 4096)
 	var objs []client.Object
 	for doc := 1; ; doc++ {
 		u := &unstructured.Unstructured{}
@@ -87,8 +100,7 @@ func loadFile(scheme *runtime.Scheme, path string) ([]client.Object, error) {
 	}
 }
 
-// typed converts u, or each item of a List, into the scheme's type; kinds the plan does not read
-// are dropped.
+// typed converts u, or each item of a List, into the scheme's type, strictly.
 func typed(scheme *runtime.Scheme, u *unstructured.Unstructured) ([]client.Object, error) {
 	if u.IsList() {
 		list, err := u.ToList()
@@ -110,20 +122,25 @@ func typed(scheme *runtime.Scheme, u *unstructured.Unstructured) ([]client.Objec
 		return nil, fmt.Errorf("document has no kind")
 	}
 	if !wanted[gvk.Kind] {
-		return nil, nil
+		return nil, fmt.Errorf("%s %s: not a kind the plan reads (%s)", gvk.Kind, u.GetName(), wantedKinds)
 	}
 	obj, err := scheme.New(gvk)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", gvk, err)
 	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, obj, true); err != nil {
 		return nil, fmt.Errorf("%s %s: %v", gvk.Kind, u.GetName(), err)
 	}
 	return []client.Object{obj.(client.Object)}, nil
 }
 
-// wanted are the kinds a plan reads.
-var wanted = map[string]bool{
-	"Infrastructure": true, "FeatureGate": true, "ClusterVersion": true, "MachineConfiguration": true,
-	"ConfigMap": true, "MachineSet": true, "ControlPlaneMachineSet": true, "Secret": true, "Node": true,
-}
+// wantedKinds are the kinds a plan reads.
+const wantedKinds = "Infrastructure, FeatureGate, ClusterVersion, MachineConfiguration, ConfigMap, MachineSet, ControlPlaneMachineSet, Secret, Node"
+
+var wanted = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range strings.Split(wantedKinds, ", ") {
+		m[k] = true
+	}
+	return m
+}()

@@ -51,7 +51,13 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runWithStdin(ctx, os.Stdin, args, stdout, stderr)
+}
+
+// runWithStdin is run reading stdin from in (`-f -`).
+func runWithStdin(ctx context.Context, in io.Reader, args []string, stdout, stderr io.Writer) int {
 	root := newRootCommand(stdout)
+	root.SetIn(in)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetArgs(args)

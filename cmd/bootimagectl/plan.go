@@ -129,6 +129,27 @@ type Plan struct {
 	Summary bootimage.Summary    `json:"summary"`
 	// Notes say once what the plan cannot see as the operator does, rather than once per item.
 	Notes []string `json:"notes,omitempty"`
+	// degraded says the operator would report BootImageUpdateDegraded beyond the items' errors.
+	degraded bool
+}
+
+// missing names, once each, the inputs the operator reads that are not among in, and what the
+// operator does without them. MachineConfiguration on a cluster is said by selection.
+func (in planInputs) missing() []string {
+	var notes []string
+	if in.featureGate == nil {
+		notes = append(notes, "No FeatureGate/cluster: the feature gates are unknown")
+	}
+	if in.version == nil {
+		notes = append(notes, "No ClusterVersion/version: the operator reports BootImageUpdateDegraded, since it cannot tell whether the cluster is updating nor which release it was installed with; the release version is --release-version or "+kube.ReleaseVersionEnv+" alone")
+	}
+	if in.bootImages == nil {
+		notes = append(notes, fmt.Sprintf("No ConfigMap %s/%s: there is no stream to update to", kube.MCONamespace, kube.BootImagesConfigMapName))
+	}
+	if in.mc == nil && !in.live {
+		notes = append(notes, "No MachineConfiguration/cluster among the inputs: planned with the default selection")
+	}
+	return notes
 }
 
 // plan decides for every MachineSet and ControlPlaneMachineSet with the operator's code.
@@ -136,21 +157,27 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, images boot
 	if in.infra == nil {
 		return Plan{}, fmt.Errorf("no Infrastructure cluster among the inputs: the platform is unknown")
 	}
-	if releaseVersion == "" && in.version != nil {
-		releaseVersion = in.version.Status.Desired.Version
-	}
 	objs := bootimage.ClusterObjects{Infrastructure: in.infra, ClusterVersion: in.version, BootImages: in.bootImages, Images: images, ControlPlaneArch: in.controlPlaneArch}
+	var out Plan
+	out.Notes = in.missing()
+	// As the operator: the ClusterVersion is missing (BootImageUpdateDegraded), whatever else holds.
+	out.degraded = in.version == nil
+	version, err := kube.ReleaseVersion(releaseVersion, in.version)
 	switch {
 	case in.featureGate == nil:
-		objs.GatesError = fmt.Errorf("no FeatureGate cluster among the inputs")
+		objs.GatesError = fmt.Errorf("FeatureGate/cluster not found: feature gates unknown")
+	case err != nil:
+		objs.GatesError = err
 	default:
-		g, err := featuregates.FromFeatureGate(in.featureGate, releaseVersion)
+		g, err := featuregates.FromFeatureGate(in.featureGate, version)
 		objs.GatesError = err
 		if err == nil {
 			objs.Gates = g
 		}
 	}
-	var out Plan
+	if objs.GatesError != nil {
+		out.Notes = append(out.Notes, fmt.Sprintf("Feature gates unknown (%v): the operator updates nothing then, and says so with Event FeatureGatesUnknown", objs.GatesError))
+	}
 	var note string
 	objs.Effective, note = in.selection(objs.Gates)
 	if note != "" {

@@ -38,30 +38,33 @@ the ControlPlaneMachineSet: Update, NoChange, Skip or Error, with the reason, th
 and the target. It reads the cluster (or files, with -f) and writes nothing.
 
 Exit status: 0 when the plan was computed, 1 when an item is an Error (a failed cloud lookup
-is that item's Error CloudLookupFailed; the others are still planned), 2 when the input is
-unusable.`,
+is that item's Error CloudLookupFailed; the others are still planned) or the operator would
+report BootImageUpdateDegraded otherwise (ClusterVersion/version missing), 2 when the input is
+unusable. Every input the operator reads that is missing is named in a note.`,
 		Example: `  bootimagectl plan
   bootimagectl plan -o wide --context admin
   bootimagectl plan --offline --aws-images amis.json -o yaml
   bootimagectl plan -f cluster-dump/ -f machinesets.json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runPlan(cmd.Context(), o, cluster, stdout) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runPlan(cmd.Context(), o, cluster, cmd.InOrStdin(), stdout)
+		},
 	}
 	fs := cmd.Flags()
-	fs.StringArrayVarP(&o.files, "filename", "f", nil, "A YAML or JSON file, or a folder of them (repeatable), to plan instead of the cluster: Infrastructure, FeatureGate, ClusterVersion, MachineConfiguration, ConfigMap, MachineSet, ControlPlaneMachineSet, Secret, Node, and Lists of them. Always offline.")
+	fs.StringArrayVarP(&o.files, "filename", "f", nil, "A YAML or JSON file, a folder of them, or - for stdin (repeatable), to plan instead of the cluster: Infrastructure, FeatureGate, ClusterVersion, MachineConfiguration, ConfigMap, MachineSet, ControlPlaneMachineSet, Secret, Node, and Lists of them; other kinds and unknown fields are refused. Always offline.")
 	fs.BoolVar(&o.offline, "offline", false, "Look no image up in a cloud: only in --aws-images.")
-	fs.StringVar(&o.awsImages, "aws-images", "", "A JSON array of AMIs {imageId, ownerId, name, description, creationDate, region, state} to classify AWS images with, instead of EC2.")
+	fs.StringVar(&o.awsImages, "aws-images", "", "AMIs to classify AWS images with, instead of EC2: the output of `aws ec2 describe-images` ({\"Images\": [...]}), or a JSON array of {imageId, ownerId, name, description, creationDate, region, state}.")
 	fs.StringVar(&o.vcenterCA, "vcenter-ca", "", "PEM CAs to trust for vCenter (default: the system's). vCenter is only read.")
-	fs.StringVar(&o.releaseVersion, "release-version", "", "Release version whose feature gates apply (default: ClusterVersion status.desired.version).")
+	fs.StringVar(&o.releaseVersion, "release-version", kube.DefaultReleaseVersion(), "Release version whose feature gates apply, as the operator takes it. Default: $"+kube.ReleaseVersionEnv+", else ClusterVersion/version status.desired.version.")
 	fs.StringVarP(&o.output, "output", "o", "table", "Output format: table, wide, json or yaml.")
 	return cmd
 }
 
-func runPlan(ctx context.Context, o planOptions, cluster *clusterFlags, stdout io.Writer) error {
+func runPlan(ctx context.Context, o planOptions, cluster *clusterFlags, stdin io.Reader, stdout io.Writer) error {
 	if err := checkOutput(o.output, "table", "wide", "json", "yaml"); err != nil {
 		return err
 	}
-	in, c, err := planSource(ctx, o.files, cluster)
+	in, c, err := planSource(ctx, o.files, cluster, stdin)
 	if err != nil {
 		return unusable("%v", err)
 	}
@@ -87,7 +90,7 @@ func runPlan(ctx context.Context, o planOptions, cluster *clusterFlags, stdout i
 	if err := printPlan(stdout, p, o.output); err != nil {
 		return unusable("%v", err)
 	}
-	if p.Summary.Error > 0 {
+	if p.Summary.Error > 0 || p.degraded {
 		return exitError{code: exitItemErr}
 	}
 	return nil
@@ -95,10 +98,10 @@ func runPlan(ctx context.Context, o planOptions, cluster *clusterFlags, stdout i
 
 // planSource reads the plan's inputs from files or from the cluster; for a cluster it also
 // returns the direct (uncached) client it read them with.
-func planSource(ctx context.Context, files []string, cluster *clusterFlags) (planInputs, client.Reader, error) {
+func planSource(ctx context.Context, files []string, cluster *clusterFlags, stdin io.Reader) (planInputs, client.Reader, error) {
 	scheme := kube.NewScheme()
 	if len(files) > 0 {
-		objs, err := loadFiles(scheme, files)
+		objs, err := loadFiles(scheme, files, stdin)
 		if err != nil {
 			return planInputs{}, nil, err
 		}

@@ -55,10 +55,23 @@ func loadAdmissionPolicies() []client.Object {
 
 var _ = Describe("Shipped ValidatingAdmissionPolicies", Ordered, func() {
 	BeforeAll(func() {
-		for _, obj := range loadAdmissionPolicies() {
+		policies := loadAdmissionPolicies()
+		for _, obj := range policies {
 			Expect(k8s.Create(ctx, obj)).To(Succeed())
-			DeferCleanup(func() { Expect(k8s.Delete(ctx, obj)).To(Succeed()) })
 		}
+		// The suite's other specs create MachineConfigurations right after an Infrastructure, with
+		// no retry: they must not run while the API server still enforces these policies (which
+		// deny while it has not seen the Infrastructure). Leave only once it no longer does: with
+		// no Infrastructure the platform policy denies everything, the name policy "second".
+		DeferCleanup(func() {
+			for _, obj := range policies {
+				Expect(k8s.Delete(ctx, obj)).To(Succeed())
+			}
+			probe := fixtures.MachineConfiguration(nil)
+			probe.Name = "second"
+			Eventually(func() error { return fixtures.Create(ctx, k8s, probe.DeepCopy()) }).Should(Succeed())
+			Expect(k8s.Delete(ctx, probe)).To(Succeed())
+		})
 	})
 	AfterEach(func() {
 		Expect(k8s.DeleteAllOf(ctx, &operatorv1.MachineConfiguration{})).To(Succeed())
@@ -156,6 +169,28 @@ var _ = Describe("Shipped ValidatingAdmissionPolicies", Ordered, func() {
 		Expect(managersPatch(msAll, cpmsAll)()).To(MatchError(ContainSubstring("controlplanemachinesets are only supported on AWS, GCP and Azure, and this cluster runs on BareMetal")))
 		// Turning the refused entry off is allowed.
 		Expect(managersPatch(msNone, cpmsNone)()).To(Succeed())
+	})
+
+	// The param in its barest valid form: an Infrastructure without status, as before the
+	// installer writes it. The policy must neither fail (failurePolicy Fail would deny every
+	// request) nor refuse what it has no reason to refuse.
+	It("guards every optional field of the Infrastructure", func() {
+		infra := &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
+		Expect(k8s.Create(ctx, infra)).To(Succeed())
+		// Opting in is refused with a message that says why; seeing it also shows the API server
+		// evaluates against this Infrastructure, so the creates after it need no retry.
+		expectCreate(managers(ms(operatorv1.All)), "boot image updates for machinesets are only supported on AWS, GCP, Azure and VSphere, and this cluster runs on a platform not known yet (Infrastructure cluster has no status.platformStatus.type)")
+		expectCreate(managers(cpms(operatorv1.All)), "this cluster runs on a platform not known yet")
+		Expect(fixtures.Create(ctx, k8s, fixtures.MachineConfiguration(nil))).To(Succeed(), "no boot image settings")
+		Expect(k8s.DeleteAllOf(ctx, &operatorv1.MachineConfiguration{})).To(Succeed())
+		Expect(fixtures.Create(ctx, k8s, managers(ms(operatorv1.None), cpms(operatorv1.None)))).To(Succeed(), "opting out")
+		Expect(k8s.DeleteAllOf(ctx, &operatorv1.MachineConfiguration{})).To(Succeed())
+
+		// A status naming Azure with no azure section is Azure, not Azure Stack Hub.
+		infra.Status = fixtures.Infrastructure(configv1.AzurePlatformType).Status
+		infra.Status.PlatformStatus.Azure = nil
+		Expect(k8s.Status().Update(ctx, infra)).To(Succeed())
+		expectCreate(managers(ms(operatorv1.All), cpms(operatorv1.All)), "")
 	})
 
 	It("allows only the name cluster", func() {

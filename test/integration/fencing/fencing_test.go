@@ -1,6 +1,7 @@
 // Package fencing runs two leader-elected operators on one API server and stalls the first one's
-// lease renewals, as a paused process or a proxy holding its renew requests would: once another
-// identity holds the Lease, the first must make no write.
+// lease renewals, as a paused process or a proxy holding its renew requests would, while one of
+// its writes is held on the way out: once another identity holds the Lease, no write of the
+// first may have landed, the held one included.
 package fencing_test
 
 import (
@@ -58,6 +59,7 @@ func TestFencing(t *testing.T) {
 var _ = BeforeSuite(func() {
 	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(GinkgoWriter), textlogger.Verbosity(1))))
 	env = testenv.StartForSpecs(testenv.Options{})
+	Expect(fixtures.Create(ctx, env.Client, fixtures.GCPCluster()...)).To(Succeed())
 })
 
 // stall holds every request while set, ignoring the request's context as a paused process
@@ -90,19 +92,36 @@ func (s *stall) resume() {
 	})
 }
 
-// writes records the write requests a process sends after since is set.
+// writes sits where the network is, after the fence's last check: while holding, it holds each
+// write until released or until the request's context ends, as a slow link or a process paused
+// mid-write would; it records the write requests sent on after since is set.
 type writes struct {
-	next  http.RoundTripper
-	since atomic.Pointer[time.Time]
-	mu    sync.Mutex
-	sent  []string
+	next    http.RoundTripper
+	since   atomic.Pointer[time.Time]
+	holding atomic.Bool
+	held    chan string
+	release chan struct{}
+	mu      sync.Mutex
+	sent    []string
 }
 
 func (w *writes) RoundTrip(req *http.Request) (*http.Response, error) {
-	// Events are not fenced (the recorder has its own client); every other write sent is counted.
-	if !strings.Contains(req.URL.Path, "/events") {
-		w.record(req)
+	// Events are not fenced (the recorder has its own client); every other write is.
+	if strings.Contains(req.URL.Path, "/events") || req.Method == http.MethodGet {
+		return w.next.RoundTrip(req)
 	}
+	if w.holding.Load() {
+		select {
+		case w.held <- req.Method + " " + req.URL.Path:
+		default:
+		}
+		select {
+		case <-w.release:
+		case <-req.Context().Done():
+			return nil, context.Cause(req.Context())
+		}
+	}
+	w.record(req)
 	return w.next.RoundTrip(req)
 }
 
@@ -130,9 +149,12 @@ type replica struct {
 	ended  chan struct{}
 }
 
-func startReplica() *replica {
+// startReplica starts a replica; with stopOnLoss it runs as cmd/bootimage-operator does
+// (leader.Start stops it once the lease is known lost), else as an embedder's manager, which
+// runs on until client-go's renew loop gives up: only the fence stands between it and a write.
+func startReplica(stopOnLoss bool) *replica {
 	GinkgoHelper()
-	r := &replica{stall: &stall{thaw: make(chan struct{})}, writes: &writes{}, ended: make(chan struct{})}
+	r := &replica{stall: &stall{thaw: make(chan struct{})}, writes: &writes{held: make(chan string, 1), release: make(chan struct{})}, ended: make(chan struct{})}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { r.writes.next = rt; return r.writes })
 	lockCfg := rest.CopyConfig(env.Config)
@@ -150,14 +172,26 @@ func startReplica() *replica {
 	runCtx, cancel := context.WithCancel(ctx)
 	go func() {
 		defer close(r.ended)
-		r.err = leader.Start(runCtx, r.mgr, r.fence)
+		if stopOnLoss {
+			r.err = leader.Start(runCtx, r.mgr, r.fence)
+		} else {
+			r.err = r.mgr.Start(runCtx)
+		}
 	}()
 	DeferCleanup(func() {
 		cancel()
 		r.stall.resume()
+		r.writes.resume()
 		Eventually(r.ended, "40s").Should(BeClosed())
 	})
 	return r
+}
+
+// resume lets held writes go, if their context still allows.
+func (w *writes) resume() {
+	if w.holding.CompareAndSwap(true, false) {
+		close(w.release)
+	}
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -221,34 +255,47 @@ func machineSetWrites() func() map[string]int {
 	}
 }
 
+func createMachineSets(names ...string) {
+	GinkgoHelper()
+	for _, name := range names {
+		Expect(fixtures.Create(ctx, env.Client, fixtures.MachineSet(name, fixtures.GCPProviderSpec(fixtures.OldGCPImage)))).To(Succeed())
+	}
+}
+
+// takeOver stalls first's lease renewals, starts a second replica and returns it once it holds
+// the Lease; from then on first's writes and Lease writes are recorded.
+func takeOver(first *replica, firstID string) *replica {
+	GinkgoHelper()
+	first.stall.stalled.Store(true)
+	second := startReplica(true)
+	Eventually(holder).ShouldNot(Equal(firstID))
+	takeover := time.Now()
+	first.writes.since.Store(&takeover)
+	first.stall.leaseWrites.since.Store(&takeover)
+	return second
+}
+
 var _ = Describe("A leader whose lease renewals stall", func() {
 	It("makes no write once another identity holds the Lease, and stops", func() {
-		Expect(fixtures.Create(ctx, env.Client, fixtures.GCPCluster(
-			fixtures.MachineSet("first-wave", fixtures.GCPProviderSpec(fixtures.OldGCPImage)))...)).To(Succeed())
+		createMachineSets("first-wave")
 		counted := machineSetWrites()
 
-		first := startReplica()
+		first := startReplica(true)
 		Eventually(first.mgr.Elected()).Should(BeClosed())
 		firstID := holder()
 		Expect(firstID).NotTo(BeEmpty())
 		Eventually(gcpImageOf("first-wave")).Should(Equal(fixtures.NewGCPImage))
 
 		// Its renewals stall; its workers go on. A second replica takes the Lease once it expires.
-		first.stall.stalled.Store(true)
-		second := startReplica()
-		Eventually(holder).ShouldNot(Equal(firstID))
-		takeover := time.Now()
-		first.writes.since.Store(&takeover)
-		first.stall.leaseWrites.since.Store(&takeover)
+		second := takeOver(first, firstID)
 		Eventually(second.mgr.Elected()).Should(BeClosed())
 
 		// Work for whoever leads: new MachineSets to update and status to write.
 		var wave []string
 		for i := range 10 {
-			name := fmt.Sprintf("second-wave-%d", i)
-			Expect(fixtures.Create(ctx, env.Client, fixtures.MachineSet(name, fixtures.GCPProviderSpec(fixtures.OldGCPImage)))).To(Succeed())
-			wave = append(wave, name)
+			wave = append(wave, fmt.Sprintf("second-wave-%d", i))
 		}
+		createMachineSets(wave...)
 		for _, name := range wave {
 			Eventually(gcpImageOf(name)).Should(Equal(fixtures.NewGCPImage))
 		}
@@ -265,5 +312,36 @@ var _ = Describe("A leader whose lease renewals stall", func() {
 		for _, name := range append(wave, "first-wave") {
 			Expect(counted()[name]).To(Equal(1), "one write of "+name)
 		}
+	})
+
+	// The write a paused process would send on resuming: it left the fence's check in time and
+	// waits on the way out past the lease. Its deadline, the fence's closing time, ends it there;
+	// nothing else does, since this manager is not stopped on loss.
+	It("never sends a write held past the fence's closing time", func() {
+		counted := machineSetWrites()
+		first := startReplica(false)
+		Eventually(first.mgr.Elected()).Should(BeClosed())
+		firstID := holder()
+		Expect(firstID).NotTo(BeEmpty())
+
+		first.writes.holding.Store(true)
+		createMachineSets("held")
+		var held string
+		Eventually(first.writes.held).Should(Receive(&held))
+		GinkgoWriter.Println("Holding", held)
+
+		second := takeOver(first, firstID)
+		// As a resumed process or a slow link would, let held writes go if their context allows.
+		first.writes.resume()
+		first.stall.resume()
+
+		Eventually(second.mgr.Elected()).Should(BeClosed())
+		Eventually(gcpImageOf("held")).Should(Equal(fixtures.NewGCPImage))
+		createMachineSets("after-takeover")
+		Eventually(gcpImageOf("after-takeover")).Should(Equal(fixtures.NewGCPImage))
+		Expect(first.fence.Check()).To(MatchError(leader.ErrFenced))
+		Expect(first.writes.list()).To(BeEmpty(), "no write from the deposed leader after the takeover, the held one included")
+		Expect(first.stall.leaseWrites.list()).To(BeEmpty(), "no Lease write accepted from the deposed leader after the takeover")
+		Expect(counted()).To(Equal(map[string]int{"held": 1, "after-takeover": 1}), "one write of each, by the new leader")
 	})
 })
