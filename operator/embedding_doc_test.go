@@ -11,7 +11,7 @@ import (
 
 // TestEmbeddingExampleCompiles type-checks the example of docs/embedding.md as written: its
 // imports, and its statements in a function that declares what an embedder has at hand (the REST
-// config, logger, registry, scheme and context, the MCO's ctrlctx and version). A drifted
+// config, logger, registry, scheme and context, the MCO's ctrlctx, version and ctrlcommon). A drifted
 // example fails here.
 func TestEmbeddingExampleCompiles(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join("..", "docs", "embedding.md"))
@@ -30,7 +30,7 @@ func TestEmbeddingExampleCompiles(t *testing.T) {
 	imports = strings.TrimPrefix(imports, "import (")
 	// What the embedder's file imports anyway, unless the example does.
 	for _, path := range []string{
-		`"context"`, `"github.com/go-logr/logr"`, `"github.com/prometheus/client_golang/prometheus"`,
+		`"context"`, `"fmt"`, `"github.com/go-logr/logr"`, `"github.com/prometheus/client_golang/prometheus"`,
 		`"k8s.io/apimachinery/pkg/runtime"`, `"k8s.io/client-go/rest"`, `ctrl "sigs.k8s.io/controller-runtime"`,
 		`metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"`,
 	} {
@@ -38,9 +38,10 @@ func TestEmbeddingExampleCompiles(t *testing.T) {
 			imports += "\n\t" + path
 		}
 	}
-	src := "package embedder\n\nimport (" + imports + "\n)\n\n" + `// The MCO's controller context and version package, as the example names them.
+	src := "package embedder\n\nimport (" + imports + "\n)\n\n" + `// The MCO's controller context, version and common packages, as the example names them.
 var ctrlctx struct{ FeatureGatesHandler operator.FeatureGateSet }
 var version struct{ ReleaseVersion string }
+var ctrlcommon struct{ WriteTerminationError func(error) }
 
 func embed(ctx context.Context, restConfig *rest.Config, logger logr.Logger, registry prometheus.Registerer, myScheme *runtime.Scheme) {
 ` + body + "\t_, _ = mgr, err\n}\n"
