@@ -20,6 +20,8 @@ const OpenShiftAPIModule = "github.com/openshift/api"
 const (
 	Default              = "Default"
 	TechPreviewNoUpgrade = "TechPreviewNoUpgrade"
+	DevPreviewNoUpgrade  = "DevPreviewNoUpgrade"
+	CustomNoUpgrade      = "CustomNoUpgrade"
 )
 
 // CRD names one CRD manifest in the openshift/api module: its folder and file name stem. Where the
@@ -117,7 +119,8 @@ func RepoRoot() string { return moduleRoot() }
 // FeatureSets are the feature sets whose CRDs `make manifests` copies.
 var FeatureSets = []string{Default, TechPreviewNoUpgrade}
 
-// WriteCRDs copies the CRDs of every feature set into outDir/<FeatureSet>/, replacing what was there.
+// WriteCRDs copies the CRDs of every feature set into outDir/<FeatureSet>/ as ReadCRD serves them,
+// replacing what was there.
 func WriteCRDs(outDir string) error {
 	for _, fs := range FeatureSets {
 		want, err := CRDPaths(fs)
@@ -132,7 +135,7 @@ func WriteCRDs(outDir string) error {
 			return err
 		}
 		for _, src := range want {
-			data, err := os.ReadFile(src)
+			data, err := ReadCRD(fs, src)
 			if err != nil {
 				return err
 			}

@@ -115,7 +115,8 @@ func (e *Env) WriteKubeconfig(path string) error {
 	return os.WriteFile(path, data, 0o600)
 }
 
-// LoadCRDs reads the CRDs of manifests.CRDs from the openshift/api module for featureSet.
+// LoadCRDs reads the CRDs of manifests.CRDs from the openshift/api module for featureSet, as
+// manifests.ReadCRD serves them.
 func LoadCRDs(featureSet string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	if featureSet == "" {
 		featureSet = manifests.TechPreviewNoUpgrade
@@ -126,7 +127,7 @@ func LoadCRDs(featureSet string) ([]*apiextensionsv1.CustomResourceDefinition, e
 	}
 	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(paths))
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
+		data, err := manifests.ReadCRD(featureSet, p)
 		if err != nil {
 			return nil, err
 		}
