@@ -1,12 +1,10 @@
 package manifests
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -27,15 +25,17 @@ const (
 // capiFeatureSets are the feature sets whose MachineConfiguration CRD gets the patch.
 var capiFeatureSets = []string{TechPreviewNoUpgrade, DevPreviewNoUpgrade, CustomNoUpgrade}
 
+type capiRule struct{ rule, message string }
+
 // capiRules are #2990's item rules, word for word, after the CPMS All/None rule.
-var capiRules = []apiextensionsv1.ValidationRule{
+var capiRules = []capiRule{
 	{
-		Rule:    "self.resource == 'machinedeployments' ? self.apiGroup == 'cluster.x-k8s.io' : true",
-		Message: "the machinedeployments resource is only supported in the cluster.x-k8s.io API group",
+		rule:    "self.resource == 'machinedeployments' ? self.apiGroup == 'cluster.x-k8s.io' : true",
+		message: "the machinedeployments resource is only supported in the cluster.x-k8s.io API group",
 	},
 	{
-		Rule:    "self.resource == 'controlplanemachinesets' ? self.apiGroup == 'machine.openshift.io' : true",
-		Message: "the controlplanemachinesets resource is only supported in the machine.openshift.io API group",
+		rule:    "self.resource == 'controlplanemachinesets' ? self.apiGroup == 'machine.openshift.io' : true",
+		message: "the controlplanemachinesets resource is only supported in the machine.openshift.io API group",
 	},
 }
 
@@ -60,135 +60,98 @@ func ReadCRD(featureSet, path string) ([]byte, error) {
 	if err != nil || !slices.Contains(capiFeatureSets, featureSet) {
 		return data, err
 	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict(data, crd); err != nil {
+	var crd map[string]any
+	if err := yaml.Unmarshal(data, &crd); err != nil {
 		return nil, fmt.Errorf("parsing CRD %s: %w", path, err)
 	}
-	if crd.Name != machineConfigurationsCRD {
+	if name, _, _ := lookup(crd, "metadata", "name"); name != machineConfigurationsCRD {
 		return data, nil
 	}
 	if err := PatchCAPI(crd); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return encodeCRD(crd)
+	// Keys sorted, as openshift/api's generator writes them: the file differs from the original
+	// only where the patch changed it.
+	return yaml.Marshal(crd)
 }
 
-// PatchCAPI adds #2990's enum values and rules to the machineManagers items of spec and status.
-func PatchCAPI(crd *apiextensionsv1.CustomResourceDefinition) error {
-	if len(crd.Spec.Versions) != 1 || crd.Spec.Versions[0].Schema == nil || crd.Spec.Versions[0].Schema.OpenAPIV3Schema == nil {
-		return fmt.Errorf("CRD %s: want one version with a schema, the shape #2990 was written for", crd.Name)
+// PatchCAPI adds #2990's enum values, descriptions and rules to the machineManagers items of spec
+// and status of crd, decoded from YAML.
+func PatchCAPI(crd map[string]any) error {
+	versions, _, err := lookup(crd, "spec", "versions")
+	if list, ok := versions.([]any); err != nil || !ok || len(list) != 1 {
+		return fmt.Errorf("CRD %s: want one version, the shape #2990 was written for", machineConfigurationsCRD)
 	}
-	root := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
-	for _, path := range [][]string{
-		{"spec", "managedBootImages", "machineManagers"},
-		{"status", "managedBootImagesStatus", "machineManagers"},
-	} {
-		if err := editProperty(root, "", path, patchMachineManagers); err != nil {
-			return fmt.Errorf("CRD %s: %w", crd.Name, err)
+	for _, list := range [][]string{{"spec", "managedBootImages"}, {"status", "managedBootImagesStatus"}} {
+		item, at, err := lookup(versions.([]any)[0].(map[string]any),
+			"schema", "openAPIV3Schema", "properties", list[0], "properties", list[1], "properties", "machineManagers", "items")
+		if err != nil {
+			return err
+		}
+		itemNode, ok := item.(map[string]any)
+		if !ok {
+			return fmt.Errorf("%s is not a schema", at)
+		}
+		if err := patchMachineManager(itemNode, at); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-func patchMachineManagers(list *apiextensionsv1.JSONSchemaProps, path string) error {
-	if list.Items == nil || list.Items.Schema == nil {
-		return fmt.Errorf("%s has no items schema", path)
-	}
-	item := list.Items.Schema
+func patchMachineManager(item map[string]any, at string) error {
 	for _, field := range []struct {
 		name, add, after, description string
 	}{
 		{"apiGroup", CAPIGroup, "machine.openshift.io", capiAPIGroupDescription},
 		{"resource", MachineDeploymentsResource, "controlplanemachinesets", capiResourceDescription},
 	} {
-		prop, ok := item.Properties[field.name]
+		prop, propAt, err := lookup(item, "properties", field.name)
+		propNode, ok := prop.(map[string]any)
+		if err != nil || !ok {
+			return fmt.Errorf("%s.properties has no property %s", at, field.name)
+		}
+		enum, _ := propNode["enum"].([]any)
+		if slices.Contains(enum, any(field.add)) {
+			return fmt.Errorf("%s.enum already allows %q: the pinned openshift/api has PR #2990, remove manifests/capi.go", propAt, field.add)
+		}
+		i := slices.Index(enum, any(field.after))
+		if i < 0 {
+			return fmt.Errorf("%s.enum %v lacks %q", propAt, enum, field.after)
+		}
+		propNode["enum"] = slices.Insert(enum, i+1, any(field.add))
+		propNode["description"] = field.description
+	}
+	rules, _ := item["x-kubernetes-validations"].([]any)
+	for _, r := range rules {
+		if rule, _ := r.(map[string]any); slices.ContainsFunc(capiRules, func(c capiRule) bool { return c.rule == rule["rule"] }) {
+			return fmt.Errorf("%s already has the rule %q: the pinned openshift/api has PR #2990, remove manifests/capi.go", at, rule["rule"])
+		}
+	}
+	for _, c := range capiRules {
+		rules = append(rules, map[string]any{"rule": c.rule, "message": c.message})
+	}
+	item["x-kubernetes-validations"] = rules
+	return nil
+}
+
+// lookup returns the value at keys under n, and the path to it for messages, or an error naming
+// the first key that is missing.
+func lookup(n map[string]any, keys ...string) (any, string, error) {
+	var v any = n
+	at := ""
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if at != "" {
+			at += "."
+		}
+		at += k
 		if !ok {
-			return fmt.Errorf("%s.items has no property %s", path, field.name)
+			return nil, at, fmt.Errorf("CRD has no %s", at)
 		}
-		values, err := enumStrings(prop.Enum)
-		if err != nil {
-			return fmt.Errorf("%s.items.%s: %w", path, field.name, err)
-		}
-		if slices.Contains(values, field.add) {
-			return fmt.Errorf("%s.items.%s already allows %q: the pinned openshift/api has PR #2990, remove manifests/capi.go", path, field.name, field.add)
-		}
-		at := slices.Index(values, field.after)
-		if at < 0 {
-			return fmt.Errorf("%s.items.%s enum %v lacks %q", path, field.name, values, field.after)
-		}
-		values = slices.Insert(values, at+1, field.add)
-		if prop.Enum, err = enumJSON(values); err != nil {
-			return err
-		}
-		prop.Description = field.description
-		item.Properties[field.name] = prop
-	}
-	for _, rule := range capiRules {
-		if slices.ContainsFunc(item.XValidations, func(r apiextensionsv1.ValidationRule) bool { return r.Rule == rule.Rule }) {
-			return fmt.Errorf("%s.items already has the rule %q: the pinned openshift/api has PR #2990, remove manifests/capi.go", path, rule.Rule)
+		if v, ok = m[k]; !ok {
+			return nil, at, fmt.Errorf("CRD has no %s", at)
 		}
 	}
-	item.XValidations = append(item.XValidations, capiRules...)
-	return nil
-}
-
-// editProperty applies edit to the property at path under root (at is the path so far, for
-// messages) and writes the copy back: schema properties are held by value.
-func editProperty(root *apiextensionsv1.JSONSchemaProps, at string, path []string, edit func(*apiextensionsv1.JSONSchemaProps, string) error) error {
-	if at != "" {
-		at += "."
-	}
-	at += path[0]
-	prop, ok := root.Properties[path[0]]
-	if !ok {
-		return fmt.Errorf("schema has no property %s", at)
-	}
-	var err error
-	if len(path) == 1 {
-		err = edit(&prop, at)
-	} else {
-		err = editProperty(&prop, at, path[1:], edit)
-	}
-	if err != nil {
-		return err
-	}
-	root.Properties[path[0]] = prop
-	return nil
-}
-
-func enumStrings(enum []apiextensionsv1.JSON) ([]string, error) {
-	out := make([]string, len(enum))
-	for i, v := range enum {
-		if err := json.Unmarshal(v.Raw, &out[i]); err != nil {
-			return nil, fmt.Errorf("enum value %s is not a string", v.Raw)
-		}
-	}
-	return out, nil
-}
-
-func enumJSON(values []string) ([]apiextensionsv1.JSON, error) {
-	out := make([]apiextensionsv1.JSON, len(values))
-	for i, v := range values {
-		raw, err := json.Marshal(v)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = apiextensionsv1.JSON{Raw: raw}
-	}
-	return out, nil
-}
-
-// encodeCRD writes crd as openshift/api's generator does (sorted keys, no status), so the patched
-// file differs from the original only where the patch changed it.
-func encodeCRD(crd *apiextensionsv1.CustomResourceDefinition) ([]byte, error) {
-	raw, err := json.Marshal(crd)
-	if err != nil {
-		return nil, err
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		return nil, err
-	}
-	delete(doc, "status")
-	return yaml.Marshal(doc)
+	return v, at, nil
 }

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -78,13 +77,9 @@ func CRDPaths(featureSet string) ([]string, error) {
 }
 
 var apiDir = sync.OnceValues(func() (string, error) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", OpenShiftAPIModule)
-	cmd.Dir = moduleRoot()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := goCommand(moduleRoot(), "list", "-m", "-f", "{{.Dir}}", OpenShiftAPIModule)
 	if err != nil {
-		return "", fmt.Errorf("locating %s in the module cache (go list -m): %v: %s", OpenShiftAPIModule, err, strings.TrimSpace(stderr.String()))
+		return "", fmt.Errorf("locating %s in the module cache: %w", OpenShiftAPIModule, err)
 	}
 	dir := strings.TrimSpace(string(out))
 	if dir == "" {
