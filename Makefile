@@ -12,14 +12,14 @@ run: build k8s
 # Packages whose tests run under the race detector: the controllers, the domain code they call
 # concurrently and the operator process (which ran twice in one test process). The rest run
 # without it (their envtest suites gain little and cost most).
-RACE_PKGS := ./bootimage/... ./controllers/... ./featuregates/... ./operator/... ./cmd/bootimage-operator/
+RACE_PKGS := ./bootimage/... ./internal/... ./featuregates/... ./operator/... ./cmd/bootimage-operator/
 
 ## test: vet, unit tests and the integration suites on a real kube-apiserver and etcd; the refresh
 ## module on its own (lowest versions) and with the MCO's (hack/ignition-v2.26), and its requirements;
 ## the shipped manifests with Prometheus's parsers (test/manifests); requirements at or below the MCO's.
 test: k8s vet requirements
 	$(GO) test -count=1 -race -timeout 20m $(RACE_PKGS)
-	$(GO) test -count=1 -timeout 20m ./controllers/ -ginkgo.focus='against vcsim' # skipped under -race: controllers/race_test.go
+	$(GO) test -count=1 -timeout 20m ./internal/controllers/ -ginkgo.focus='against vcsim' # skipped under -race: internal/controllers/race_test.go
 	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -vxF "$$($(GO) list $(RACE_PKGS))")
 	cd test/manifests && $(GO) test -count=1 ./...
 	cd refresh && $(GO) test -race -count=1 ./...

@@ -43,14 +43,23 @@ const (
 	InstallConfigConfigMap      = "cluster-config-v1"
 )
 
-// NewScheme returns a scheme with the Kubernetes and OpenShift types the operator reads and writes.
+// AddToScheme adds the Kubernetes and OpenShift types the operator reads and writes to s: the
+// one list of them, for the operator (operator.AddToScheme), bootimagectl and the tests.
+func AddToScheme(s *runtime.Scheme) error {
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, configv1.Install, operatorv1.Install, machinev1beta1.Install, machinev1.Install,
+	} {
+		if err := add(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// NewScheme returns a new scheme with the types of AddToScheme.
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(configv1.Install(s))
-	utilruntime.Must(operatorv1.Install(s))
-	utilruntime.Must(machinev1beta1.Install(s))
-	utilruntime.Must(machinev1.Install(s))
+	utilruntime.Must(AddToScheme(s))
 	return s
 }
 

@@ -26,8 +26,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -39,8 +37,10 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
-	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/internal/controllers"
+	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
+	"github.com/bootimage-operator/bootimage-operator/kube"
 )
 
 // Options are what the embedder gives the operator. Every field is optional.
@@ -59,8 +59,8 @@ type Options struct {
 	// status.desired.version, which during an upgrade is the target release, as library-go's
 	// FeatureGateAccess does for a missing version.
 	ReleaseVersion string
-	// Recorder records the operator's Events. Default: the manager's recorder for
-	// controllers.EventSource.
+	// Recorder records the operator's Events. Default: the manager's core/v1 recorder for
+	// "bootimage-operator".
 	Recorder record.EventRecorder
 	// Clock stamps annotations and times retries. Default: the real clock.
 	Clock clock.PassiveClock
@@ -79,7 +79,7 @@ type Options struct {
 	// CloudRootCAs, when set, are the only CAs trusted for cloud endpoints.
 	CloudRootCAs *x509.CertPool
 	// OVACacheDir is the writable directory for downloaded vSphere OVAs.
-	// Default: controllers.DefaultOVACacheDir.
+	// Default: /var/cache/bootimage-operator (vsphereimport.DefaultOVACacheDir).
 	OVACacheDir string
 	// ClusterOperator, when set, names the ClusterOperator whose Upgradeable condition carries
 	// the boot image skew guard. Inside the MCO leave it empty: its status sync reads the guard.
@@ -110,23 +110,7 @@ func FeatureGateAccess[G FeatureGateSet](access interface{ CurrentFeatureGates()
 }
 
 // AddToScheme adds the types the operator reads and writes to s.
-func AddToScheme(s *runtime.Scheme) error {
-	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, configv1.Install, operatorv1.Install, machinev1beta1.Install, machinev1.Install,
-	} {
-		if err := add(s); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// NewScheme returns a scheme with the types the operator reads and writes.
-func NewScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(AddToScheme(s))
-	return s
-}
+func AddToScheme(s *runtime.Scheme) error { return kube.AddToScheme(s) }
 
 // ManagerOptions returns manager options with what the operator needs: its scheme, a REST mapper
 // that starts without the Machine API, and a cache
@@ -136,16 +120,29 @@ func NewScheme() *runtime.Scheme {
 // its own scheme replaces Scheme after AddToScheme on it.
 func ManagerOptions() ctrl.Options {
 	return ctrl.Options{
-		Scheme: NewScheme(), Cache: CacheOptions(controllers.MCONamespace), NewCache: NewCache(nil),
+		Scheme: kube.NewScheme(), Cache: CacheOptions(kube.MCONamespace), NewCache: NewCache(nil),
 		// Knows the scope of the Machine API types before they are served, so the manager starts
 		// on a cluster without them.
-		MapperProvider: controllers.NewRESTMapper,
+		MapperProvider: crdgate.NewRESTMapper,
 	}
 }
 
 // CacheOptions are the cache restrictions of ManagerOptions with the coreos-bootimages ConfigMap
-// in namespace (Options.Namespace). Use them with NewCache.
-func CacheOptions(namespace string) cache.Options { return controllers.CacheOptionsFor(namespace) }
+// in namespace (Options.Namespace): the namespaces the controllers read, which are also all the
+// shipped RBAC allows. Use them with NewCache.
+func CacheOptions(namespace string) cache.Options {
+	machineAPI := map[string]cache.Config{kube.MachineAPINamespace: {}}
+	return cache.Options{
+		// Nothing reads managedFields from the cache; on a thousand MachineSets they are most of
+		// what it would hold.
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&machinev1beta1.MachineSet{}:        {Namespaces: machineAPI},
+			&machinev1.ControlPlaneMachineSet{}: {Namespaces: machineAPI},
+			&corev1.Secret{}:                    {Namespaces: machineAPI},
+			&corev1.ConfigMap{}:                 {Namespaces: map[string]cache.Config{namespace: {}}},
+		}}
+}
 
 // NewCache wraps newCache (cache.New when nil) so that AddToManager can check the options the
 // manager's cache was built with; AddToManager refuses a cache it cannot check.
@@ -175,7 +172,7 @@ type checkedCache struct {
 // while it leads, if it elects.
 func AddToManager(mgr ctrl.Manager, opts Options) error {
 	if opts.Namespace == "" {
-		opts.Namespace = controllers.MCONamespace
+		opts.Namespace = kube.MCONamespace
 	}
 	if err := Check(mgr, opts.Namespace); err != nil {
 		return err
@@ -190,11 +187,10 @@ func AddToManager(mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("registering the boot image metrics: %w (one registration per registry: pass Options.Metrics)", err)
 		}
 	}
-	return controllers.Setup(mgr, controllers.Config{
+	deps := controllers.Deps{
 		Name:            opts.Name,
 		Logger:          opts.Logger,
 		Gates:           opts.FeatureGates,
-		ReleaseVersion:  opts.ReleaseVersion,
 		Recorder:        opts.Recorder,
 		Clock:           opts.Clock,
 		Metrics:         metrics,
@@ -205,7 +201,20 @@ func AddToManager(mgr ctrl.Manager, opts Options) error {
 		OVACacheDir:     opts.OVACacheDir,
 		ClusterOperator: opts.ClusterOperator,
 		Namespace:       opts.Namespace,
-	})
+	}
+	if deps.Logger.GetSink() == nil {
+		deps.Logger = mgr.GetLogger()
+	}
+	if deps.Gates == nil {
+		deps.Gates = kube.GateSource{Reader: mgr.GetClient(), ReleaseVersion: opts.ReleaseVersion}
+	}
+	if deps.Recorder == nil {
+		deps.Recorder = controllers.EventRecorder(mgr)
+	}
+	if deps.Clock == nil {
+		deps.Clock = clock.RealClock{}
+	}
+	return controllers.Add(mgr, deps)
 }
 
 // needed are the types the operator reads and writes; namespaced ones list only the namespace
@@ -215,9 +224,9 @@ var needed = []struct {
 	namespace string
 	cached    bool
 }{
-	{&machinev1beta1.MachineSet{}, controllers.MachineAPINamespace, true},
-	{&machinev1.ControlPlaneMachineSet{}, controllers.MachineAPINamespace, true},
-	{&corev1.Secret{}, controllers.MachineAPINamespace, true},
+	{&machinev1beta1.MachineSet{}, kube.MachineAPINamespace, true},
+	{&machinev1.ControlPlaneMachineSet{}, kube.MachineAPINamespace, true},
+	{&corev1.Secret{}, kube.MachineAPINamespace, true},
 	{&corev1.ConfigMap{}, "", true},
 	{&operatorv1.MachineConfiguration{}, "", false},
 	{&configv1.FeatureGate{}, "", false},

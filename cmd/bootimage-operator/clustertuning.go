@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/bootimage-operator/bootimage-operator/controllers"
+	"github.com/bootimage-operator/bootimage-operator/kube"
 )
 
 // leaseTimings are the leader election timings.
@@ -46,7 +46,7 @@ type clusterTuning struct {
 // Intermediate profile then apply, as in the MCO.
 func readClusterTuning(ctx context.Context, cfg *rest.Config, log logr.Logger) clusterTuning {
 	tuning := clusterTuning{Lease: haLease}
-	c, err := client.New(cfg, client.Options{Scheme: controllers.NewScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: kube.NewScheme()})
 	if err != nil {
 		log.Info("Using HA lease timings and the Intermediate TLS profile", "reason", err.Error())
 		tuning.TLSProfile, tuning.TLSMinVersion, tuning.TLSCipherSuites = tlsFromProfile(nil)

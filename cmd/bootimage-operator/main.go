@@ -24,8 +24,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcp"
-	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/buildinfo"
+	"github.com/bootimage-operator/bootimage-operator/internal/vsphereimport"
 	"github.com/bootimage-operator/bootimage-operator/leader"
 	"github.com/bootimage-operator/bootimage-operator/operator"
 )
@@ -98,7 +98,7 @@ func parseFlags(args []string) (options, error) {
 	fs.Float64Var(&opts.kubeAPIQPS, "kube-api-qps", defaultKubeAPIQPS, "Requests per second the operator's API client may send.")
 	fs.IntVar(&opts.kubeAPIBurst, "kube-api-burst", defaultKubeAPIBurst, "Requests the operator's API client may send in a burst.")
 	fs.StringVar(&opts.clusterOperator, "cluster-operator-name", "", "ClusterOperator whose Upgradeable condition carries the boot image skew guard; empty (inside the MCO, whose status sync reads the guard) sets none.")
-	fs.StringVar(&opts.ovaCacheDir, "ova-cache-dir", controllers.DefaultOVACacheDir, "Writable directory for downloaded vSphere OVAs.")
+	fs.StringVar(&opts.ovaCacheDir, "ova-cache-dir", vsphereimport.DefaultOVACacheDir, "Writable directory for downloaded vSphere OVAs.")
 	fs.BoolVar(&opts.showVersion, "version", false, "Print the version and exit.")
 	opts.logConfig = textlogger.NewConfig()
 	opts.logConfig.AddFlags(fs)

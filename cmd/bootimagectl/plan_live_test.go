@@ -20,12 +20,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/controllers"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/internal/status"
+	"github.com/bootimage-operator/bootimage-operator/kube"
+	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -138,9 +139,7 @@ var _ = Describe("bootimagectl plan on a cluster", Ordered, func() {
 		Expect(p.Summary.Update).To(BeNumerically(">=", 4), out)
 		planned := plannedOutcomes(p.Items)
 
-		mgr, err := env.StartManager(func(mgr ctrl.Manager) error {
-			return controllers.Setup(mgr, controllers.Config{CloudRootCAs: ec2.RootCAs()})
-		})
+		mgr, err := env.StartOperator(operator.Options{CloudRootCAs: ec2.RootCAs()})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(mgr.Stop)
 		seen := func() []outcome { return observedOutcomes(ctx, env.Client) }
@@ -149,7 +148,7 @@ var _ = Describe("bootimagectl plan on a cluster", Ordered, func() {
 		// decided every MachineSet before the last comparison.
 		Eventually(func() metav1.ConditionStatus {
 			Expect(env.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, mc)).To(Succeed())
-			if c := meta.FindStatusCondition(mc.Status.Conditions, controllers.ConditionBootImageUpdateProgressing); c != nil {
+			if c := meta.FindStatusCondition(mc.Status.Conditions, status.ConditionBootImageUpdateProgressing); c != nil {
 				return c.Status
 			}
 			return metav1.ConditionUnknown
@@ -205,11 +204,11 @@ func plannedOutcomes(items []bootimage.Decision) []outcome {
 func observedOutcomes(ctx context.Context, c client.Client) []outcome {
 	GinkgoHelper()
 	events := &corev1.EventList{}
-	Expect(c.List(ctx, events, client.InNamespace(controllers.MachineAPINamespace))).To(Succeed())
+	Expect(c.List(ctx, events, client.InNamespace(kube.MachineAPINamespace))).To(Succeed())
 	sets := &machinev1beta1.MachineSetList{}
-	Expect(c.List(ctx, sets, client.InNamespace(controllers.MachineAPINamespace))).To(Succeed())
+	Expect(c.List(ctx, sets, client.InNamespace(kube.MachineAPINamespace))).To(Succeed())
 	cpms := &machinev1.ControlPlaneMachineSetList{}
-	Expect(c.List(ctx, cpms, client.InNamespace(controllers.MachineAPINamespace))).To(Succeed())
+	Expect(c.List(ctx, cpms, client.InNamespace(kube.MachineAPINamespace))).To(Succeed())
 
 	var out []outcome
 	observe := func(kind, name string, providerSpec *runtime.RawExtension) {
@@ -222,7 +221,7 @@ func observedOutcomes(ctx context.Context, c client.Client) []outcome {
 		}
 		switch {
 		case last == nil:
-		case last.Reason == controllers.ReasonBootImageUpdated:
+		case last.Reason == "BootImageUpdated": // the Event of an update written
 			o.Action, o.Reason = string(bootimage.Update), bootimage.ReasonImageOutdated
 		default:
 			o.Action, o.Reason, o.Image = string(bootimage.Skip), last.Reason, ""

@@ -27,8 +27,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/controllers"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
 
@@ -44,7 +44,7 @@ var _ = BeforeSuite(func() {
 	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(GinkgoWriter))))
 })
 
-var scheme = controllers.NewScheme()
+var scheme = kube.NewScheme()
 
 // writeYAML writes objs into one multi-document YAML file, as `kubectl get -o yaml` would.
 func writeYAML(path string, objs ...client.Object) {
@@ -299,13 +299,13 @@ var _ = DescribeTable("the image catalogue of a plan says once what it cannot lo
 		Expect(err).NotTo(HaveOccurred())
 		Expect(got).To(HaveExactElements(notes))
 	},
-	Entry("AWS with credentials", configv1.AWSPlatformType, []string{controllers.AWSCredentialsSecret}, true, []string{}),
+	Entry("AWS with credentials", configv1.AWSPlatformType, []string{kube.AWSCredentialsSecret}, true, []string{}),
 	Entry("AWS without", configv1.AWSPlatformType, nil, true, []string{
 		"No Secret openshift-machine-api/aws-cloud-credentials: AMIs cannot be looked up in EC2, by the operator either, so RHCOS AMIs show as CustomImage"}),
 	Entry("GCP without", configv1.GCPPlatformType, nil, true, []string{
 		"No Secret openshift-machine-api/gcp-cloud-credentials: target images are not pre-flight checked, by the operator either"}),
 	Entry("Azure needs none", configv1.AzurePlatformType, nil, true, []string{}),
-	Entry("AWS offline", configv1.AWSPlatformType, []string{controllers.AWSCredentialsSecret}, false, []string{
+	Entry("AWS offline", configv1.AWSPlatformType, []string{kube.AWSCredentialsSecret}, false, []string{
 		"No AMI catalogue (no --aws-images; files and --offline reach no cloud): AMIs other than the stream's are not looked up, so they show as CustomImage"}),
 	Entry("GCP offline", configv1.GCPPlatformType, nil, false, []string{}),
 )

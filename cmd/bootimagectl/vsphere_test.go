@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/controllers"
+	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -71,7 +71,7 @@ var _ = Describe("bootimagectl plan on vSphere", Ordered, func() {
 		env := testenv.StartForSpecs(testenv.Options{})
 		Expect(fixtures.Create(ctx, env.Client, objects...)).To(Succeed())
 		Expect(env.Client.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: controllers.VSphereCredentialsNamespace, Name: controllers.VSphereCredentialsSecret},
+			ObjectMeta: metav1.ObjectMeta{Namespace: kube.VSphereCredentialsNamespace, Name: kube.VSphereCredentialsSecret},
 			StringData: map[string]string{vc.Server + ".username": fakecloud.VCenterUsername, vc.Server + ".password": fakecloud.VCenterPassword},
 		})).To(Succeed())
 		kubeconfig := filepath.Join(GinkgoT().TempDir(), "kubeconfig")

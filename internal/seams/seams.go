@@ -3,7 +3,10 @@
 // only this module's tests can set them.
 package seams
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Hooks are the seams; nil fields do nothing.
 type Hooks struct {
@@ -12,6 +15,16 @@ type Hooks struct {
 	AfterTemplateStep func(step string) error
 	// BeforeMigrationWrite runs just before a migration's patch is sent; an error stops the run.
 	BeforeMigrationWrite func(ctx context.Context, migration string) error
+
+	// The operator's waits, shortened so that a spec need not sit through them; zero keeps the
+	// default. CloudErrorGrace, CloudRetryInterval and CloudRecheckInterval time cloud failures
+	// and cloud-dependent skips; ContestInterval and ContestedWrites ration the status writes
+	// while a second writer is seen; CRDPollInterval is how often missing Machine API CRDs are
+	// looked for.
+	CloudErrorGrace, CloudRetryInterval, CloudRecheckInterval time.Duration
+	ContestInterval                                           time.Duration
+	ContestedWrites                                           int
+	CRDPollInterval                                           time.Duration
 }
 
 type key struct{}

@@ -30,8 +30,9 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/internal/status"
+	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/manifests"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
@@ -168,7 +169,7 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 	start := time.Now()
 	for i := range n {
 		ms := &machinev1beta1.MachineSet{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: controllers.MachineAPINamespace, Name: fmt.Sprintf("worker-%05d", i)}, ms); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: kube.MachineAPINamespace, Name: fmt.Sprintf("worker-%05d", i)}, ms); err != nil {
 			return res, err
 		}
 		patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/resourceVersion","value":%q},{"op":"add","path":"/metadata/labels/bench-floor","value":"done"}]`, ms.ResourceVersion)
@@ -189,7 +190,7 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 
 	// Watches that resume where they stopped: the API server drops a watcher that falls behind a
 	// wave of thousands of writes, and every write must be counted.
-	sets, err := resumingWatch(ctx, c, &machinev1beta1.MachineSetList{}, client.InNamespace(controllers.MachineAPINamespace))
+	sets, err := resumingWatch(ctx, c, &machinev1beta1.MachineSetList{}, client.InNamespace(kube.MachineAPINamespace))
 	if err != nil {
 		return res, err
 	}
@@ -203,7 +204,7 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 
 	// The wave: a new stream, as an upgrade writes it.
 	cm := &corev1.ConfigMap{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: controllers.MCONamespace, Name: controllers.BootImagesConfigMapName}, cm); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: kube.MCONamespace, Name: kube.BootImagesConfigMapName}, cm); err != nil {
 		return res, err
 	}
 	cm.Data = fixtures.BootImagesConfigMap(w.after, fixtures.ReleaseVersion).Data
@@ -304,7 +305,7 @@ func imageOf(ms *machinev1beta1.MachineSet, image func(map[string]any) any) any 
 // progressingFalse reports whether mc says a finished pass over n MachineSets.
 func progressingFalse(n int) func(*operatorv1.MachineConfiguration) bool {
 	return func(mc *operatorv1.MachineConfiguration) bool {
-		c := meta.FindStatusCondition(mc.Status.Conditions, controllers.ConditionBootImageUpdateProgressing)
+		c := meta.FindStatusCondition(mc.Status.Conditions, status.ConditionBootImageUpdateProgressing)
 		return c != nil && c.Status == metav1.ConditionFalse && c.Message == fmt.Sprintf("Reconciled %d of %d MAPI MachineSets (0 skipped) | Reconciled 0 of 0 ControlPlaneMachineSets (0 skipped)", n, n)
 	}
 }
@@ -315,7 +316,7 @@ func waitFor(ctx context.Context, c client.Client, ok func(*operatorv1.MachineCo
 	defer tick.Stop()
 	for {
 		mc := &operatorv1.MachineConfiguration{}
-		if err := c.Get(ctx, client.ObjectKey{Name: controllers.MachineConfigurationName}, mc); err == nil && ok(mc) {
+		if err := c.Get(ctx, client.ObjectKey{Name: kube.MachineConfigurationName}, mc); err == nil && ok(mc) {
 			return nil
 		}
 		select {

@@ -5,15 +5,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
+	"github.com/bootimage-operator/bootimage-operator/operator"
 )
 
-// Manager is a running controller-runtime manager for one test.
+// Manager is a running controller-runtime manager running the operator for one test.
 type Manager struct {
 	ctrl.Manager
 	cancel context.CancelFunc
@@ -22,30 +23,36 @@ type Manager struct {
 	err    error
 }
 
-// StartManager starts a manager on the control plane, with metrics, probes and leader election
-// off, after setup registered its controllers. Stop it with Stop.
-func (e *Env) StartManager(setup func(ctrl.Manager) error) (*Manager, error) {
-	return e.StartManagerWithHooks(seams.Hooks{}, setup)
+// ManagerOptions are operator.ManagerOptions() as a test runs them: metrics serving and probes
+// off, controller names reusable (each test starts its own manager), and hooks in the context
+// the manager gives its controllers.
+func ManagerOptions(hooks seams.Hooks) ctrl.Options {
+	opts := operator.ManagerOptions()
+	opts.BaseContext = func() context.Context { return seams.With(context.Background(), hooks) }
+	opts.Metrics = metricsserver.Options{BindAddress: "0"}
+	opts.HealthProbeBindAddress = "0"
+	skip := true
+	opts.Controller = config.Controller{SkipNameValidation: &skip}
+	return opts
 }
 
-// StartManagerWithHooks is StartManager with the operator's test seams in the context the
-// manager gives its controllers.
-func (e *Env) StartManagerWithHooks(hooks seams.Hooks, setup func(ctrl.Manager) error) (*Manager, error) {
-	skip := true
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
-		BaseContext:            func() context.Context { return seams.With(context.Background(), hooks) },
-		Scheme:                 e.Scheme,
-		Cache:                  controllers.CacheOptions(),
-		MapperProvider:         controllers.NewRESTMapper,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// Each test starts its own manager with the same controller names.
-		Controller: config.Controller{SkipNameValidation: &skip},
-	})
+// StartOperator starts a manager on the control plane as an embedder builds it (ManagerOptions,
+// operator.AddToManager with opts), without leader election. opts.Metrics defaults to a
+// registry of its own: a registry takes the operator's metrics once. Stop it with Stop.
+func (e *Env) StartOperator(opts operator.Options) (*Manager, error) {
+	return e.StartOperatorWithHooks(seams.Hooks{}, opts)
+}
+
+// StartOperatorWithHooks is StartOperator with the operator's test seams.
+func (e *Env) StartOperatorWithHooks(hooks seams.Hooks, opts operator.Options) (*Manager, error) {
+	mgr, err := ctrl.NewManager(e.Config, ManagerOptions(hooks))
 	if err != nil {
 		return nil, err
 	}
-	if err := setup(mgr); err != nil {
+	if opts.Metrics == nil {
+		opts.Metrics = prometheus.NewRegistry()
+	}
+	if err := operator.AddToManager(mgr, opts); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/bootimage-operator/bootimage-operator/controllers"
+	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/manifests"
 )
 
@@ -82,7 +82,7 @@ func Start(opts Options) (*Env, error) {
 			opts.MutateCRD(crd)
 		}
 	}
-	scheme := controllers.NewScheme()
+	scheme := kube.NewScheme()
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    binDir,
 		CRDs:                     crds,

@@ -28,8 +28,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/internal/status"
+	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/manifests"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
@@ -132,7 +133,7 @@ func seed(ctx context.Context, env *testenv.Env, ec2URL string) ([]client.Object
 	}
 	objs = append(objs, fixtures.WorkerPoolObjects()...)
 	// MachineConfigs are not in the operator's scheme: a client that knows them.
-	scheme := controllers.NewScheme()
+	scheme := kube.NewScheme()
 	if err := mcfgv1.Install(scheme); err != nil {
 		return nil, err
 	}
@@ -226,7 +227,7 @@ func printProgress(ctx context.Context, env *testenv.Env) {
 		if !ok {
 			continue
 		}
-		c := meta.FindStatusCondition(mc.Status.Conditions, controllers.ConditionBootImageUpdateProgressing)
+		c := meta.FindStatusCondition(mc.Status.Conditions, status.ConditionBootImageUpdateProgressing)
 		if c == nil || c.Status+metav1.ConditionStatus(c.Message) == metav1.ConditionStatus(last) {
 			continue
 		}

@@ -17,17 +17,18 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/bootimage-operator/bootimage-operator/controllers"
+	"github.com/bootimage-operator/bootimage-operator/internal/seams"
+	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/leader"
+	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
@@ -39,7 +40,7 @@ const (
 	retryPeriod   = 500 * time.Millisecond
 	skewMargin    = time.Second
 	leaseName     = "bootimage-operator"
-	leaseNS       = controllers.MCONamespace
+	leaseNS       = kube.MCONamespace
 )
 
 var (
@@ -136,21 +137,16 @@ func startReplica() *replica {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { r.writes.next = rt; return r.writes })
 	lockCfg := rest.CopyConfig(env.Config)
 	lockCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { r.stall.next = rt; return r.stall })
-	skip := true
-	opts := ctrl.Options{
-		Scheme: env.Scheme, Cache: controllers.CacheOptions(),
-		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Controller:     config.Controller{SkipNameValidation: &skip},
-		LeaderElection: true, LeaderElectionID: leaseName, LeaderElectionNamespace: leaseNS, LeaderElectionConfig: lockCfg,
-		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 ptr(leaseDuration), RenewDeadline: ptr(renewDeadline), RetryPeriod: ptr(retryPeriod),
-	}
+	opts := testenv.ManagerOptions(seams.Hooks{})
+	opts.LeaderElection, opts.LeaderElectionID, opts.LeaderElectionNamespace, opts.LeaderElectionConfig = true, leaseName, leaseNS, lockCfg
+	opts.LeaderElectionReleaseOnCancel = true
+	opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = ptr(leaseDuration), ptr(renewDeadline), ptr(retryPeriod)
 	var err error
 	r.fence, err = leader.Configure(cfg, &opts, skewMargin)
 	Expect(err).NotTo(HaveOccurred())
 	r.mgr, err = ctrl.NewManager(cfg, opts)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(controllers.Setup(r.mgr, controllers.Config{ReleaseVersion: fixtures.ReleaseVersion})).To(Succeed())
+	Expect(operator.AddToManager(r.mgr, operator.Options{ReleaseVersion: fixtures.ReleaseVersion, Metrics: prometheus.NewRegistry()})).To(Succeed())
 	runCtx, cancel := context.WithCancel(ctx)
 	go func() {
 		defer close(r.ended)

@@ -15,11 +15,11 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/bootimage-operator/bootimage-operator/controllers"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/internal/status"
+	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
@@ -83,9 +83,7 @@ var _ = Describe("A stored Partial selection for controlplanemachinesets", func(
 		Expect(fixtures.Create(ctx, env.Client, fixtures.MachineConfiguration(&operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{partial}}))).
 			To(Succeed(), "without the rule the API server stores Partial")
 
-		mgr, err := env.StartManager(func(m ctrl.Manager) error {
-			return controllers.Setup(m, controllers.Config{ReleaseVersion: fixtures.ReleaseVersion})
-		})
+		mgr, err := env.StartOperator(operator.Options{ReleaseVersion: fixtures.ReleaseVersion})
 		Expect(err).NotTo(HaveOccurred())
 		defer mgr.Stop()
 
@@ -98,10 +96,10 @@ var _ = Describe("A stored Partial selection for controlplanemachinesets", func(
 			fixtures.MachineManager(operatorv1.MachineSets, operatorv1.All, nil),
 			fixtures.MachineManager(operatorv1.ControlPlaneMachineSets, operatorv1.None, nil),
 		}))
-		cond := meta.FindStatusCondition(get().Status.Conditions, controllers.ConditionConfigurationDegraded)
+		cond := meta.FindStatusCondition(get().Status.Conditions, status.ConditionConfigurationDegraded)
 		Expect(cond).NotTo(BeNil())
 		Expect(cond.Status).To(Equal(metav1.ConditionTrue))
-		Expect(cond.Reason).To(Equal(controllers.ReasonInvalidSelection))
+		Expect(cond.Reason).To(Equal(status.ReasonInvalidSelection))
 		Expect(cond.Message).To(ContainSubstring("selection mode Partial is not permitted for controlplanemachinesets"))
 		Expect(cond.Message).To(ContainSubstring("set selection.mode to All or None"))
 
@@ -109,7 +107,7 @@ var _ = Describe("A stored Partial selection for controlplanemachinesets", func(
 		patch := []byte(`{"spec":{"managedBootImages":{"machineManagers":[{"resource":"controlplanemachinesets","apiGroup":"machine.openshift.io","selection":{"mode":"All"}}]}}}`)
 		Expect(env.Client.Patch(ctx, get(), client.RawPatch("application/merge-patch+json", patch))).To(Succeed())
 		Eventually(func() metav1.ConditionStatus {
-			return meta.FindStatusCondition(get().Status.Conditions, controllers.ConditionConfigurationDegraded).Status
+			return meta.FindStatusCondition(get().Status.Conditions, status.ConditionConfigurationDegraded).Status
 		}).Should(Equal(metav1.ConditionFalse))
 	})
 })

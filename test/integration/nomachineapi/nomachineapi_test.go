@@ -22,8 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
-	"github.com/bootimage-operator/bootimage-operator/controllers"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/internal/seams"
+	"github.com/bootimage-operator/bootimage-operator/internal/status"
+	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
@@ -54,22 +56,21 @@ var _ = Describe("A cluster without the Machine API CRDs", func() {
 			fixtures.UserDataSecret("worker-user-data", fixtures.IgnitionStubV3),
 		)).To(Succeed())
 
-		mgr, err := env.StartManager(func(m ctrl.Manager) error {
-			return controllers.Setup(m, controllers.Config{ReleaseVersion: fixtures.ReleaseVersion, Images: &cloud.Static{AMIs: fixtures.AWSImages()}, CRDPollInterval: 200 * time.Millisecond})
-		})
+		mgr, err := env.StartOperatorWithHooks(seams.Hooks{CRDPollInterval: 200 * time.Millisecond},
+			operator.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: &cloud.Static{AMIs: fixtures.AWSImages()}})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
 
 		supported := func() metav1.Condition {
 			mc := &operatorv1.MachineConfiguration{}
 			Expect(k8s.Get(ctx, client.ObjectKey{Name: "cluster"}, mc)).To(Succeed())
-			if c := meta.FindStatusCondition(mc.Status.Conditions, controllers.ConditionBootImageUpdateSupported); c != nil {
+			if c := meta.FindStatusCondition(mc.Status.Conditions, status.ConditionBootImageUpdateSupported); c != nil {
 				return *c
 			}
 			return metav1.Condition{}
 		}
 		Eventually(supported).Should(And(
-			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", controllers.ReasonMachineAPIMissing),
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", status.ReasonMachineAPIMissing),
 			HaveField("Message", ContainSubstring("The API serves no MachineSet (machinesets.machine.openshift.io), ControlPlaneMachineSet (controlplanemachinesets.machine.openshift.io)"))))
 		// The rest works meanwhile: the effective configuration is computed.
 		mc := &operatorv1.MachineConfiguration{}

@@ -16,10 +16,10 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/bootimage-operator/bootimage-operator/controllers"
+	"github.com/bootimage-operator/bootimage-operator/internal/status"
+	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
@@ -64,9 +64,7 @@ var _ = Describe("A status the API rejects", func() {
 	It("is reported with the API's message, while the boot images are still updated", func() {
 		Expect(fixtures.Create(ctx, env.Client, fixtures.GCPCluster(
 			fixtures.MachineSet("worker-a", fixtures.GCPProviderSpec(fixtures.OldGCPImage)))...)).To(Succeed())
-		mgr, err := env.StartManager(func(m ctrl.Manager) error {
-			return controllers.Setup(m, controllers.Config{ReleaseVersion: fixtures.ReleaseVersion})
-		})
+		mgr, err := env.StartOperator(operator.Options{ReleaseVersion: fixtures.ReleaseVersion})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(mgr.Stop)
 
@@ -76,7 +74,7 @@ var _ = Describe("A status the API rejects", func() {
 			return mc
 		}
 		Eventually(func() *metav1.Condition {
-			return meta.FindStatusCondition(get().Status.Conditions, controllers.ConditionStatusWritten)
+			return meta.FindStatusCondition(get().Status.Conditions, status.ConditionStatusWritten)
 		}).Should(And(
 			Not(BeNil()), HaveField("Status", metav1.ConditionFalse), HaveField("Message", ContainSubstring(refusal))))
 		Expect(mc.Status.ObservedGeneration).To(Equal(mc.Generation), "the boot image reconcilers wait for it")
@@ -99,6 +97,6 @@ var _ = Describe("A status the API rejects", func() {
 				}
 			}
 			return reasons
-		}).Should(ContainElement(And(HavePrefix(controllers.ReasonStatusRejected), ContainSubstring(refusal))))
+		}).Should(ContainElement(And(HavePrefix(status.ReasonStatusRejected), ContainSubstring(refusal))))
 	})
 })

@@ -1,0 +1,199 @@
+package controllers
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	"github.com/bootimage-operator/bootimage-operator/internal/seams"
+	"github.com/bootimage-operator/bootimage-operator/internal/status"
+	"github.com/bootimage-operator/bootimage-operator/internal/vsphereimport"
+)
+
+// Cloud timings. A lookup that fails is retried when the cloud adapter's failure backoff says
+// (cloud.Backoff; else with the controller's backoff); once it has failed for CloudErrorGrace the
+// object is an Error CloudLookupFailed, retried at that backoff and at least every
+// CloudRetryInterval until it works. Skips that only the cloud can lift (an image not yet
+// available or replicated) are re-checked every CloudRecheckInterval. Specs shorten them through
+// internal/seams.
+const (
+	DefaultCloudErrorGrace      = 3 * time.Minute
+	DefaultCloudRetryInterval   = time.Minute
+	DefaultCloudRecheckInterval = 30 * time.Minute
+)
+
+// bootImages are what every boot image reconciler shares, and the steps each takes for one object:
+// decide, import a vSphere template when due, write an update, report.
+type bootImages struct {
+	Client client.Client
+	// Reader reads from the API server, for the managed fields the cache drops.
+	Reader   client.Reader
+	Inputs   clusterInputs
+	Recorder record.EventRecorder
+	Tracker  *Tracker
+	Metrics  *Metrics
+	Clock    clock.PassiveClock
+	// Templates imports vSphere templates before a vSphere update is patched in.
+	Templates *vsphereimport.Imports
+	// Unavailable times stream targets the cloud does not have.
+	Unavailable *lastingSkips
+
+	reg registration
+}
+
+// cloudTimings are the cloud retry timings in force.
+type cloudTimings struct {
+	errorGrace, retryInterval, recheckInterval time.Duration
+}
+
+// timings returns the default cloud timings, or those a spec's seams in ctx set.
+func timings(ctx context.Context) cloudTimings {
+	h := seams.From(ctx)
+	return cloudTimings{
+		errorGrace:      cmp.Or(h.CloudErrorGrace, DefaultCloudErrorGrace),
+		retryInterval:   cmp.Or(h.CloudRetryInterval, DefaultCloudRetryInterval),
+		recheckInterval: cmp.Or(h.CloudRecheckInterval, DefaultCloudRecheckInterval),
+	}
+}
+
+// objectReconciler gets the object of a request and hands it to a typed Reconcile; an object
+// gone is forgotten by the tracker.
+type objectReconciler[T client.Object] struct {
+	client    client.Client
+	tracker   *Tracker
+	kind      string
+	newObject func() T
+	reconcile func(context.Context, T) (ctrl.Result, error)
+}
+
+func (o objectReconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	obj := o.newObject()
+	if err := o.client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			o.tracker.Forget(o.kind, req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	return o.reconcile(ctx, obj)
+}
+
+// decide takes the decision for obj, reduced from live, with the attempts to record if it is
+// patched. When a cloud lookup the decision needs fails it returns, instead, the result that takes
+// it again (see cloudFailed).
+func (s bootImages) decide(ctx context.Context, in loadedInputs, live client.Object, obj bootimage.Object) (bootimage.Decision, bootimage.Attempts, *ctrl.Result, error) {
+	key := client.ObjectKeyFromObject(live)
+	var err error
+	if obj.UserData, err = userData(ctx, s.Client, obj.ProviderSpec); err != nil {
+		return bootimage.Decision{}, bootimage.Attempts{}, nil, err
+	}
+	selection := bootimage.SelectionKey(in.cluster.Effective, obj.Resource)
+	persisted := bootimage.ParseAttempts(live.GetAnnotations())
+	obj.Attempts = s.Tracker.Attempts(obj.Kind, key, persisted, selection)
+	d, err := bootimage.Decide(ctx, in.cluster, obj)
+	if err != nil {
+		res, err := s.cloudFailed(ctx, in, live, obj.Kind, d, err)
+		return d, bootimage.Attempts{}, &res, err
+	}
+	s.Tracker.CloudWorks(obj.Kind, key)
+	if d.Reason == bootimage.ReasonHotLoopDetected {
+		d.Message = status.WithSecondWriter(ctx, s.Reader, live, d.Message)
+	}
+	return d, s.Tracker.NextAttempts(obj.Kind, key, persisted, d.Target, selection), nil, nil
+}
+
+// cloudFailed handles a cloud lookup of live's decision d that failed with err. A remembered cloud
+// failure says when the call may be sent again: come back then, not sooner, and not through the
+// controller's per-object backoff, which starts at 5ms. Once the lookups have failed for the grace
+// period, d is an Error CloudLookupFailed, taken again at that backoff and at least every retry
+// interval.
+func (s bootImages) cloudFailed(ctx context.Context, in loadedInputs, live client.Object, kind string, d bootimage.Decision, err error) (ctrl.Result, error) {
+	if ctx.Err() != nil {
+		// This caller gave up (shutdown): no cloud failure, nothing to count.
+		return ctrl.Result{}, ctx.Err()
+	}
+	retry, remembered := cloud.RetryAfter(err)
+	t := timings(ctx)
+	failing := s.Tracker.CloudFailing(kind, client.ObjectKeyFromObject(live), s.Clock.Now())
+	if failing < t.errorGrace {
+		if !remembered {
+			return ctrl.Result{}, err // the controller's backoff retries it
+		}
+		logf.FromContext(ctx).V(1).Info("Cloud lookup failed, retrying", "retryAfter", retry.String(), "error", err.Error())
+		return ctrl.Result{RequeueAfter: max(retry, time.Millisecond)}, nil
+	}
+	logf.FromContext(ctx).V(1).Info("Cloud lookup keeps failing", "failingFor", failing.Round(time.Second).String(), "error", err.Error())
+	reportFailure(ctx, s.Recorder, s.Tracker, s.Metrics, live, bootimage.CloudLookupFailed(d, err), in.version, cloud.FailureKey(err))
+	if !remembered {
+		retry = t.retryInterval
+	}
+	return ctrl.Result{RequeueAfter: max(min(retry, t.retryInterval), time.Millisecond)}, nil
+}
+
+// update writes the upgraded user-data stub, if any, into Secret userDataSecret, then patch, the
+// boot image, each with optimistic locking; a conflict is returned so the object is decided again
+// on fresh data.
+func (s bootImages) update(ctx context.Context, live client.Object, userDataSecret string, d bootimage.Decision, next bootimage.Attempts, patch []byte) error {
+	key := client.ObjectKeyFromObject(live)
+	if d.UserData != nil {
+		if err := upgradeUserData(ctx, s.Client, s.Recorder, s.Clock.Now(), key.Namespace, userDataSecret, d); err != nil {
+			return err
+		}
+	}
+	if err := s.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(status.FieldManager)); err != nil {
+		return fmt.Errorf("patching boot image of %s %s: %w", d.Kind, key, err)
+	}
+	s.Tracker.Patched(d.Kind, key, next)
+	s.Metrics.countUpdate(d.Kind)
+	s.Templates.Recorded(vsphereimport.Waiter{Kind: d.Kind, Name: key})
+	logf.FromContext(ctx).Info("Updated boot image", "from", d.Current, "to", d.Target)
+	s.Recorder.Eventf(live, corev1.EventTypeNormal, ReasonBootImageUpdated, "Updated boot image from %s to %s", d.Current, d.Target)
+	return nil
+}
+
+// done reports d and says when to look again (see lasting).
+func (s bootImages) done(ctx context.Context, live client.Object, d bootimage.Decision, inputs string) ctrl.Result {
+	d, recheck := s.lasting(timings(ctx), d.Kind, client.ObjectKeyFromObject(live), d)
+	report(ctx, s.Recorder, s.Tracker, s.Metrics, live, d, inputs)
+	s.Metrics.markReconciled(s.Clock.Now())
+	return ctrl.Result{RequeueAfter: recheck}
+}
+
+// lasting turns a stream target the cloud has kept unavailable for longer than the cloud grace
+// period into an Error, which degrades, and says when to look again: within the grace period at
+// its end, then every retry interval until the image appears; other cloud-dependent skips at the
+// recheck interval.
+func (s bootImages) lasting(t cloudTimings, kind string, key types.NamespacedName, d bootimage.Decision) (bootimage.Decision, time.Duration) {
+	if d.Action != bootimage.Skip || d.Reason != bootimage.ReasonTargetImageUnavailable {
+		s.Unavailable.clear(kind, key)
+		if d.CloudDependent() {
+			return d, t.recheckInterval
+		}
+		return d, 0
+	}
+	lasted := s.Unavailable.unavailable(kind, key, d.Target, s.Clock.Now())
+	if lasted < t.errorGrace {
+		return d, min(t.errorGrace-lasted, t.recheckInterval)
+	}
+	return bootimage.TargetUnavailableTooLong(d, t.errorGrace), t.retryInterval
+}
+
+func orZero(r *ctrl.Result) ctrl.Result {
+	if r == nil {
+		return ctrl.Result{}
+	}
+	return *r
+}

@@ -1,0 +1,73 @@
+package controllers
+
+import (
+	"context"
+
+	machinev1 "github.com/openshift/api/machine/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/cpms"
+
+	"github.com/bootimage-operator/bootimage-operator/kube"
+)
+
+// ControlPlaneMachineSetReconciler keeps the singleton ControlPlaneMachineSet's boot image in step
+// with the stream, writing only image-only changes that cannot replace the control plane.
+type ControlPlaneMachineSetReconciler struct {
+	bootImages
+}
+
+const cpmsKind = bootimage.KindControlPlaneMachineSet
+
+// Reconcile reads the cluster, decides for c by the CPMS's own rules, patches the boot image when
+// the change is image-only, and reports the decision. vSphere has no CPMS boot image management.
+func (r *ControlPlaneMachineSetReconciler) Reconcile(ctx context.Context, c *machinev1.ControlPlaneMachineSet) (ctrl.Result, error) {
+	in, ready, err := r.Inputs.load(ctx)
+	if err != nil || !ready {
+		return ctrl.Result{}, err
+	}
+	obj := cpms.Object(c)
+	d, next, retry, err := r.decide(ctx, in, c, obj)
+	if retry != nil || err != nil {
+		return orZero(retry), err
+	}
+	d = cpms.Decide(c, d, next)
+	if d.Action == bootimage.Update {
+		patch, err := cpms.Patch(c, d, next)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		// cpms.Decide proved it already; prove it again on the very bytes sent.
+		if err := cpms.ProveImageOnly(c, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.update(ctx, c, bootimage.UserDataSecretName(obj.ProviderSpec), d, next, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return r.done(ctx, c, d, in.version), nil
+}
+
+// Register registers the reconciler with mgr: the CPMS itself, and the cluster-wide inputs.
+func (r *ControlPlaneMachineSetReconciler) Register(_ context.Context, mgr ctrl.Manager) error {
+	// One object: any input change, a user-data Secret's included, just decides it again.
+	theCPMS := func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: kube.MachineAPINamespace, Name: cpms.Name}}}
+	}
+	b := r.reg.controller(mgr, "controlplanemachineset", cpmsKind, controller.Options{}).
+		For(&machinev1.ControlPlaneMachineSet{}, builder.WithPredicates(
+			inNamespace(kube.MachineAPINamespace),
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
+	return watchClusterInputs(b, r.Inputs.Namespace, theCPMS, theCPMS).Complete(objectReconciler[*machinev1.ControlPlaneMachineSet]{
+		// No CPMS (for example user-provisioned infrastructure): nothing to manage, nothing wrong.
+		client: r.Client, tracker: r.Tracker, kind: cpmsKind,
+		newObject: func() *machinev1.ControlPlaneMachineSet { return &machinev1.ControlPlaneMachineSet{} }, reconcile: r.Reconcile,
+	})
+}

@@ -1,0 +1,30 @@
+package controllers
+
+import (
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/internal/status"
+	"github.com/bootimage-operator/bootimage-operator/kube"
+	"github.com/bootimage-operator/bootimage-operator/migrations"
+)
+
+// NewReconcilersForTest returns the MachineSet and MachineConfiguration reconcilers on c without
+// a manager, for specs that call Reconcile directly.
+func NewReconcilersForTest(c client.Client, gates kube.GateSource, images bootimage.Catalog, recorder record.EventRecorder, tracker *Tracker) (*MachineSetReconciler, *MachineConfigurationReconciler) {
+	steps := bootImages{
+		Client:   c,
+		Inputs:   clusterInputs{Client: c, Gates: gates, Images: images, Streams: &bootimage.StreamCache{}, Namespace: kube.MCONamespace},
+		Recorder: recorder, Tracker: tracker, Unavailable: newLastingSkips(),
+		Clock: clock.RealClock{},
+	}
+	mc := &MachineConfigurationReconciler{
+		Client: c, Gates: gates, Recorder: recorder, Tracker: tracker, Streams: &bootimage.StreamCache{},
+		Namespace:  kube.MCONamespace,
+		Migrations: migrations.Runner{Client: c, Reader: c, Recorder: recorder, Migrations: migrations.All},
+		Status:     &status.Writer{Client: c, Reader: c, Recorder: recorder, Clock: clock.RealClock{}},
+	}
+	return &MachineSetReconciler{steps}, mc
+}

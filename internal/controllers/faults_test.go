@@ -1,0 +1,222 @@
+package controllers_test
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	"github.com/bootimage-operator/bootimage-operator/internal/seams"
+	"github.com/bootimage-operator/bootimage-operator/internal/status"
+	"github.com/bootimage-operator/bootimage-operator/kube"
+	"github.com/bootimage-operator/bootimage-operator/operator"
+	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
+	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
+)
+
+// apiWrites counts the writes the API server reports on a watch, by object name.
+type apiWrites struct {
+	mu     sync.Mutex
+	byName map[string]int
+}
+
+// watchWrites watches list (in namespace, "" for all) until the spec ends.
+func watchWrites(list client.ObjectList, namespace string) *apiWrites {
+	GinkgoHelper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+	w, err := wc.Watch(ctx, list, client.InNamespace(namespace))
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(w.Stop)
+	c := &apiWrites{byName: map[string]int{}}
+	go func() {
+		for ev := range w.ResultChan() {
+			obj, ok := ev.Object.(client.Object)
+			if !ok || ev.Type != watch.Modified {
+				continue
+			}
+			c.mu.Lock()
+			c.byName[obj.GetName()]++
+			c.mu.Unlock()
+		}
+	}()
+	return c
+}
+
+func (c *apiWrites) total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, v := range c.byName {
+		n += v
+	}
+	return n
+}
+
+func (c *apiWrites) counts() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range c.byName {
+		out[k] = v
+	}
+	return out
+}
+
+// errorsCounted reads bootimage_errors_total{kind, reason} of m.
+func errorsCounted(reg prometheus.Gatherer, kind, reason string) float64 {
+	families, err := reg.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != "bootimage_errors_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["kind"] == kind && labels["reason"] == reason {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// warningEvents returns, per MachineSet, how many Warning Events with reason were recorded
+// (an Event repeated by the recorder counts its count).
+func warningEvents(reason string) map[string]int {
+	list := &corev1.EventList{}
+	Expect(k8s.List(ctx, list, client.InNamespace(fixtures.MachineAPINamespace))).To(Succeed())
+	out := map[string]int{}
+	for _, e := range list.Items {
+		if e.Type == corev1.EventTypeWarning && e.Reason == reason && e.InvolvedObject.Kind == "MachineSet" {
+			out[e.InvolvedObject.Name] += int(max(e.Count, 1))
+		}
+	}
+	return out
+}
+
+// awsMachineSets creates n MachineSets on the outdated AMI, alternating between us-east-1 and
+// us-west-2, and returns their names.
+func awsMachineSets(n int) []string {
+	GinkgoHelper()
+	var names []string
+	for i := range n {
+		region := []string{"us-east-1", "us-west-2"}[i%2]
+		name := fmt.Sprintf("worker-%02d", i)
+		Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet(name, fixtures.AWSProviderSpec(region, fixtures.OldAWSAMI)))).To(Succeed())
+		names = append(names, name)
+	}
+	return names
+}
+
+func allUpdated(names []string) func() []string {
+	return func() []string {
+		var behind []string
+		for i, name := range names {
+			want := []string{fixtures.NewAWSAMIUSEast1, fixtures.NewAWSAMIUSWest2}[i%2]
+			if amiOf(name)() != want {
+				behind = append(behind, name)
+			}
+		}
+		return behind
+	}
+}
+
+var _ = Describe("An EC2 outage", func() {
+	It("is one Warning Event and one error count per MachineSet, a bounded number of status writes, and heals by itself", func() {
+		const n = 50
+		server := fakecloud.NewEC2(fixtures.AWSImages())
+		DeferCleanup(server.Close)
+		server.Unavailable.Store(true) // a fresh RequestID on every answer
+		awsClusterAt(server)
+		names := awsMachineSets(n)
+		statusWrites := watchWrites(&operatorv1.MachineConfigurationList{}, "")
+		machineSetWrites := watchWrites(&machinev1beta1.MachineSetList{}, fixtures.MachineAPINamespace)
+		operatorMetrics := prometheus.NewRegistry()
+		errorsBefore := errorsCounted(operatorMetrics, "MachineSet", bootimage.ReasonCloudLookupFailed)
+
+		// Compressed time: the 3-minute grace is 2s, the 1-minute retry 1s and the failure backoff
+		// at most 1s, so the outage below spans about as many retry rounds per MachineSet as five
+		// minutes of the defaults (5 retries) several times over.
+		// The cluster's catalogue, as the operator builds it, with the shorter backoff.
+		images := kube.Catalog(k8s, server.RootCAs(), cloud.Backoff{Initial: 200 * time.Millisecond, Max: time.Second}, nil, nil)
+		mgr := startOperatorWithHooks(operator.Options{Images: images, Metrics: operatorMetrics},
+			seams.Hooks{CloudErrorGrace: 2 * time.Second, CloudRetryInterval: time.Second})
+		DeferCleanup(mgr.Stop)
+
+		Eventually(condition(status.ConditionBootImageUpdateDegraded), "60s").Should(And(
+			HaveField("Status", metav1.ConditionTrue),
+			HaveField("Message", ContainSubstring(fmt.Sprintf("%d failed: MachineSet openshift-machine-api/worker-00: CloudLookupFailed", n)))))
+		Expect(condition(status.ConditionBootImageUpdateDegraded)().Message).NotTo(ContainSubstring("RequestID"))
+		Eventually(func() int { return len(warningEvents(bootimage.ReasonCloudLookupFailed)) }).Should(Equal(n))
+		writesAtError := statusWrites.total()
+		calls := server.CallsIn("us-east-1") + server.CallsIn("us-west-2")
+
+		// The outage goes on for 15 more retry rounds: nothing more is said or written.
+		Consistently(statusWrites.total, "15s", "500ms").Should(Equal(writesAtError), "no status write while the fault stays the same")
+		Expect(warningEvents(bootimage.ReasonCloudLookupFailed)).To(HaveLen(n))
+		for name, count := range warningEvents(bootimage.ReasonCloudLookupFailed) {
+			Expect(count).To(Equal(1), "one Warning Event for "+name)
+		}
+		Expect(errorsCounted(operatorMetrics, "MachineSet", bootimage.ReasonCloudLookupFailed)-errorsBefore).To(BeEquivalentTo(n), "one error counted per MachineSet")
+		Expect(writesAtError).To(BeNumerically("<=", n+5), "status writes bounded by the MachineSets turning Error, not by retries")
+		Expect(server.CallsIn("us-east-1")+server.CallsIn("us-west-2")-calls).To(BeNumerically("<=", 2*3*16), "at most one flight per region per backoff interval")
+		Expect(machineSetWrites.total()).To(BeZero())
+		GinkgoWriter.Printf("outage: %d status writes until every MachineSet was Error, 0 after; %d DescribeImages in all\n",
+			writesAtError, server.CallsIn("us-east-1")+server.CallsIn("us-west-2"))
+
+		server.Unavailable.Store(false)
+		Eventually(allUpdated(names), "30s").Should(BeEmpty())
+		Eventually(condition(status.ConditionBootImageUpdateDegraded)).Should(HaveField("Status", metav1.ConditionFalse))
+		for _, name := range names {
+			Expect(machineSetWrites.counts()[name]).To(Equal(1), "one write of "+name)
+		}
+		Expect(errorsCounted(operatorMetrics, "MachineSet", bootimage.ReasonCloudLookupFailed) - errorsBefore).To(BeEquivalentTo(n))
+	})
+})
+
+var _ = Describe("A throttling EC2", func() {
+	It("sees at most 30 DescribeImages per region in a minute of RequestLimitExceeded from 50 MachineSets, and the wave converges once it stops", func() {
+		const n = 50
+		server := fakecloud.NewEC2(fixtures.AWSImages())
+		DeferCleanup(server.Close)
+		server.Throttled.Store(true)
+		awsClusterAt(server)
+		names := awsMachineSets(n)
+		machineSetWrites := watchWrites(&machinev1beta1.MachineSetList{}, fixtures.MachineAPINamespace)
+		// The default timings and backoff: the minute is a real one.
+		mgr := startOperator(operator.Options{CloudRootCAs: server.RootCAs()})
+		DeferCleanup(mgr.Stop)
+		Eventually(func() int { return server.CallsIn("us-east-1") + server.CallsIn("us-west-2") }).Should(BeNumerically(">", 0))
+		start := time.Now()
+
+		// A minute of throttling, measured: the calls it draws per region.
+		Consistently(func() int { return max(server.CallsIn("us-east-1"), server.CallsIn("us-west-2")) }, "60s", "1s").Should(BeNumerically("<=", 30))
+		east, west := server.CallsIn("us-east-1"), server.CallsIn("us-west-2")
+		GinkgoWriter.Printf("throttled minute: %d DescribeImages in us-east-1, %d in us-west-2\n", east, west)
+		Expect(machineSetWrites.total()).To(BeZero())
+
+		server.Throttled.Store(false)
+		recovered := time.Now()
+		Eventually(allUpdated(names), "30s", "200ms").Should(BeEmpty())
+		GinkgoWriter.Printf("converged %s after recovery (%s after the first call)\n", time.Since(recovered).Round(100*time.Millisecond), time.Since(start).Round(time.Second))
+		for _, name := range names {
+			Expect(machineSetWrites.counts()[name]).To(Equal(1), "one write of "+name)
+		}
+	})
+})

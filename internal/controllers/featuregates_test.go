@@ -1,0 +1,72 @@
+package controllers_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/internal/controllers"
+	"github.com/bootimage-operator/bootimage-operator/kube"
+	"github.com/bootimage-operator/bootimage-operator/operator"
+	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
+	"github.com/bootimage-operator/bootimage-operator/test/testenv"
+)
+
+var _ = Describe("Feature gates read live", Ordered, func() {
+	var mgr *testenv.Manager
+
+	BeforeAll(func() {
+		var err error
+		mgr, err = env.StartOperator(operator.Options{ReleaseVersion: fixtures.ReleaseVersion})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() {
+			Expect(mgr.Stop()).To(Succeed())
+			Expect(k8s.DeleteAllOf(ctx, &configv1.FeatureGate{})).To(Succeed())
+			Expect(k8s.DeleteAllOf(ctx, &corev1.Event{}, client.InNamespace("default"))).To(Succeed())
+		})
+	})
+
+	It("reports the gates as unknown while FeatureGate/cluster is missing", func() {
+		Expect(fixtures.Create(ctx, k8s, fixtures.ClusterVersion(fixtures.ReleaseVersion, true))).To(Succeed())
+		DeferCleanup(func() { Expect(k8s.DeleteAllOf(ctx, &configv1.ClusterVersion{})).To(Succeed()) })
+		Eventually(eventNotes(controllers.ReasonFeatureGatesUnknown)).Should(ContainElement(
+			"Boot image controllers hold: FeatureGate/cluster not found: feature gates unknown"))
+		_, err := kube.GateSource{Reader: mgr.GetClient(), ReleaseVersion: fixtures.ReleaseVersion}.Current(ctx)
+		Expect(err).To(HaveOccurred())
+	})
+
+	It("sees a gate flipped on and off without a restart", func() {
+		gate := fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, nil, []configv1.FeatureGateName{fg.ManagedBootImagesCPMS})
+		Expect(fixtures.Create(ctx, k8s, gate)).To(Succeed())
+		Eventually(eventNotes(controllers.ReasonFeatureGatesRead)).Should(ContainElement(ContainSubstring("ManagedBootImagesCPMS=off")))
+
+		flip := func(enabled, disabled []configv1.FeatureGateName) {
+			want := fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, enabled, disabled)
+			Expect(fixtures.SetStatus(ctx, k8s, gate, want)).To(Succeed())
+		}
+		cpmsEnabled := func() bool {
+			gates, err := kube.GateSource{Reader: mgr.GetClient(), ReleaseVersion: fixtures.ReleaseVersion}.Current(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			return gates.Enabled(fg.ManagedBootImagesCPMS)
+		}
+
+		flip([]configv1.FeatureGateName{fg.ManagedBootImagesCPMS}, nil)
+		Eventually(cpmsEnabled).Should(BeTrue())
+		Eventually(eventNotes(controllers.ReasonFeatureGatesRead)).Should(ContainElement(ContainSubstring("ManagedBootImagesCPMS=on")))
+
+		flip(nil, []configv1.FeatureGateName{fg.ManagedBootImagesCPMS})
+		Eventually(cpmsEnabled).Should(BeFalse())
+		Eventually(eventNotes(controllers.ReasonFeatureGatesRead)).Should(HaveLen(3))
+	})
+
+	It("holds when the FeatureGate has no entry for the running version", func() {
+		gate := &configv1.FeatureGate{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "cluster"}, gate)).To(Succeed())
+		Expect(fixtures.SetStatus(ctx, k8s, gate, fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, "4.19.9", nil, nil))).To(Succeed())
+		Eventually(eventNotes(controllers.ReasonFeatureGatesUnknown)).Should(ContainElement(
+			`Boot image controllers hold: FeatureGate/cluster has no status.featureGates entry for release version "4.20.3"`))
+	})
+})

@@ -1,0 +1,302 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1 "github.com/openshift/api/machine/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
+	"github.com/bootimage-operator/bootimage-operator/internal/status"
+	"github.com/bootimage-operator/bootimage-operator/kube"
+	"github.com/bootimage-operator/bootimage-operator/migrations"
+)
+
+// MachineConfigurationReconciler is the one writer of this operator's part of
+// MachineConfiguration/cluster status: it migrates the legacy spec, then computes the effective
+// boot image configuration, the skew enforcement status and every condition this operator owns
+// from the spec and the tracked decisions, and has the status writer write them together, only
+// when they change (package status).
+type MachineConfigurationReconciler struct {
+	Client     client.Client
+	Gates      featuregates.Reader
+	Recorder   record.EventRecorder
+	Metrics    *Metrics
+	Migrations migrations.Runner
+	Tracker    *Tracker
+	Streams    *bootimage.StreamCache
+	// Status writes the status and the skew guard.
+	Status *status.Writer
+	// ClusterOperator, when set, names the ClusterOperator whose Upgradeable condition carries
+	// the skew enforcement guard: the reconciler watches it.
+	ClusterOperator string
+	// Namespace holds the coreos-bootimages ConfigMap.
+	Namespace string
+
+	// MachineAPI says which Machine API controllers wait for their CRDs; nil when none do.
+	MachineAPI *crdgate.Gate
+
+	// counts holds the progress counts during a wave (bootimage.CountsHold).
+	counts bootimage.CountsHold
+	// lastWarnings and lastSupport are what was last announced, so each is announced once.
+	lastWarnings, lastSupport string
+
+	reg registration
+}
+
+// Reconcile runs the migrations, then writes the status when it changed.
+func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (ctrl.Result, error) {
+	log := logf.FromContext(ctx)
+	mc := &operatorv1.MachineConfiguration{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: kube.MachineConfigurationName}, mc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	infra := &configv1.Infrastructure{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err != nil {
+		if apierrors.IsNotFound(err) {
+			log.Info("Waiting for Infrastructure/cluster: the platform decides the defaults")
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	gates, err := r.Gates.Current(ctx)
+	if err != nil {
+		// The feature gate reporter says why; nothing gated acts meanwhile.
+		return ctrl.Result{}, nil
+	}
+	platform := bootimage.PlatformOf(infra)
+	if _, err := r.Migrations.Run(ctx, mc, migrations.Cluster{Platform: platform, Gates: gates}); err != nil {
+		return ctrl.Result{}, err
+	}
+	cv, err := getOptional(ctx, r.Client, client.ObjectKey{Name: "version"}, &configv1.ClusterVersion{})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	bootImages, err := getOptional(ctx, r.Client, client.ObjectKey{Namespace: r.Namespace, Name: kube.BootImagesConfigMapName}, &corev1.ConfigMap{})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	want := mc.DeepCopy()
+	eff := bootimage.EffectiveConfiguration(mc.Spec.ManagedBootImages, platform, gates)
+	want.Status.ManagedBootImagesStatus = eff.Status
+	if len(eff.Status.MachineManagers) == 0 {
+		// Apply cannot send an empty list; absent is what the API stores for it.
+		want.Status.ManagedBootImagesStatus.MachineManagers = nil
+	}
+	want.Status.ObservedGeneration = mc.Generation
+	meta.SetStatusCondition(&want.Status.Conditions, bootimage.ConfigurationCondition(mc.Generation, eff.Problems))
+	status.SetSupportCondition(want, platform, gates, r.MachineAPI.Missing())
+	r.announceSupport(ctx, want)
+
+	p, err := r.progress(ctx, inputsVersion(want, bootImages))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var warnings []warning
+	// A missing stream is said once, while it holds an object back; one that does not parse is
+	// said even with no object to hold back, since nothing else would say it.
+	problem, err := r.streamProblem(ctx, bootImages, platform)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if problem.message != "" && (problem.reason != bootimage.ReasonStreamMissing || p.HeldByCluster(problem.reason)) {
+		warnings = append(warnings, problem)
+	}
+	if cv == nil {
+		warnings = append(warnings, warning{status.ReasonInvalidSelection, "ClusterVersion/version not found: the operator cannot tell whether the cluster is updating, nor which release it was installed with"})
+	}
+	progressing, degraded := bootimage.ProgressConditions(mc.Generation, p, messages(warnings))
+	meta.SetStatusCondition(&want.Status.Conditions, progressing)
+	meta.SetStatusCondition(&want.Status.Conditions, degraded)
+	requeue := r.counts.Hold(mc.Status.Conditions, want.Status.Conditions)
+
+	skewOn := gates.Enabled(featuregates.BootImageSkewEnforcement)
+	if skewOn {
+		want.Status.BootImageSkewEnforcementStatus = bootimage.SkewEnforcementStatus(bootimage.SkewInputs{
+			Spec:           mc.Spec.BootImageSkewEnforcement,
+			Current:        mc.Status.BootImageSkewEnforcementStatus,
+			Platform:       platform,
+			Topology:       infra.Status.ControlPlaneTopology,
+			Effective:      eff.Status,
+			Gates:          gates,
+			InstallVersion: installVersion(cv),
+			Pass:           p.Pass(releaseVersion(bootImages)),
+		})
+	}
+	r.announce(ctx, mc, append(problemWarnings(eff.Problems), warnings...))
+	if held, wait, err := r.Status.Write(ctx, mc, want, skewOn); err != nil || held {
+		return ctrl.Result{RequeueAfter: wait}, err
+	}
+	guard := bootimage.SkewGuard{}
+	if skewOn {
+		guard = bootimage.EvaluateSkewGuard(want.Status)
+	}
+	r.Metrics.setDegraded(meta.IsStatusConditionTrue(want.Status.Conditions, status.ConditionBootImageUpdateDegraded))
+	r.Metrics.setUpgradeBlocked(guard.Blocked)
+	if err := r.Status.ReportGuard(ctx, mc, guard, p.LeftBehind()); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// warning is a problem of the cluster's inputs, said once on MachineConfiguration/cluster: in
+// Degraded or ConfigurationDegraded, and as a Warning Event with reason.
+type warning struct{ reason, message string }
+
+func problemWarnings(problems []string) []warning {
+	out := make([]warning, len(problems))
+	for i, p := range problems {
+		out[i] = warning{status.ReasonInvalidSelection, p}
+	}
+	return out
+}
+
+func messages(ws []warning) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = w.message
+	}
+	return out
+}
+
+// announce records a Warning Event for each configuration problem or warning when the set of
+// them changes: each is said once, however many objects it holds back.
+func (r *MachineConfigurationReconciler) announce(ctx context.Context, mc *operatorv1.MachineConfiguration, warnings []warning) {
+	joined := strings.Join(messages(warnings), "; ")
+	if joined == r.lastWarnings {
+		return
+	}
+	r.lastWarnings = joined
+	for _, w := range warnings {
+		logf.FromContext(ctx).Info("Boot image configuration needs attention", "reason", w.reason, "message", w.message)
+		r.Recorder.Event(mc, corev1.EventTypeWarning, w.reason, w.message)
+	}
+}
+
+// announceSupport logs once each time boot image management becomes unavailable, or available again.
+func (r *MachineConfigurationReconciler) announceSupport(ctx context.Context, mc *operatorv1.MachineConfiguration) {
+	cond := meta.FindStatusCondition(mc.Status.Conditions, status.ConditionBootImageUpdateSupported)
+	if cond == nil || cond.Message == r.lastSupport {
+		return
+	}
+	r.lastSupport = cond.Message
+	if cond.Status == metav1.ConditionFalse {
+		logf.FromContext(ctx).Info("Boot image updates are off", "reason", cond.Reason, "message", cond.Message)
+	} else {
+		logf.FromContext(ctx).Info("Boot image updates are supported on this cluster")
+	}
+}
+
+// streamProblem says what is wrong with the stream itself: missing, unreadable, or without the
+// cluster's own architecture or platform. It is the same for every object, so it is said here
+// once rather than by each object's decision. A failed Node list is returned, not taken for "no
+// problem".
+func (r *MachineConfigurationReconciler) streamProblem(ctx context.Context, bootImages *corev1.ConfigMap, platform configv1.PlatformType) (warning, error) {
+	if bootImages == nil {
+		return warning{bootimage.ReasonStreamMissing, bootimage.StreamMissingMessage}, nil
+	}
+	streams, err := r.Streams.Parse(bootImages)
+	if err != nil {
+		return warning{bootimage.ReasonInvalidStream, err.Error()}, nil
+	}
+	arch, err := ControlPlaneArch(ctx, r.Client)
+	if err != nil {
+		return warning{}, err
+	}
+	return warning{status.ReasonInvalidSelection, bootimage.StreamProblem(streams, platform, arch)}, nil
+}
+
+// progress tallies the current decisions of the listed objects.
+func (r *MachineConfigurationReconciler) progress(ctx context.Context, inputs string) (bootimage.Progress, error) {
+	var p bootimage.Progress
+	// A kind whose CRD is not served has no objects; listing it would wait for a cache that
+	// cannot sync.
+	sets := &machinev1beta1.MachineSetList{}
+	if !r.MachineAPI.Waiting(bootimage.KindMachineSet) {
+		if err := r.Client.List(ctx, sets, client.InNamespace(kube.MachineAPINamespace)); err != nil && !meta.IsNoMatchError(err) {
+			return p, err
+		}
+	}
+	cpmsList := &machinev1.ControlPlaneMachineSetList{}
+	if !r.MachineAPI.Waiting(cpmsKind) {
+		if err := r.Client.List(ctx, cpmsList, client.InNamespace(kube.MachineAPINamespace)); err != nil && !meta.IsNoMatchError(err) {
+			return p, err
+		}
+	}
+	p.MachineSets.Total = len(sets.Items)
+	msDecisions := r.Tracker.Decisions(bootimage.KindMachineSet, inputs)
+	for _, ms := range sets.Items {
+		if d, ok := msDecisions[client.ObjectKeyFromObject(&ms)]; ok {
+			p.Add(d)
+		}
+	}
+	p.ControlPlaneMachineSets.Total = len(cpmsList.Items)
+	cpmsDecisions := r.Tracker.Decisions(bootimage.KindControlPlaneMachineSet, inputs)
+	for _, c := range cpmsList.Items {
+		if d, ok := cpmsDecisions[client.ObjectKeyFromObject(&c)]; ok {
+			p.Add(d)
+		}
+	}
+	return p, nil
+}
+
+// releaseVersion is coreos-bootimages' releaseVersion, "" without the ConfigMap.
+func releaseVersion(bootImages *corev1.ConfigMap) string {
+	if bootImages == nil {
+		return ""
+	}
+	return bootImages.Data["releaseVersion"]
+}
+
+// installVersion returns the release of the oldest Completed update: the one installed; "" when
+// unknown.
+func installVersion(cv *configv1.ClusterVersion) string {
+	if cv == nil {
+		return ""
+	}
+	for i := len(cv.Status.History) - 1; i >= 0; i-- {
+		if cv.Status.History[i].State == configv1.CompletedUpdate {
+			return cv.Status.History[i].Version
+		}
+	}
+	return ""
+}
+
+// SetupWithManager registers the reconciler; any change of its inputs, and any change of a
+// tracked decision, re-runs it.
+func (r *MachineConfigurationReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	toSingleton := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: kube.MachineConfigurationName}}}
+	})
+	b := r.reg.controller(mgr, "machineconfiguration", "", controller.Options{}).
+		Watches(&operatorv1.MachineConfiguration{}, toSingleton, builder.WithPredicates(named("", kube.MachineConfigurationName))).
+		Watches(&configv1.Infrastructure{}, toSingleton, builder.WithPredicates(changed(func(o, n *configv1.Infrastructure) bool { return equality.Semantic.DeepEqual(o.Status, n.Status) }))).
+		Watches(&configv1.FeatureGate{}, toSingleton, builder.WithPredicates(changed(func(o, n *configv1.FeatureGate) bool { return equality.Semantic.DeepEqual(o.Status, n.Status) }))).
+		Watches(&configv1.ClusterVersion{}, toSingleton, builder.WithPredicates(clusterVersionChanged())).
+		Watches(&corev1.ConfigMap{}, toSingleton, builder.WithPredicates(named(r.Namespace, kube.BootImagesConfigMapName))).
+		WatchesRawSource(source.Channel(r.Tracker.Changed, toSingleton))
+	if r.ClusterOperator != "" {
+		b = b.Watches(&configv1.ClusterOperator{}, toSingleton, builder.WithPredicates(named("", r.ClusterOperator)))
+	}
+	return b.Complete(r)
+}

@@ -1,0 +1,85 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/kube"
+)
+
+var _ = Describe("Metrics", func() {
+	decision := func(kind, name string, action bootimage.Action, reason, message string) bootimage.Decision {
+		return bootimage.Decision{Kind: kind, Namespace: kube.MachineAPINamespace, Name: name, Action: action, Reason: reason, Message: message}
+	}
+
+	It("count the tracked decisions by kind, action and reason when scraped", func() {
+		tracker := NewTracker()
+		tracker.Record(decision(machineSetKind, "a", bootimage.Skip, bootimage.ReasonNotSelected, "not selected"), "v1")
+		tracker.Record(decision(machineSetKind, "b", bootimage.Skip, bootimage.ReasonNotSelected, "not selected"), "v1")
+		tracker.Record(decision(machineSetKind, "c", bootimage.NoChange, bootimage.ReasonUpToDate, ""), "v1")
+		tracker.Record(decision(cpmsKind, "cluster", bootimage.Error, "HotLoopDetected", "reverted three times"), "v1")
+		collector := &decisionCollector{}
+		Expect(testutil.CollectAndCount(collector)).To(BeZero(), "nothing before a tracker is set")
+
+		collector.tracker.Store(tracker)
+		exported := func(series ...string) error {
+			header := "# HELP bootimage_decisions Objects by the operator's current decision for them.\n# TYPE bootimage_decisions gauge\n"
+			return testutil.CollectAndCompare(collector, strings.NewReader(header+strings.Join(series, "\n")+"\n"))
+		}
+		Expect(exported(
+			`bootimage_decisions{action="Error",kind="ControlPlaneMachineSet",reason="HotLoopDetected"} 1`,
+			`bootimage_decisions{action="NoChange",kind="MachineSet",reason="UpToDate"} 1`,
+			`bootimage_decisions{action="Skip",kind="MachineSet",reason="NotSelected"} 2`,
+		)).To(Succeed())
+
+		tracker.Forget(machineSetKind, types.NamespacedName{Namespace: kube.MachineAPINamespace, Name: "b"})
+		Expect(exported(
+			`bootimage_decisions{action="Error",kind="ControlPlaneMachineSet",reason="HotLoopDetected"} 1`,
+			`bootimage_decisions{action="NoChange",kind="MachineSet",reason="UpToDate"} 1`,
+			`bootimage_decisions{action="Skip",kind="MachineSet",reason="NotSelected"} 1`,
+		)).To(Succeed())
+	})
+
+	It("count an Error when a decision becomes one, not on every reconcile", func() {
+		metrics := NewMetrics()
+		counted := metrics.errorsTotal.WithLabelValues(machineSetKind, bootimage.ReasonInvalidArchitecture)
+		before := testutil.ToFloat64(counted)
+		tracker := NewTracker()
+		recorder := record.NewFakeRecorder(10)
+		obj := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: kube.MachineAPINamespace, Name: "a"}}
+		broken := decision(machineSetKind, "a", bootimage.Error, bootimage.ReasonInvalidArchitecture, `names architecture "sparc64"`)
+
+		report(context.Background(), recorder, tracker, metrics, obj, broken, "v1")
+		report(context.Background(), recorder, tracker, metrics, obj, broken, "v1")
+		Expect(testutil.ToFloat64(counted) - before).To(BeEquivalentTo(1))
+
+		report(context.Background(), recorder, tracker, metrics, obj, decision(machineSetKind, "a", bootimage.NoChange, bootimage.ReasonUpToDate, ""), "v1")
+		report(context.Background(), recorder, tracker, metrics, obj, broken, "v1")
+		Expect(testutil.ToFloat64(counted) - before).To(BeEquivalentTo(2))
+	})
+
+	It("are registered by the caller, twice on two registries, never at import", func() {
+		for range 2 {
+			registry := prometheus.NewPedanticRegistry()
+			for _, c := range NewMetrics().Collectors() {
+				Expect(registry.Register(c)).To(Succeed())
+			}
+		}
+		families, err := crmetrics.Registry.Gather()
+		Expect(err).NotTo(HaveOccurred())
+		for _, f := range families {
+			Expect(f.GetName()).NotTo(HavePrefix("bootimage_"))
+		}
+	})
+})

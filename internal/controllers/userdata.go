@@ -1,0 +1,70 @@
+package controllers
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+
+	"github.com/bootimage-operator/bootimage-operator/kube"
+)
+
+// Annotations left on a user-data Secret whose stub was upgraded to Ignition spec 3.
+const (
+	UserDataUpgradedFromAnnotation = "bootimage.openshift.io/user-data-upgraded-from"
+	UserDataUpgradedAtAnnotation   = "bootimage.openshift.io/user-data-upgraded-at"
+)
+
+// userData reads the user-data Secret named by providerSpec; nil when the providerSpec names none.
+func userData(ctx context.Context, c client.Client, providerSpec []byte) (*bootimage.UserData, error) {
+	name := bootimage.UserDataSecretName(providerSpec)
+	if name == "" {
+		return nil, nil
+	}
+	secret := &corev1.Secret{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: kube.MachineAPINamespace, Name: name}, secret)
+	if apierrors.IsNotFound(err) {
+		return &bootimage.UserData{SecretName: name}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &bootimage.UserData{SecretName: name, Found: true, Data: secret.Data["userData"]}, nil
+}
+
+// upgradeUserData writes d's upgraded stub into the Secret, recording the version it had and when.
+func upgradeUserData(ctx context.Context, c client.Client, recorder record.EventRecorder, now time.Time, namespace, name string, d bootimage.Decision) error {
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret); err != nil {
+		return err
+	}
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{
+			"resourceVersion": secret.ResourceVersion,
+			"annotations": map[string]string{
+				UserDataUpgradedFromAnnotation: d.UserDataVersion,
+				UserDataUpgradedAtAnnotation:   now.UTC().Format(time.RFC3339),
+			},
+		},
+		"data": map[string]string{"userData": base64.StdEncoding.EncodeToString(d.UserData)},
+	})
+	if err != nil {
+		return err
+	}
+	if err := c.Patch(ctx, secret, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("upgrading user-data Secret %s/%s: %w", namespace, name, err)
+	}
+	logf.FromContext(ctx).Info("Upgraded user-data stub", "secret", namespace+"/"+name, "from", d.UserDataVersion, "to", bootimage.UserDataStubVersion)
+	recorder.Eventf(secret, corev1.EventTypeNormal, ReasonUserDataUpgraded, "Upgraded the user-data stub from Ignition %s to %s for the new boot image", d.UserDataVersion, bootimage.UserDataStubVersion)
+	return nil
+}

@@ -1,0 +1,78 @@
+package controllers
+
+import (
+	"context"
+
+	configv1 "github.com/openshift/api/config/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/bootimage-operator/bootimage-operator/kube"
+)
+
+// credentialsSecrets are the Secrets of openshift-machine-api a cloud catalogue reads: a change
+// can change any decision.
+var credentialsSecrets = map[string]bool{kube.AWSCredentialsSecret: true, kube.GCPCredentialsSecret: true}
+
+// watchClusterInputs adds the cluster-wide inputs of a decision to b. A change is mapped by all
+// (every object of the reconciler) only when it changes what a decision reads, so that unrelated
+// writes (status of other fields, resyncs, other Secrets) do not re-decide a thousand objects.
+// namespace holds the coreos-bootimages ConfigMap; byUserData maps a user-data Secret to the objects that name it.
+func watchClusterInputs(b *builder.TypedBuilder[reconcile.Request], namespace string, allObjects, byUserData handler.MapFunc) *builder.TypedBuilder[reconcile.Request] {
+	all := handler.EnqueueRequestsFromMapFunc(allObjects)
+	secrets := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		if credentialsSecrets[o.GetName()] {
+			return allObjects(ctx, o)
+		}
+		return byUserData(ctx, o)
+	})
+	return b.
+		Watches(&operatorv1.MachineConfiguration{}, all, builder.WithPredicates(named("", kube.MachineConfigurationName), selectionChanged())).
+		Watches(&configv1.Infrastructure{}, all, builder.WithPredicates(changed(func(o, n *configv1.Infrastructure) bool { return equality.Semantic.DeepEqual(o.Status, n.Status) }))).
+		Watches(&configv1.FeatureGate{}, all, builder.WithPredicates(changed(func(o, n *configv1.FeatureGate) bool { return equality.Semantic.DeepEqual(o.Status, n.Status) }))).
+		Watches(&configv1.ClusterVersion{}, all, builder.WithPredicates(clusterVersionChanged())).
+		Watches(&corev1.ConfigMap{}, all, builder.WithPredicates(named(namespace, kube.BootImagesConfigMapName), changed(func(o, n *corev1.ConfigMap) bool { return equality.Semantic.DeepEqual(o.Data, n.Data) }))).
+		Watches(&corev1.Secret{}, secrets, builder.WithPredicates(inNamespace(kube.MachineAPINamespace), changed(func(o, n *corev1.Secret) bool { return equality.Semantic.DeepEqual(o.Data, n.Data) })))
+}
+
+func inNamespace(ns string) predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == ns })
+}
+
+func named(ns, name string) predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == ns && o.GetName() == name })
+}
+
+// changed passes creates and deletes, and updates for which same reports a difference in what
+// decisions read.
+func changed[T client.Object](same func(old, cur T) bool) predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		old, okOld := e.ObjectOld.(T)
+		cur, okNew := e.ObjectNew.(T)
+		return !okOld || !okNew || !same(old, cur)
+	}}
+}
+
+// selectionChanged passes MachineConfiguration updates that change what is selected, or that
+// make its status current (decisions wait for that), not the conditions written on it.
+func selectionChanged() predicate.Predicate {
+	return changed(func(o, n *operatorv1.MachineConfiguration) bool {
+		return o.Status.ObservedGeneration == n.Status.ObservedGeneration &&
+			equality.Semantic.DeepEqual(o.Status.ManagedBootImagesStatus, n.Status.ManagedBootImagesStatus)
+	})
+}
+
+// clusterVersionChanged passes ClusterVersion updates of what decisions read: the history (is the
+// cluster updating, what was installed) and the desired release (its architecture).
+func clusterVersionChanged() predicate.Predicate {
+	return changed(func(o, n *configv1.ClusterVersion) bool {
+		return equality.Semantic.DeepEqual(o.Status.History, n.Status.History) && equality.Semantic.DeepEqual(o.Status.Desired, n.Status.Desired)
+	})
+}

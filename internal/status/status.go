@@ -1,0 +1,333 @@
+// Package status writes this operator's part of MachineConfiguration/cluster status with
+// server-side apply, only when it changed, and backs off while a second writer rewrites it. It
+// also sets Upgradeable on a configured ClusterOperator for the boot image skew guard.
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	configv1ac "github.com/openshift/client-go/config/applyconfigurations/config/v1"
+	operatorv1ac "github.com/openshift/client-go/operator/applyconfigurations/operator/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/kube"
+)
+
+// Conditions this operator writes on MachineConfiguration/cluster; bootimage computes the first
+// three.
+const (
+	ConditionBootImageUpdateProgressing = bootimage.ConditionBootImageUpdateProgressing
+	ConditionBootImageUpdateDegraded    = bootimage.ConditionBootImageUpdateDegraded
+	ConditionConfigurationDegraded      = bootimage.ConditionConfigurationDegraded
+	// ConditionStatusWritten is False while the API rejects the status this operator computed;
+	// its message names the field and the API's answer.
+	ConditionStatusWritten = "BootImageStatusWritten"
+	// ConditionBootImageUpdateSupported is False while boot images cannot be managed at all: an
+	// unsupported platform, or Machine API CRDs not installed; its message says which.
+	ConditionBootImageUpdateSupported = "BootImageUpdateSupported"
+	// ConditionUpgradeable is set on the ClusterOperator named by --cluster-operator-name.
+	ConditionUpgradeable = string(configv1.OperatorUpgradeable)
+)
+
+// Condition reasons and Event reasons of the status writer.
+const (
+	ReasonAsExpected                = bootimage.ReasonAsExpected
+	ReasonInvalidSelection          = bootimage.ReasonInvalidSelection
+	ReasonBootImageUpdating         = bootimage.ReasonBootImageUpdating
+	ReasonBootImageUpdateFailed     = bootimage.ReasonBootImageUpdateFailed
+	ReasonStatusRejected            = "StatusRejected"
+	ReasonClusterBootImageSkewError = "ClusterBootImageSkewError"
+)
+
+// FieldManager is this operator's server-side apply field manager: it owns exactly the status
+// fields and condition types it applies, so the MCO's own writer keeps its own.
+const FieldManager = "bootimage-operator"
+
+// ownedConditions are the condition types this operator applies on MachineConfiguration.
+var ownedConditions = []string{ConditionBootImageUpdateProgressing, ConditionBootImageUpdateDegraded, ConditionConfigurationDegraded, ConditionBootImageUpdateSupported}
+
+// Writer writes the status the MachineConfiguration reconciler computes. It remembers what it
+// wrote and announced, so one Writer serves one reconciler, one reconcile at a time.
+type Writer struct {
+	Client client.Client
+	// Reader reads from the API server, for the managed fields the cache drops.
+	Reader   client.Reader
+	Recorder record.EventRecorder
+	Clock    clock.PassiveClock
+	// ClusterOperator, when set, names the ClusterOperator whose Upgradeable condition carries
+	// the skew enforcement guard.
+	ClusterOperator string
+
+	// contest backs the writes off while a second writer is seen (secondwriter.go).
+	contest        statusContest
+	contestMessage string
+	// lastGuard and lastRejection are what was last announced by Event, so each is announced once.
+	lastGuard, lastRejection string
+}
+
+// Write writes want's part of the status this operator owns when current lacks it. While a second
+// writer rewrites it, want's Degraded condition says so and the writes are rationed: held is true
+// when this write must wait (retry after retryAfter). A status the API rejects is announced once
+// and the part it can take is written instead (see applyStatusRejected).
+func (w *Writer) Write(ctx context.Context, current, want *operatorv1.MachineConfiguration, withSkew bool) (held bool, retryAfter time.Duration, err error) {
+	if ok, wait, err := w.checkStatusContest(ctx, current, want, withSkew); err != nil || !ok {
+		return true, wait, err
+	}
+	err = applyStatus(ctx, w.Client, current, want, withSkew)
+	if err == nil {
+		w.lastRejection = ""
+		return false, 0, nil
+	}
+	// Keep deciding and writing what can be written: the boot image reconcilers wait only for
+	// observedGeneration, which the fallback write carries.
+	if w.lastRejection != err.Error() {
+		w.lastRejection = err.Error()
+		w.Recorder.Event(current, corev1.EventTypeWarning, ReasonStatusRejected, err.Error())
+		logf.FromContext(ctx).Error(err, "Writing MachineConfiguration status")
+	}
+	return false, 0, applyStatusRejected(ctx, w.Client, current, want, err)
+}
+
+// applyStatus applies this operator's part of want's status when it differs from current's:
+// observedGeneration, managedBootImagesStatus, the skew enforcement status (when the gate is on)
+// and the owned conditions. Server-side apply merges conditions by type, so the MCO's own
+// conditions are left alone, and a condition this operator stops applying is removed.
+func applyStatus(ctx context.Context, c client.Client, current, want *operatorv1.MachineConfiguration, withSkew bool) error {
+	status := operatorv1.MachineConfigurationStatus{
+		ObservedGeneration:             want.Status.ObservedGeneration,
+		ManagedBootImagesStatus:        want.Status.ManagedBootImagesStatus,
+		BootImageSkewEnforcementStatus: want.Status.BootImageSkewEnforcementStatus,
+	}
+	for _, t := range ownedConditions {
+		if cond := meta.FindStatusCondition(want.Status.Conditions, t); cond != nil {
+			status.Conditions = append(status.Conditions, *cond)
+		}
+	}
+	if !withSkew {
+		status.BootImageSkewEnforcementStatus = operatorv1.BootImageSkewEnforcementStatus{}
+	}
+	if ownedStatusEqual(current, want, withSkew) && meta.FindStatusCondition(current.Status.Conditions, ConditionStatusWritten) == nil {
+		return nil
+	}
+	if err := apply(ctx, c, status); err != nil {
+		return fmt.Errorf("writing status of MachineConfiguration/%s: %w", current.Name, err)
+	}
+	logf.FromContext(ctx).Info("Updated MachineConfiguration status")
+	return nil
+}
+
+// applyStatusRejected applies what can be applied after the API rejected the full status: the
+// effective configuration and observedGeneration (the boot image reconcilers wait for them) and a
+// condition naming the field and the API's message. The skew status is left as it was.
+func applyStatusRejected(ctx context.Context, c client.Client, current, want *operatorv1.MachineConfiguration, rejected error) error {
+	status := operatorv1.MachineConfigurationStatus{
+		ObservedGeneration:      want.Status.ObservedGeneration,
+		ManagedBootImagesStatus: want.Status.ManagedBootImagesStatus,
+	}
+	for _, t := range ownedConditions {
+		if cond := meta.FindStatusCondition(want.Status.Conditions, t); cond != nil {
+			status.Conditions = append(status.Conditions, *cond)
+		}
+	}
+	msg := rejected.Error()
+	var statusErr apierrors.APIStatus
+	if errors.As(rejected, &statusErr) {
+		msg = statusErr.Status().Message
+	}
+	status.Conditions = append(status.Conditions, metav1.Condition{
+		Type: ConditionStatusWritten, Status: metav1.ConditionFalse, Reason: ReasonStatusRejected,
+		Message: "The API rejected the computed status (bootImageSkewEnforcementStatus kept as it was): " + msg, ObservedGeneration: want.Generation,
+		LastTransitionTime: metav1.Now(),
+	})
+	if old := meta.FindStatusCondition(current.Status.Conditions, ConditionStatusWritten); old != nil && old.Message == status.Conditions[len(status.Conditions)-1].Message {
+		if ownedStatusEqual(current, want, false) {
+			return nil // written already
+		}
+		status.Conditions[len(status.Conditions)-1].LastTransitionTime = old.LastTransitionTime
+	}
+	return apply(ctx, c, status)
+}
+
+// apply sends status with server-side apply as FieldManager. The apply configuration names only
+// the fields this operator computes, so a field the API adds later is never claimed by accident.
+func apply(ctx context.Context, c client.Client, status operatorv1.MachineConfigurationStatus) error {
+	obj := operatorv1ac.MachineConfiguration(kube.MachineConfigurationName).WithStatus(statusApply(status))
+	return c.Status().Apply(ctx, obj, client.FieldOwner(FieldManager), client.ForceOwnership)
+}
+
+// statusApply is the apply configuration of this operator's part of status.
+func statusApply(status operatorv1.MachineConfigurationStatus) *operatorv1ac.MachineConfigurationStatusApplyConfiguration {
+	ac := operatorv1ac.MachineConfigurationStatus().
+		WithObservedGeneration(status.ObservedGeneration).
+		WithManagedBootImagesStatus(managedBootImagesApply(status.ManagedBootImagesStatus))
+	for _, cond := range status.Conditions {
+		ac.WithConditions(metav1ac.Condition().WithType(cond.Type).WithStatus(cond.Status).WithReason(cond.Reason).
+			WithMessage(cond.Message).WithObservedGeneration(cond.ObservedGeneration).WithLastTransitionTime(cond.LastTransitionTime))
+	}
+	if skew := status.BootImageSkewEnforcementStatus; skew.Mode != "" {
+		ac.WithBootImageSkewEnforcementStatus(skewStatusApply(skew))
+	}
+	return ac
+}
+
+func managedBootImagesApply(m operatorv1.ManagedBootImages) *operatorv1ac.ManagedBootImagesApplyConfiguration {
+	ac := operatorv1ac.ManagedBootImages()
+	for _, mm := range m.MachineManagers {
+		sel := operatorv1ac.MachineManagerSelector().WithMode(mm.Selection.Mode)
+		if p := mm.Selection.Partial; p != nil {
+			partial := operatorv1ac.PartialSelector()
+			if ls := p.MachineResourceSelector; ls != nil {
+				partial.WithMachineResourceSelector(labelSelectorApply(ls))
+			}
+			sel.WithPartial(partial)
+		}
+		ac.WithMachineManagers(operatorv1ac.MachineManager().WithResource(mm.Resource).WithAPIGroup(mm.APIGroup).WithSelection(sel))
+	}
+	return ac
+}
+
+func labelSelectorApply(ls *metav1.LabelSelector) *metav1ac.LabelSelectorApplyConfiguration {
+	ac := metav1ac.LabelSelector()
+	if ls.MatchLabels != nil {
+		ac.WithMatchLabels(ls.MatchLabels)
+	}
+	for _, r := range ls.MatchExpressions {
+		ac.WithMatchExpressions(metav1ac.LabelSelectorRequirement().WithKey(r.Key).WithOperator(r.Operator).WithValues(r.Values...))
+	}
+	return ac
+}
+
+func skewStatusApply(s operatorv1.BootImageSkewEnforcementStatus) *operatorv1ac.BootImageSkewEnforcementStatusApplyConfiguration {
+	ac := operatorv1ac.BootImageSkewEnforcementStatus().WithMode(s.Mode)
+	if a := s.Automatic; a != (operatorv1.ClusterBootImageAutomatic{}) {
+		auto := operatorv1ac.ClusterBootImageAutomatic()
+		if a.OCPVersion != "" {
+			auto.WithOCPVersion(a.OCPVersion)
+		}
+		if a.RHCOSVersion != "" {
+			auto.WithRHCOSVersion(a.RHCOSVersion)
+		}
+		ac.WithAutomatic(auto)
+	}
+	if m := s.Manual; m != (operatorv1.ClusterBootImageManual{}) {
+		manual := operatorv1ac.ClusterBootImageManual()
+		if m.Mode != "" {
+			manual.WithMode(m.Mode)
+		}
+		if m.OCPVersion != "" {
+			manual.WithOCPVersion(m.OCPVersion)
+		}
+		if m.RHCOSVersion != "" {
+			manual.WithRHCOSVersion(m.RHCOSVersion)
+		}
+		ac.WithManual(manual)
+	}
+	return ac
+}
+
+// ownedStatusEqual reports whether current already has want's part of the status.
+func ownedStatusEqual(current, want *operatorv1.MachineConfiguration, withSkew bool) bool {
+	if current.Status.ObservedGeneration != want.Status.ObservedGeneration ||
+		!equality.Semantic.DeepEqual(current.Status.ManagedBootImagesStatus, want.Status.ManagedBootImagesStatus) {
+		return false
+	}
+	if withSkew && !equality.Semantic.DeepEqual(current.Status.BootImageSkewEnforcementStatus, want.Status.BootImageSkewEnforcementStatus) {
+		return false
+	}
+	for _, t := range ownedConditions {
+		a, b := meta.FindStatusCondition(current.Status.Conditions, t), meta.FindStatusCondition(want.Status.Conditions, t)
+		if (a == nil) != (b == nil) || (a != nil && !equality.Semantic.DeepEqual(*a, *b)) {
+			return false
+		}
+	}
+	return true
+}
+
+// ReportGuard reports the skew enforcement guard: the upgrade-blocked metric, a Warning Event when
+// it starts blocking, and the Upgradeable condition of the configured ClusterOperator, which is
+// what the cluster-version operator reads.
+func (w *Writer) ReportGuard(ctx context.Context, mc *operatorv1.MachineConfiguration, guard bootimage.SkewGuard, leftBehind []string) error {
+	if guard.Blocked && len(leftBehind) > 0 {
+		guard.Message += fmt.Sprintf(" (MachineSets whose boot images the operator cannot update: %s)", strings.Join(leftBehind[:min(len(leftBehind), bootimage.MaxErrorsInMessage)], ", "))
+	}
+	if guard.Blocked && w.lastGuard != guard.Message {
+		logf.FromContext(ctx).Info("Boot image skew blocks upgrades", "reason", guard.Message)
+		w.Recorder.Event(mc, corev1.EventTypeWarning, ReasonClusterBootImageSkewError, guard.Message)
+	}
+	w.lastGuard = guard.Message
+	if w.ClusterOperator == "" {
+		return nil
+	}
+	co := &configv1.ClusterOperator{}
+	err := w.Client.Get(ctx, client.ObjectKey{Name: w.ClusterOperator}, co)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	cond := configv1.ClusterOperatorStatusCondition{Type: configv1.OperatorUpgradeable, Status: configv1.ConditionTrue, Reason: ReasonAsExpected, Message: "Boot image skew does not block upgrades"}
+	if guard.Blocked {
+		cond.Status, cond.Reason, cond.Message = configv1.ConditionFalse, ReasonClusterBootImageSkewError, guard.Message
+	}
+	for _, old := range co.Status.Conditions {
+		if old.Type == cond.Type {
+			if old.Status == cond.Status && old.Reason == cond.Reason && old.Message == cond.Message {
+				return nil
+			}
+			if old.Status == cond.Status {
+				cond.LastTransitionTime = old.LastTransitionTime
+			}
+		}
+	}
+	if cond.LastTransitionTime.IsZero() {
+		cond.LastTransitionTime = metav1.Now()
+	}
+	if apierrors.IsNotFound(err) {
+		// The CVO creates the ClusterOperators of its payload; a standalone operator creates its own.
+		if err := w.Client.Apply(ctx, configv1ac.ClusterOperator(w.ClusterOperator).WithSpec(configv1.ClusterOperatorSpec{}), client.FieldOwner(FieldManager)); err != nil {
+			return fmt.Errorf("creating ClusterOperator/%s: %w", w.ClusterOperator, err)
+		}
+	}
+	ac := configv1ac.ClusterOperator(w.ClusterOperator).WithStatus(configv1ac.ClusterOperatorStatus().WithConditions(
+		configv1ac.ClusterOperatorStatusCondition().WithType(cond.Type).WithStatus(cond.Status).WithReason(cond.Reason).
+			WithMessage(cond.Message).WithLastTransitionTime(cond.LastTransitionTime)))
+	if err := w.Client.Status().Apply(ctx, ac, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("setting Upgradeable on ClusterOperator/%s: %w", w.ClusterOperator, err)
+	}
+	logf.FromContext(ctx).Info("Updated ClusterOperator Upgradeable", "clusterOperator", w.ClusterOperator, "status", cond.Status)
+	return nil
+}
+
+// Reasons of ConditionBootImageUpdateSupported.
+const (
+	ReasonUnsupportedPlatform = "UnsupportedPlatform"
+	ReasonMachineAPIMissing   = "MachineAPIMissing"
+)
+
+// SetSupportCondition says whether boot images can be managed on this cluster at all, and if not,
+// why: the platform (bare metal, None, Azure Stack Hub: what the MCO's CheckBootImagePlatform
+// refuses) or Machine API CRDs that are not installed.
+func SetSupportCondition(mc *operatorv1.MachineConfiguration, platform configv1.PlatformType, gates bootimage.Gates, missing string) {
+	cond := metav1.Condition{Type: ConditionBootImageUpdateSupported, Status: metav1.ConditionTrue, Reason: ReasonAsExpected, ObservedGeneration: mc.Generation,
+		Message: "Boot images are managed on this platform"}
+	if len(bootimage.SupportedResources(platform, gates)) == 0 {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonUnsupportedPlatform, bootimage.UnsupportedMessage("MachineSets and ControlPlaneMachineSets", platform)
+	} else if missing != "" {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonMachineAPIMissing, missing
+	}
+	meta.SetStatusCondition(&mc.Status.Conditions, cond)
+}

@@ -1,0 +1,58 @@
+package status
+
+import (
+	"encoding/json"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+var _ = Describe("The status apply configuration", func() {
+	asJSON := func(status operatorv1.MachineConfigurationStatus) map[string]any {
+		raw, err := json.Marshal(statusApply(status))
+		Expect(err).NotTo(HaveOccurred())
+		var out map[string]any
+		Expect(json.Unmarshal(raw, &out)).To(Succeed())
+		return out
+	}
+	at := metav1.Date(2026, 1, 1, 0, 0, 0, 0, metav1.Now().Location())
+	full := operatorv1.MachineConfigurationStatus{
+		ObservedGeneration: 3,
+		Conditions:         []metav1.Condition{{Type: ConditionBootImageUpdateProgressing, Status: metav1.ConditionFalse, Reason: ReasonAsExpected, Message: "m", ObservedGeneration: 3, LastTransitionTime: at}},
+		// The MCO's: never this operator's, whatever it holds.
+		NodeDisruptionPolicyStatus: operatorv1.NodeDisruptionPolicyStatus{ClusterPolicies: operatorv1.NodeDisruptionPolicyClusterStatus{
+			Files: []operatorv1.NodeDisruptionPolicyStatusFile{{Path: "/etc/x"}}}},
+		ManagedBootImagesStatus: operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{{
+			Resource: operatorv1.MachineSets, APIGroup: operatorv1.MachineAPI,
+			Selection: operatorv1.MachineManagerSelector{Mode: operatorv1.Partial, Partial: &operatorv1.PartialSelector{
+				MachineResourceSelector: &metav1.LabelSelector{
+					MatchLabels:      map[string]string{"role": "infra"},
+					MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "zone", Operator: metav1.LabelSelectorOpIn, Values: []string{"a", "b"}}}}}}}}},
+		BootImageSkewEnforcementStatus: operatorv1.BootImageSkewEnforcementStatus{
+			Mode: operatorv1.BootImageSkewEnforcementModeStatusAutomatic, Automatic: operatorv1.ClusterBootImageAutomatic{OCPVersion: "4.20.3"}},
+	}
+
+	It("names only the fields this operator owns, each as the typed status has it", func() {
+		got := asJSON(full)
+		Expect(got).To(HaveLen(4))
+		Expect(got).To(HaveKeyWithValue("observedGeneration", BeNumerically("==", 3)))
+		Expect(got).NotTo(HaveKey("nodeDisruptionPolicyStatus"))
+
+		// Each owned field round-trips to what the typed status says.
+		typed, err := json.Marshal(full)
+		Expect(err).NotTo(HaveOccurred())
+		var want map[string]any
+		Expect(json.Unmarshal(typed, &want)).To(Succeed())
+		for _, field := range []string{"conditions", "managedBootImagesStatus", "bootImageSkewEnforcementStatus"} {
+			Expect(got[field]).To(Equal(want[field]), field)
+		}
+	})
+
+	It("leaves the skew enforcement status unclaimed when it has no mode", func() {
+		status := full
+		status.BootImageSkewEnforcementStatus = operatorv1.BootImageSkewEnforcementStatus{}
+		Expect(asJSON(status)).NotTo(HaveKey("bootImageSkewEnforcementStatus"))
+	})
+})
