@@ -5,6 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/coreos/stream-metadata-go/stream"
+
+	"github.com/bootimage-operator/bootimage-operator/featuregates"
 )
 
 // AMI owners.
@@ -17,7 +21,26 @@ const (
 
 type aws struct{}
 
-type awsProviderSpec struct {
+func (aws) Traits() PlatformTraits {
+	return PlatformTraits{MachineSetGate: featuregates.ManagedBootImagesAWS, ControlPlane: true, TemplateKind: "AWSMachineTemplate", InStream: func(a stream.Arch) bool {
+		return a.Images.Aws != nil && len(a.Images.Aws.Regions) > 0
+	}}
+}
+
+func (aws) Current(spec MachineSpec) string {
+	var ami struct {
+		ID  string `json:"id"`
+		ARN string `json:"arn"`
+	}
+	if spec.Field("ami", &ami) != nil {
+		return ""
+	}
+	return cmp.Or(ami.ID, ami.ARN)
+}
+
+// awsMachineSpec is what the operator reads of an AWSMachineProviderConfig or of a CAPA
+// AWSMachineTemplate's spec.template.spec: both name the AMI at ami.id.
+type awsMachineSpec struct {
 	AMI struct {
 		ID      *string `json:"id"`
 		ARN     *string `json:"arn"`
@@ -26,37 +49,60 @@ type awsProviderSpec struct {
 	Placement struct {
 		Region string `json:"region"`
 	} `json:"placement"`
+	// CAPA's lookup of an AMI by name pattern instead of id.
+	ImageLookupFormat string `json:"imageLookupFormat"`
+	ImageLookupOrg    string `json:"imageLookupOrg"`
+	ImageLookupBaseOS string `json:"imageLookupBaseOS"`
 }
 
-func (aws) decide(ctx context.Context, d Decision, in providerInput) (Decision, error) {
-	var ps awsProviderSpec
-	if err := in.spec.field("ami", &ps.AMI); err != nil {
-		return d.with(Error, ReasonInvalidProviderSpec, "providerSpec: %v", err), nil
-	}
-	if err := in.spec.field("placement", &ps.Placement); err != nil {
-		return d.with(Error, ReasonInvalidProviderSpec, "providerSpec: %v", err), nil
-	}
-	region := ps.Placement.Region
-	if region == "" {
-		return d.with(Error, ReasonInvalidProviderSpec, "providerSpec: placement.region is empty"), nil
-	}
-	if ps.AMI.ID == nil || *ps.AMI.ID == "" {
-		if ps.AMI.ARN != nil || len(ps.AMI.Filters) > 0 {
-			return d.with(Skip, ReasonImageNotByID, "the AMI is given by ARN or filters, not by id; left to its owner"), nil
+// read returns the current AMI and the region machines launch in: a providerSpec's
+// placement.region; for a template, which has none, the cluster's.
+func (aws) read(d Decision, in PlatformInput) (current, region string, _ Decision, ok bool) {
+	var ps awsMachineSpec
+	for _, f := range []struct {
+		key string
+		v   any
+	}{{"ami", &ps.AMI}, {"placement", &ps.Placement}, {"imageLookupFormat", &ps.ImageLookupFormat}, {"imageLookupOrg", &ps.ImageLookupOrg}, {"imageLookupBaseOS", &ps.ImageLookupBaseOS}} {
+		if err := in.Spec.Field(f.key, f.v); err != nil {
+			return "", "", in.Spec.invalid(d, "%v", err), false
 		}
-		return d.with(Error, ReasonInvalidProviderSpec, "providerSpec: ami.id is empty"), nil
 	}
-	current := *ps.AMI.ID
+	region = ps.Placement.Region
+	if in.Spec.Template() {
+		region = in.Cluster.Region
+	}
+	switch {
+	case region == "" && in.Spec.Template():
+		return "", "", d.with(Error, ReasonInvalidProviderSpec, "the cluster's AWS region is unknown (Infrastructure cluster status.platformStatus.aws.region is empty)"), false
+	case region == "":
+		return "", "", in.Spec.invalid(d, "placement.region is empty"), false
+	case ps.AMI.ID != nil && *ps.AMI.ID != "":
+		return *ps.AMI.ID, region, d, true
+	case ps.AMI.ARN != nil || len(ps.AMI.Filters) > 0:
+		return "", "", d.with(Skip, ReasonImageNotByID, "the AMI is given by ARN or filters, not by id; left to its owner"), false
+	case ps.ImageLookupFormat != "" || ps.ImageLookupOrg != "" || ps.ImageLookupBaseOS != "":
+		return "", "", d.with(Skip, ReasonImageNotByID, "the AMI is looked up by name (imageLookupFormat, imageLookupOrg, imageLookupBaseOS), not given by id; left to its owner"), false
+	case in.Spec.Template():
+		return "", "", d.with(Skip, ReasonImageNotByID, "no ami.id: CAPA looks an AMI up by its default name pattern, not an RHCOS image; left to its owner"), false
+	}
+	return "", "", in.Spec.invalid(d, "ami.id is empty"), false
+}
+
+func (a aws) Decide(ctx context.Context, d Decision, in PlatformInput) (Decision, error) {
+	current, region, decided, ok := a.read(d, in)
+	if !ok {
+		return decided, nil
+	}
 	d.Current = current
 	// The stream's own AMI is RHCOS whoever is asked: no lookup needed (and none possible offline).
 	if target, release, ok := streamAMI(in, region); ok && target == current {
 		d.Target, d.BootImageVersion = target, release
 		return d.with(NoChange, ReasonUpToDate, "AMI %s is the stream's", current), nil
 	}
-	if in.images == nil {
+	if in.Cluster.Images == nil {
 		return d.with(Skip, ReasonCustomImage, "AMI %s: no EC2 image catalogue, so its owner (RHCOS or custom) cannot be checked", current), nil
 	}
-	img, err := in.images.AWSImage(ctx, region, current)
+	img, err := in.Cluster.Images.AWSImage(ctx, region, current)
 	if errors.Is(err, ErrNoCatalog) {
 		return d.with(Skip, ReasonCustomImage, "AMI %s: no EC2 image catalogue, so its owner (RHCOS or custom) cannot be checked", current), nil
 	}
@@ -71,12 +117,12 @@ func (aws) decide(ctx context.Context, d Decision, in providerInput) (Decision, 
 	var target string
 	switch img.OwnerID {
 	case RHCOSOwner:
-		if in.streams.Default.Architectures[in.arch].Images.Aws == nil {
-			return d.with(Skip, ReasonRegionNotInStream, "the stream has no AWS images for %s", in.arch), nil
+		if in.Streams.Default.Architectures[in.Arch].Images.Aws == nil {
+			return d.with(Skip, ReasonRegionNotInStream, "the stream has no AWS images for %s", in.Arch), nil
 		}
 		t, release, ok := streamAMI(in, region)
 		if !ok {
-			return d.with(Skip, ReasonRegionNotInStream, "the stream has no %s AMI for region %s", in.arch, region), nil
+			return d.with(Skip, ReasonRegionNotInStream, "the stream has no %s AMI for region %s", in.Arch, region), nil
 		}
 		target = t
 		d.BootImageVersion = release
@@ -89,7 +135,7 @@ func (aws) decide(ctx context.Context, d Decision, in providerInput) (Decision, 
 	if target == current {
 		return d.with(NoChange, ReasonUpToDate, "AMI %s is the stream's", current), nil
 	}
-	t, err := in.images.AWSImage(ctx, region, target)
+	t, err := in.Cluster.Images.AWSImage(ctx, region, target)
 	if err != nil && !errors.Is(err, ErrNoCatalog) {
 		return d, fmt.Errorf("describing target AMI %s in %s: %w", target, region, err)
 	}
@@ -106,8 +152,8 @@ func (aws) decide(ctx context.Context, d Decision, in providerInput) (Decision, 
 
 // streamAMI returns the stream's AMI for region and its RHCOS release; ok is false when the
 // stream has none there.
-func streamAMI(in providerInput, region string) (ami, release string, ok bool) {
-	arch := in.streams.Default.Architectures[in.arch]
+func streamAMI(in PlatformInput, region string) (ami, release string, ok bool) {
+	arch := in.Streams.Default.Architectures[in.Arch]
 	if arch.Images.Aws == nil {
 		return "", "", false
 	}
@@ -119,7 +165,7 @@ func streamAMI(in providerInput, region string) (ami, release string, ok bool) {
 }
 
 // streamHint names the stream's AMI for region, when it has one, for a message asking for an AMI.
-func streamHint(in providerInput, region string) string {
+func streamHint(in PlatformInput, region string) string {
 	if ami, _, ok := streamAMI(in, region); ok {
 		return fmt.Sprintf(" (the stream's RHCOS AMI there is %s)", ami)
 	}

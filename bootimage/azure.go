@@ -2,12 +2,36 @@ package bootimage
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 
+	"github.com/coreos/stream-metadata-go/stream"
 	"github.com/coreos/stream-metadata-go/stream/rhcos"
+
+	"github.com/bootimage-operator/bootimage-operator/featuregates"
 )
 
 type azure struct{}
+
+func (azure) Traits() PlatformTraits {
+	return PlatformTraits{MachineSetGate: featuregates.ManagedBootImagesAzure, ControlPlane: true, TemplateKind: "AzureMachineTemplate", Arches: []string{"x86_64", "aarch64"},
+		InStream: func(a stream.Arch) bool {
+			return a.RHELCoreOSExtensions != nil && a.RHELCoreOSExtensions.Marketplace != nil && a.RHELCoreOSExtensions.Marketplace.Azure != nil
+		}}
+}
+
+func (azure) Current(spec MachineSpec) string {
+	if spec.Template() {
+		var img capzImage
+		_ = spec.Field("image", &img)
+		return capzCurrent(img)
+	}
+	var img azureImage
+	if spec.Field("image", &img) == nil && img != (azureImage{}) {
+		return img.String()
+	}
+	return ""
+}
 
 type azureImage struct {
 	Publisher  string `json:"publisher"`
@@ -31,36 +55,25 @@ const (
 	azureWithPlan = "MarketplaceWithPlan"
 )
 
-func (azure) decide(_ context.Context, d Decision, in providerInput) (Decision, error) {
-	var current azureImage
-	var security struct {
-		Settings struct {
-			SecurityType string `json:"securityType"`
-		} `json:"settings"`
-	}
-	if err := in.spec.field("image", &current); err != nil {
-		return d.with(Error, ReasonInvalidProviderSpec, "providerSpec: %v", err), nil
-	}
-	if err := in.spec.field("securityProfile", &security); err != nil {
-		return d.with(Error, ReasonInvalidProviderSpec, "providerSpec: %v", err), nil
-	}
-	if current == (azureImage{}) {
-		return d.with(Error, ReasonInvalidProviderSpec, "providerSpec: image is empty"), nil
+func (a azure) Decide(_ context.Context, d Decision, in PlatformInput) (Decision, error) {
+	current, security, decided, ok := a.read(d, in)
+	if !ok {
+		return decided, nil
 	}
 	d.Current = current.String()
-	variant, paid, ok := azureVariant(current, in.infraNam)
+	variant, paid, ok := azureVariant(current, in.Cluster.InfrastructureName)
 	if !ok && current.Publisher == "" {
 		return d.with(Skip, ReasonCustomImage, "image resourceID %s does not name the cluster's infrastructure %q, so it is not the installer's upload but an image someone else made: left alone. "+
-			"To move this MachineSet to the stream's marketplace image, set its image to publisher azureopenshift, offer aro4 (any SKU and version); the next update follows the stream", current.ResourceID, in.infraNam), nil
+			"To move this MachineSet to the stream's marketplace image, set its image to publisher azureopenshift, offer aro4 (any SKU and version); the next update follows the stream", current.ResourceID, in.Cluster.InfrastructureName), nil
 	}
 	if !ok {
 		return d.with(Skip, ReasonCustomImage, "image %s is not an OpenShift marketplace image: left alone", current), nil
 	}
-	if t := security.Settings.SecurityType; t != "" {
-		return d.with(Skip, ReasonConfidentialVM, "securityProfile.settings.securityType is %s: confidential and trusted-launch VMs need images this operator does not manage", t), nil
+	if security.value != "" {
+		return d.with(Skip, ReasonConfidentialVM, "%s is %s: confidential and trusted-launch VMs need images this operator does not manage", security.field, security.value), nil
 	}
-	gen2 := in.arch == "aarch64" || !azureGen1(current, variant)
-	images := azureMarketplace(in.streams.Default.Architectures[in.arch].RHELCoreOSExtensions, variant)
+	gen2 := in.Arch == "aarch64" || !azureGen1(current, variant)
+	images := azureMarketplace(in.Streams.Default.Architectures[in.Arch].RHELCoreOSExtensions, variant)
 	var img *rhcos.AzureMarketplaceImage
 	if images != nil {
 		img = images.Gen1
@@ -70,7 +83,7 @@ func (azure) decide(_ context.Context, d Decision, in providerInput) (Decision, 
 	}
 	gen := map[bool]string{true: "Gen2", false: "Gen1"}[gen2]
 	if img == nil || img.Publisher == "" || img.SKU == "" || img.Version == "" {
-		return d.with(Skip, ReasonArchitectureNotInStream, "the stream has no Azure %s HyperV %s marketplace image for %s", variant, gen, in.arch), nil
+		return d.with(Skip, ReasonArchitectureNotInStream, "the stream has no Azure %s HyperV %s marketplace image for %s", variant, gen, in.Arch), nil
 	}
 	target := azureImage{Publisher: img.Publisher, Offer: img.Offer, SKU: img.SKU, Version: img.Version, Type: azureNoPlan}
 	if paid {
@@ -84,7 +97,91 @@ func (azure) decide(_ context.Context, d Decision, in providerInput) (Decision, 
 		set("/image/publisher", target.Publisher), set("/image/offer", target.Offer), set("/image/sku", target.SKU),
 		set("/image/version", target.Version), set("/image/resourceID", ""), set("/image/type", target.Type),
 	}
+	if in.Spec.Template() {
+		d.ProviderSpecPatch = []PatchOp{
+			set("/image/marketplace/publisher", target.Publisher), set("/image/marketplace/offer", target.Offer), set("/image/marketplace/sku", target.SKU),
+			set("/image/marketplace/version", target.Version), set("/image/marketplace/thirdPartyImage", paid),
+		}
+	}
 	return d.with(Update, ReasonImageOutdated, "image %s is outdated: the stream's %s %s image is %s", d.Current, variant, gen, d.Target), nil
+}
+
+// azureSecurity is the security type of the VM and the field that sets it.
+type azureSecurity struct{ field, value string }
+
+// capzImage is a CAPZ AzureMachineTemplate's spec.template.spec.image: one of its fields is set.
+type capzImage struct {
+	ID             *string         `json:"id"`
+	SharedGallery  json.RawMessage `json:"sharedGallery"`
+	ComputeGallery json.RawMessage `json:"computeGallery"`
+	Marketplace    *struct {
+		Publisher       string `json:"publisher"`
+		Offer           string `json:"offer"`
+		SKU             string `json:"sku"`
+		Version         string `json:"version"`
+		ThirdPartyImage bool   `json:"thirdPartyImage"`
+	} `json:"marketplace"`
+}
+
+// read returns the current image, in the providerSpec's terms, and the security type: a
+// providerSpec's image and securityProfile.settings.securityType, or a CAPZ template's
+// image.marketplace (thirdPartyImage meaning a purchase plan) and securityProfile.securityType.
+func (azure) read(d Decision, in PlatformInput) (azureImage, azureSecurity, Decision, bool) {
+	if !in.Spec.Template() {
+		var current azureImage
+		var security struct {
+			Settings struct {
+				SecurityType string `json:"securityType"`
+			} `json:"settings"`
+		}
+		if err := in.Spec.Field("image", &current); err != nil {
+			return current, azureSecurity{}, in.Spec.invalid(d, "%v", err), false
+		}
+		if err := in.Spec.Field("securityProfile", &security); err != nil {
+			return current, azureSecurity{}, in.Spec.invalid(d, "%v", err), false
+		}
+		if current == (azureImage{}) {
+			return current, azureSecurity{}, in.Spec.invalid(d, "image is empty"), false
+		}
+		return current, azureSecurity{"securityProfile.settings.securityType", security.Settings.SecurityType}, d, true
+	}
+	var img capzImage
+	var security struct {
+		SecurityType string `json:"securityType"`
+	}
+	if err := in.Spec.Field("image", &img); err != nil {
+		return azureImage{}, azureSecurity{}, in.Spec.invalid(d, "%v", err), false
+	}
+	if err := in.Spec.Field("securityProfile", &security); err != nil {
+		return azureImage{}, azureSecurity{}, in.Spec.invalid(d, "%v", err), false
+	}
+	d.Current = capzCurrent(img)
+	switch {
+	case img.ID != nil || img.SharedGallery != nil || img.ComputeGallery != nil:
+		return azureImage{}, azureSecurity{}, d.with(Skip, ReasonCustomImage, "image is given by id, computeGallery or sharedGallery, not by marketplace: a custom image, left alone"), false
+	case img.Marketplace == nil:
+		return azureImage{}, azureSecurity{}, d.with(Skip, ReasonImageNotByID, "no image: CAPZ picks its default image, not an RHCOS one; left to its owner"), false
+	}
+	m := img.Marketplace
+	current := azureImage{Publisher: m.Publisher, Offer: m.Offer, SKU: m.SKU, Version: m.Version, Type: azureNoPlan}
+	if m.ThirdPartyImage {
+		current.Type = azureWithPlan
+	}
+	return current, azureSecurity{"securityProfile.securityType", security.SecurityType}, d, true
+}
+
+// capzCurrent is a CAPZ image in the form of Decision.Current.
+func capzCurrent(img capzImage) string {
+	switch {
+	case img.Marketplace != nil:
+		m := img.Marketplace
+		return azureImage{Publisher: m.Publisher, Offer: m.Offer, SKU: m.SKU, Version: m.Version}.String()
+	case img.ID != nil:
+		return *img.ID
+	case img.ComputeGallery != nil:
+		return string(img.ComputeGallery)
+	}
+	return string(img.SharedGallery)
 }
 
 // azureVariant names the stream's marketplace variant that matches the current image, and whether

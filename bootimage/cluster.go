@@ -35,6 +35,9 @@ func NewCluster(o ClusterObjects) Cluster {
 		c.Platform = PlatformOf(infra)
 		c.InfrastructureName = infra.Status.InfrastructureName
 		c.VSphere = infra.Spec.PlatformSpec.VSphere
+		if ps := infra.Status.PlatformStatus; ps != nil && ps.AWS != nil {
+			c.Region = ps.AWS.Region
+		}
 	}
 	// Without a ClusterVersion nothing says an update is under way (the status writer reports the
 	// missing object); holding every boot image back would only hide the problem.

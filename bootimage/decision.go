@@ -50,6 +50,24 @@ const (
 	// ReasonCloudLookupFailed: a cloud API call the decision needs kept failing for longer than
 	// the operator waits; the message carries the API's error.
 	ReasonCloudLookupFailed = "CloudLookupFailed"
+
+	// ReasonAuthorityClusterAPI: a Machine API MachineSet whose status.authoritativeAPI is
+	// ClusterAPI; its Cluster API twin is the one to update.
+	ReasonAuthorityClusterAPI = "AuthorityClusterAPI"
+	// ReasonAuthorityMachineAPI: a Cluster API MachineSet whose Machine API twin is in charge.
+	ReasonAuthorityMachineAPI = "AuthorityMachineAPI"
+	// ReasonMigrating: the MachineSet is moving between the Machine API and Cluster API; neither
+	// side is written until it settles.
+	ReasonMigrating = "Migrating"
+	// ReasonOwnedByMachineDeployment: a Cluster API MachineSet whose template is its
+	// MachineDeployment's, which is decided on instead.
+	ReasonOwnedByMachineDeployment = "OwnedByMachineDeployment"
+	// ReasonManagedByTopology: a Cluster API object of a ClusterClass topology, whose templates
+	// the topology controller writes.
+	ReasonManagedByTopology = "ManagedByTopology"
+	// ReasonUnsupportedTemplate: a Cluster API object whose infrastructure template is of a kind
+	// this operator does not manage on the cluster's platform.
+	ReasonUnsupportedTemplate = "UnsupportedTemplate"
 )
 
 // CloudLookupFailed returns the Error decision for obj when the cloud lookup its decision needs
@@ -94,7 +112,7 @@ func (d Decision) CloudDependent() bool {
 var needsAdminSkips = map[string]bool{
 	ReasonOwnedByController: true, ReasonArchitectureUnknown: true, ReasonCustomImage: true, ReasonImageNotByID: true,
 	ReasonRegionNotInStream: true, ReasonTargetImageUnavailable: true, ReasonArchitectureNotInStream: true,
-	ReasonConfidentialVM: true, ReasonUnsupportedArchitecture: true,
+	ReasonConfidentialVM: true, ReasonUnsupportedArchitecture: true, ReasonManagedByTopology: true, ReasonUnsupportedTemplate: true,
 }
 
 // LeftBehind reports whether d leaves a selected object on an image the operator could not update
@@ -106,7 +124,9 @@ func (d Decision) LeftBehind() bool {
 
 // Decision is what to do with one object, and why.
 type Decision struct {
-	Kind      string `json:"kind"`
+	Kind string `json:"kind"`
+	// APIGroup is ClusterAPIGroup for Cluster API objects, "" for the Machine API's.
+	APIGroup  string `json:"apiGroup,omitempty"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	Platform  string `json:"platform"`
@@ -134,6 +154,8 @@ type Decision struct {
 	// VSphere, on a vSphere Update, is the template import to make before the patch; nil when
 	// the template is already current.
 	VSphere *VSphereImport `json:"-"`
+	// Rolls, on a MachineDeployment, is how many Machines an update replaces (Object.Machines).
+	Rolls *int `json:"rolls,omitempty"`
 }
 
 func (d Decision) with(action Action, reason, format string, args ...any) Decision {

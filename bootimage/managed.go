@@ -4,7 +4,6 @@ package bootimage
 
 import (
 	"fmt"
-	"slices"
 
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -19,26 +18,16 @@ type Gates interface {
 	Enabled(configv1.FeatureGateName) bool
 }
 
-// machineSetGates are the gates of older releases that turned MachineSet updates on per platform.
-var machineSetGates = map[configv1.PlatformType]configv1.FeatureGateName{
-	configv1.AWSPlatformType:     featuregates.ManagedBootImagesAWS,
-	configv1.GCPPlatformType:     featuregates.ManagedBootImages,
-	configv1.AzurePlatformType:   featuregates.ManagedBootImagesAzure,
-	configv1.VSpherePlatformType: featuregates.ManagedBootImagesVSphere,
-}
-
-// cpmsPlatforms are the platforms whose ControlPlaneMachineSet boot image can be managed.
-var cpmsPlatforms = []configv1.PlatformType{configv1.AWSPlatformType, configv1.GCPPlatformType, configv1.AzurePlatformType}
-
 // MachineSetsSupported reports whether MachineSet boot images are managed on platform.
 func MachineSetsSupported(platform configv1.PlatformType, gates Gates) bool {
-	gate, ok := machineSetGates[platform]
-	return ok && gates.Enabled(gate)
+	p, ok := platforms[platform]
+	return ok && (p.Traits().MachineSetGate == "" || gates.Enabled(p.Traits().MachineSetGate))
 }
 
 // CPMSSupported reports whether the ControlPlaneMachineSet boot image is managed on platform.
 func CPMSSupported(platform configv1.PlatformType, gates Gates) bool {
-	return slices.Contains(cpmsPlatforms, platform) && gates.Enabled(featuregates.ManagedBootImagesCPMS)
+	p, ok := platforms[platform]
+	return ok && p.Traits().ControlPlane && gates.Enabled(featuregates.ManagedBootImagesCPMS)
 }
 
 // SupportedResources lists the machine manager resources managed on platform, in status order.
@@ -113,8 +102,12 @@ func defaultMode(resource operatorv1.MachineManagerMachineSetsResourceType) oper
 }
 
 func findEntry(entries []operatorv1.MachineManager, resource operatorv1.MachineManagerMachineSetsResourceType) (operatorv1.MachineManager, bool) {
+	return findEntryIn(entries, operatorv1.MachineAPI, resource)
+}
+
+func findEntryIn(entries []operatorv1.MachineManager, group operatorv1.MachineManagerMachineSetsAPIGroupType, resource operatorv1.MachineManagerMachineSetsResourceType) (operatorv1.MachineManager, bool) {
 	for _, e := range entries {
-		if e.Resource == resource && e.APIGroup == operatorv1.MachineAPI {
+		if e.Resource == resource && e.APIGroup == group {
 			return e, true
 		}
 	}
@@ -124,7 +117,13 @@ func findEntry(entries []operatorv1.MachineManager, resource operatorv1.MachineM
 // Selected reports whether an object of resource with objectLabels is selected for boot image
 // updates by the effective status. A resource without an entry is not selected.
 func Selected(status operatorv1.ManagedBootImages, resource operatorv1.MachineManagerMachineSetsResourceType, objectLabels map[string]string) (bool, error) {
-	entry, ok := findEntry(status.MachineManagers, resource)
+	return SelectedIn(status, operatorv1.MachineAPI, resource, objectLabels)
+}
+
+// SelectedIn is Selected for the entry of resource in group (machine.openshift.io or
+// cluster.x-k8s.io).
+func SelectedIn(status operatorv1.ManagedBootImages, group operatorv1.MachineManagerMachineSetsAPIGroupType, resource operatorv1.MachineManagerMachineSetsResourceType, objectLabels map[string]string) (bool, error) {
+	entry, ok := findEntryIn(status.MachineManagers, group, resource)
 	if !ok {
 		return false, nil
 	}

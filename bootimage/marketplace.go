@@ -109,7 +109,7 @@ func (c marketplaceCandidate) better(o marketplaceCandidate) bool {
 
 // decideMarketplace follows the current AMI's AWS Marketplace product: the best AMI of the product
 // in the region whose RHCOS major.minor is not above the stream's.
-func decideMarketplace(ctx context.Context, d Decision, in providerInput, region string, current *AWSImage) (Decision, error) {
+func decideMarketplace(ctx context.Context, d Decision, in PlatformInput, region string, current *AWSImage) (Decision, error) {
 	product := MarketplaceProductID(current.Name)
 	if product == "" {
 		return d.with(Skip, ReasonCustomImage, "marketplace AMI %s has no product id at the end of its name %q, so there is no product to follow", current.ImageID, current.Name), nil
@@ -118,15 +118,15 @@ func decideMarketplace(ctx context.Context, d Decision, in providerInput, region
 	if name, ok := marketplaceProducts[product]; ok {
 		label = fmt.Sprintf("%s (%s)", product, name)
 	}
-	stream := in.streams.Default.Architectures[in.arch].Artifacts["aws"].Release
+	stream := in.Streams.Default.Architectures[in.Arch].Artifacts["aws"].Release
 	target, ok := parseRHCOSRelease(stream)
 	if !ok {
-		return d.with(Skip, ReasonTargetImageUnavailable, "the stream has no usable %s artifacts.aws.release (%q) to match marketplace AMIs of product %s against", in.arch, stream, label), nil
+		return d.with(Skip, ReasonTargetImageUnavailable, "the stream has no usable %s artifacts.aws.release (%q) to match marketplace AMIs of product %s against", in.Arch, stream, label), nil
 	}
 	if target.preRHELAligned() {
 		return d.with(Skip, ReasonTargetImageUnavailable, "the stream's RHCOS %s predates OCP 4.19: marketplace AMIs of product %s are followed only from OCP 4.19 (RHEL-aligned RHCOS versions)", target.full, label), nil
 	}
-	listed, err := in.images.AWSMarketplaceImages(ctx, region, product)
+	listed, err := in.Cluster.Images.AWSMarketplaceImages(ctx, region, product)
 	if err != nil {
 		return d, fmt.Errorf("listing marketplace AMIs of product %s in %s: %w", product, region, err)
 	}

@@ -1,10 +1,53 @@
 package bootimage
 
 import (
+	"context"
 	"fmt"
 
+	"github.com/coreos/stream-metadata-go/stream"
 	configv1 "github.com/openshift/api/config/v1"
 )
+
+// Platform reads, chooses and writes the boot image of one cloud's machines. Each platform is one
+// file of this package and one line of the platforms table (decide.go); the dispatcher (Decide)
+// runs the checks every platform shares before it asks the platform.
+type Platform interface {
+	// Traits are what the dispatcher needs to know of the platform before it reads a spec.
+	Traits() PlatformTraits
+	// Current reads the boot image spec names, in the form of Decision.Current; "" when it names
+	// none the platform can read.
+	Current(spec MachineSpec) string
+	// Decide reads the current image of in.Spec, chooses the target and, on Update, writes the
+	// patch that sets it (Decision.ProviderSpecPatch, paths relative to the spec). It returns d
+	// with its action, reason, current and target set. An error is transient: a cloud API call
+	// failed, so try again later.
+	Decide(ctx context.Context, d Decision, in PlatformInput) (Decision, error)
+}
+
+// PlatformTraits are the static facts of a platform.
+type PlatformTraits struct {
+	// MachineSetGate is the gate of older releases that turned MachineSet updates on; "" for none.
+	MachineSetGate configv1.FeatureGateName
+	// ControlPlane is true when the ControlPlaneMachineSet's boot image can be managed.
+	ControlPlane bool
+	// Arches are the RPM architectures the platform has boot images for; nil for all.
+	Arches []string
+	// TemplateKind is the Cluster API infrastructure machine template kind whose boot image the
+	// platform manages; "" for none.
+	TemplateKind string
+	// InStream reports whether a stream architecture has boot images of the platform; nil when
+	// that is not checked for the cluster as a whole.
+	InStream func(stream.Arch) bool
+}
+
+// PlatformInput is what a platform decides on.
+type PlatformInput struct {
+	Spec MachineSpec
+	// Arch is the machines' RPM architecture (x86_64, aarch64, ...), present in Streams.
+	Arch    string
+	Streams *Streams
+	Cluster Cluster
+}
 
 // AzureStackHub is the platform decisions see for Azure with platformStatus.azure.cloudName
 // AzureStackCloud. Its boot images are fixed at install, so, as the MCO's CheckBootImagePlatform

@@ -34,14 +34,16 @@ type SkewInputs struct {
 	// InstallVersion is the release the cluster was installed with: the oldest Completed entry of
 	// ClusterVersion status.history; any form (nightly, OKD), it is normalised here.
 	InstallVersion string
-	// Pass is the outcome of the latest finished pass over the MachineSets; nil while one is under
+	// Pass is the outcome of the latest finished pass over the MachineSets, the Cluster API ones
+	// and MachineDeployments counted alike (Progress.Pass); nil while one is under
 	// way or none has finished.
 	Pass *SkewPass
 }
 
 // SkewPass is what a finished pass over the MachineSets achieved.
 type SkewPass struct {
-	// LeftBehind names the selected MachineSets the operator could not update by itself
+	// LeftBehind names the selected MachineSets and MachineDeployments the operator could not
+	// update by itself; objects another API is authoritative for are not among them
 	// (Decision.LeftBehind).
 	LeftBehind []string
 	// Errors counts MachineSets in Error.

@@ -39,8 +39,10 @@ const CountsRefresh = 30 * time.Second
 // Progress is the tally of the current decisions, per resource.
 type Progress struct {
 	MachineSets, ControlPlaneMachineSets Tally
-	errs                                 []string
-	leftBehind                           []string
+	// ClusterAPI counts Cluster API MachineSets and MachineDeployments together.
+	ClusterAPI Tally
+	errs       []string
+	leftBehind []string
 	// clusterLevel are the reasons of errors of the cluster's inputs some object is held by.
 	clusterLevel map[string]bool
 	// marketplaceRHCOS is the oldest RHCOS release chosen for a marketplace MachineSet.
@@ -58,11 +60,14 @@ func (t Tally) Pending() bool { return t.Updating > 0 || t.Decided < t.Total }
 // Add counts d, a current decision, under its resource.
 func (p *Progress) Add(d Decision) {
 	t := &p.MachineSets
-	if d.Kind == KindControlPlaneMachineSet {
+	switch {
+	case d.Kind == KindControlPlaneMachineSet:
 		t = &p.ControlPlaneMachineSets
+	case d.APIGroup == string(ClusterAPIGroup):
+		t = &p.ClusterAPI
 	}
 	t.Decided++
-	if d.Kind == KindMachineSet && d.Marketplace && d.BootImageVersion != "" && (d.Action == NoChange || d.Action == Update) {
+	if d.Kind != KindControlPlaneMachineSet && d.Marketplace && d.BootImageVersion != "" && (d.Action == NoChange || d.Action == Update) {
 		if p.marketplaceRHCOS == "" || CompareRHCOSVersions(d.BootImageVersion, p.marketplaceRHCOS) < 0 {
 			p.marketplaceRHCOS = d.BootImageVersion
 		}
@@ -73,8 +78,8 @@ func (p *Progress) Add(d Decision) {
 	case Skip:
 		t.Reconciled++
 		t.Skipped++
-		if d.LeftBehind() && d.Kind == KindMachineSet {
-			p.leftBehind = append(p.leftBehind, d.Name)
+		if d.LeftBehind() && d.Kind != KindControlPlaneMachineSet {
+			p.leftBehind = append(p.leftBehind, leftBehindName(d))
 		}
 	case Update:
 		t.Updating++
@@ -95,27 +100,42 @@ func (p *Progress) Add(d Decision) {
 // inputs (Decision.ClusterLevel), which the cluster's warnings say once instead.
 func (p Progress) HeldByCluster(reason string) bool { return p.clusterLevel[reason] }
 
-// LeftBehind names, sorted, the selected MachineSets the operator cannot update by itself.
+// leftBehindName names d's object in the skew guard's list: a Machine API MachineSet by its name,
+// a Cluster API object by kind.group/name.
+func leftBehindName(d Decision) string {
+	if d.APIGroup == "" {
+		return d.Name
+	}
+	return fmt.Sprintf("%s.%s/%s", d.Kind, d.APIGroup, d.Name)
+}
+
+// LeftBehind names, sorted, the selected MachineSets (and Cluster API MachineDeployments) the
+// operator cannot update by itself.
 func (p Progress) LeftBehind() []string {
 	out := append([]string(nil), p.leftBehind...)
 	sort.Strings(out)
 	return out
 }
 
-// Pass returns what the finished pass over the MachineSets achieved, nil while one is under way.
-// releaseVersion is coreos-bootimages' releaseVersion, "" when the ConfigMap is missing.
+// Pass returns what the finished pass over the MachineSets, Machine API and Cluster API, and the
+// MachineDeployments achieved, nil while one is under way. releaseVersion is coreos-bootimages'
+// releaseVersion, "" when the ConfigMap is missing.
 func (p Progress) Pass(releaseVersion string) *SkewPass {
-	if p.MachineSets.Pending() {
+	if p.MachineSets.Pending() || p.ClusterAPI.Pending() {
 		return nil
 	}
-	return &SkewPass{LeftBehind: p.LeftBehind(), Errors: p.MachineSets.Errored, RHCOSVersion: p.marketplaceRHCOS, ReleaseVersion: releaseVersion}
+	return &SkewPass{LeftBehind: p.LeftBehind(), Errors: p.MachineSets.Errored + p.ClusterAPI.Errored, RHCOSVersion: p.marketplaceRHCOS, ReleaseVersion: releaseVersion}
 }
 
 // Counts is the MCO's progress message.
 func (p Progress) Counts() string {
-	ms, c := p.MachineSets, p.ControlPlaneMachineSets
-	return fmt.Sprintf("Reconciled %d of %d MAPI MachineSets (%d skipped) | Reconciled %d of %d ControlPlaneMachineSets (%d skipped)",
+	ms, c, capi := p.MachineSets, p.ControlPlaneMachineSets, p.ClusterAPI
+	counts := fmt.Sprintf("Reconciled %d of %d MAPI MachineSets (%d skipped) | Reconciled %d of %d ControlPlaneMachineSets (%d skipped)",
 		ms.Reconciled, ms.Total, ms.Skipped, c.Reconciled, c.Total, c.Skipped)
+	if capi.Total > 0 || capi.Decided > 0 {
+		counts += fmt.Sprintf(" | Reconciled %d of %d CAPI MachineSets and MachineDeployments (%d skipped)", capi.Reconciled, capi.Total, capi.Skipped)
+	}
+	return counts
 }
 
 // ProgressConditions returns Progressing (True while any resource has an object pending) and
@@ -124,7 +144,7 @@ func (p Progress) Counts() string {
 func ProgressConditions(generation int64, p Progress, warnings []string) (progressing, degraded metav1.Condition) {
 	counts := p.Counts()
 	progressing = metav1.Condition{Type: ConditionBootImageUpdateProgressing, Status: metav1.ConditionFalse, Reason: ReasonAsExpected, Message: counts, ObservedGeneration: generation}
-	if p.MachineSets.Pending() || p.ControlPlaneMachineSets.Pending() {
+	if p.MachineSets.Pending() || p.ControlPlaneMachineSets.Pending() || p.ClusterAPI.Pending() {
 		progressing.Status, progressing.Reason = metav1.ConditionTrue, ReasonBootImageUpdating
 	}
 	degraded = metav1.Condition{Type: ConditionBootImageUpdateDegraded, Status: metav1.ConditionFalse, Reason: ReasonAsExpected, Message: counts, ObservedGeneration: generation}

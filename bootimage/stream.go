@@ -102,20 +102,11 @@ func StreamProblem(s *Streams, platform configv1.PlatformType, kubeArch string) 
 	if !ok {
 		return fmt.Sprintf("the %s stream in coreos-bootimages has no %s boot images, the control plane's architecture", DefaultOSStream, rpm)
 	}
-	var present bool
-	switch platform {
-	case configv1.AWSPlatformType:
-		present = a.Images.Aws != nil && len(a.Images.Aws.Regions) > 0
-	case configv1.GCPPlatformType:
-		present = a.Images.Gcp != nil && a.Images.Gcp.Name != ""
-	case configv1.AzurePlatformType:
-		present = a.RHELCoreOSExtensions != nil && a.RHELCoreOSExtensions.Marketplace != nil && a.RHELCoreOSExtensions.Marketplace.Azure != nil
-	case configv1.VSpherePlatformType:
-		_, present = a.Artifacts["vmware"]
-	default:
+	p, ok := platforms[platform]
+	if !ok || p.Traits().InStream == nil {
 		return ""
 	}
-	if !present {
+	if !p.Traits().InStream(a) {
 		return fmt.Sprintf("the %s stream in coreos-bootimages has no %s boot images for %s, the cluster's platform", DefaultOSStream, rpm, platform)
 	}
 	return ""

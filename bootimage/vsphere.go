@@ -8,7 +8,10 @@ import (
 	"path"
 	"strings"
 
+	"github.com/coreos/stream-metadata-go/stream"
 	configv1 "github.com/openshift/api/config/v1"
+
+	"github.com/bootimage-operator/bootimage-operator/featuregates"
 )
 
 // Reasons of vSphere decisions.
@@ -91,45 +94,58 @@ type vsphereWorkspace struct {
 
 type vsphere struct{}
 
+func (vsphere) Traits() PlatformTraits {
+	return PlatformTraits{MachineSetGate: featuregates.ManagedBootImagesVSphere, InStream: func(a stream.Arch) bool {
+		_, ok := a.Artifacts["vmware"]
+		return ok
+	}}
+}
+
+func (vsphere) Current(spec MachineSpec) string {
+	var template string
+	_ = spec.Field("template", &template)
+	return template
+}
+
 // decide compares the MachineSet's template with the stream's RHCOS release. The template the
 // operator manages lives in the workspace folder: the one the MachineSet names if it is there,
 // else <infrastructureName>-rhcos-<failure domain>, as the MCO names it.
-func (vsphere) decide(ctx context.Context, d Decision, in providerInput) (Decision, error) {
+func (vsphere) Decide(ctx context.Context, d Decision, in PlatformInput) (Decision, error) {
 	var template string
-	if err := in.spec.field("template", &template); err != nil || template == "" {
-		return d.with(Error, ReasonInvalidProviderSpec, "providerSpec: template is missing or not a string"), nil
+	if err := in.Spec.Field("template", &template); err != nil || template == "" {
+		return in.Spec.invalid(d, "template is missing or not a string"), nil
 	}
 	d.Current = template
 	var ws *vsphereWorkspace
 	var tagIDs []string
-	if err := in.spec.field("workspace", &ws); err != nil {
-		return d.with(Error, ReasonInvalidProviderSpec, "providerSpec: %v", err), nil
+	if err := in.Spec.Field("workspace", &ws); err != nil {
+		return in.Spec.invalid(d, "%v", err), nil
 	}
-	if err := in.spec.field("tagIDs", &tagIDs); err != nil {
-		return d.with(Error, ReasonInvalidProviderSpec, "providerSpec: %v", err), nil
+	if err := in.Spec.Field("tagIDs", &tagIDs); err != nil {
+		return in.Spec.invalid(d, "%v", err), nil
 	}
 	if ws == nil || ws.Server == "" || ws.Datacenter == "" || !strings.HasPrefix(ws.Folder, "/") {
-		return d.with(Error, ReasonInvalidProviderSpec, "providerSpec: workspace.server, datacenter and folder (an inventory path) must be set: the operator manages templates in the cluster's workspace folder only"), nil
+		return in.Spec.invalid(d, "workspace.server, datacenter and folder (an inventory path) must be set: the operator manages templates in the cluster's workspace folder only"), nil
 	}
-	vcenter, fd, ok := failureDomainOf(in.vsphere, *ws)
+	vcenter, fd, ok := failureDomainOf(in.Cluster.VSphere, *ws)
 	if !ok {
 		return d.with(Skip, ReasonFailureDomainMismatch, "providerSpec workspace (%s) matches no vCenter and failure domain of Infrastructure cluster spec.platformSpec.vsphere", ws), nil
 	}
-	art := in.streams.Default.Architectures[in.arch].Artifacts["vmware"]
+	art := in.Streams.Default.Architectures[in.Arch].Artifacts["vmware"]
 	ova := art.Formats["ova"].Disk
 	if art.Release == "" || ova == nil || ova.Location == "" || ova.Sha256 == "" {
-		return d.with(Skip, ReasonTargetImageUnavailable, "the stream has no vmware OVA with a release and sha256 for %s", in.arch), nil
+		return d.with(Skip, ReasonTargetImageUnavailable, "the stream has no vmware OVA with a release and sha256 for %s", in.Arch), nil
 	}
 	at := VSphereLocation{Server: vcenter.Server, Port: vcenter.Port, Datacenter: ws.Datacenter, Folder: path.Clean(ws.Folder)}
-	if in.templates == nil {
+	if in.Cluster.Templates == nil {
 		return d.with(Skip, ReasonVCenterNotConsulted, "template %s: vCenter %s not consulted, so its RHCOS version is unknown; the stream's is %s (OVA %s)", template, at.Server, art.Release, ova.Location), nil
 	}
-	computed := fmt.Sprintf("%s-rhcos-%s", in.infraNam, fd.Name)
+	computed := fmt.Sprintf("%s-rhcos-%s", in.Cluster.InfrastructureName, fd.Name)
 	name, value := computed, computed
 	var found *VSphereTemplate
 	var leftovers []string
 	if template != computed && inFolder(at.Folder, template) {
-		t, left, err := managedTemplate(ctx, in.templates, at, path.Base(template))
+		t, left, err := managedTemplate(ctx, in.Cluster.Templates, at, path.Base(template))
 		if err != nil {
 			return vcenterError(d, at, template, err)
 		}
@@ -138,7 +154,7 @@ func (vsphere) decide(ctx context.Context, d Decision, in providerInput) (Decisi
 		}
 	}
 	if found == nil {
-		t, left, err := managedTemplate(ctx, in.templates, at, computed)
+		t, left, err := managedTemplate(ctx, in.Cluster.Templates, at, computed)
 		if err != nil {
 			return vcenterError(d, at, computed, err)
 		}
@@ -166,7 +182,7 @@ func (vsphere) decide(ctx context.Context, d Decision, in providerInput) (Decisi
 		VSphereLocation: at, Name: name,
 		ComputeCluster: fd.Topology.ComputeCluster, ResourcePool: fd.Topology.ResourcePool, Datastore: fd.Topology.Datastore,
 		Release: art.Release, OVALocation: ova.Location, OVASHA256: ova.Sha256,
-		InfrastructureName: in.infraNam, TagIDs: tagIDs,
+		InfrastructureName: in.Cluster.InfrastructureName, TagIDs: tagIDs,
 	}
 	if len(fd.Topology.Networks) > 0 {
 		d.VSphere.Network = fd.Topology.Networks[0]

@@ -28,7 +28,8 @@ const (
 )
 
 // ManagedBootImagesAWSCAPI turns on boot image updates of Cluster API MachineSets and
-// MachineDeployments (openshift/api PR #2990; TechPreviewNoUpgrade and DevPreviewNoUpgrade). No
+// MachineDeployments (openshift/api PR #2990; TechPreviewNoUpgrade and DevPreviewNoUpgrade).
+// openshift/api gates only AWS with it; GCP and Azure follow it until they have their own. No
 // openshift/api version this module can require has it yet; TestCAPIGateNotInOpenShiftAPI fails
 // once one does, and then the name comes from openshift/api/features.
 const ManagedBootImagesAWSCAPI configv1.FeatureGateName = "ManagedBootImagesAWSCAPI"

@@ -157,17 +157,11 @@ var EmptyMachineManagers = Migration{
 		}
 		// Like the MachineSets entry, written on every platform: the gate is what makes them valid.
 		if cluster.Gates.Enabled(featuregates.ManagedBootImagesAWSCAPI) {
-			for _, res := range capiResources {
-				add(res, capiGroup, string(res)+"."+string(capiGroup))
+			for _, res := range []operatorv1.MachineManagerMachineSetsResourceType{operatorv1.MachineSets, bootimage.MachineDeployments} {
+				add(res, bootimage.ClusterAPIGroup, string(res)+"."+string(bootimage.ClusterAPIGroup))
 			}
 		}
 		msg := fmt.Sprintf("Replaced the legacy opt-out spec.managedBootImages.machineManagers: [] with explicit selection mode None for %v", names)
 		return map[string]any{"managedBootImages": map[string]any{"machineManagers": entries}}, msg
 	},
 }
-
-// The Cluster API entries of openshift/api PR #2990, which the pinned openshift/api has no
-// constants for yet.
-const capiGroup operatorv1.MachineManagerMachineSetsAPIGroupType = "cluster.x-k8s.io"
-
-var capiResources = []operatorv1.MachineManagerMachineSetsResourceType{operatorv1.MachineSets, "machinedeployments"}

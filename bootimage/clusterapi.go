@@ -1,0 +1,97 @@
+package bootimage
+
+import (
+	"encoding/json"
+	"fmt"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Cluster API objects, as OpenShift serves them. The pinned openshift/api does not name them yet
+// (openshift/api PR #2990).
+const (
+	// ClusterAPIGroup is the API group of Cluster API MachineSets and MachineDeployments, and
+	// the machineManagers apiGroup that selects them.
+	ClusterAPIGroup operatorv1.MachineManagerMachineSetsAPIGroupType = "cluster.x-k8s.io"
+	// ClusterAPIVersion is the version of them this operator reads.
+	ClusterAPIVersion = "cluster.x-k8s.io/v1beta2"
+	// MachineDeployments is the machineManagers resource of Cluster API MachineDeployments.
+	MachineDeployments operatorv1.MachineManagerMachineSetsResourceType = "machinedeployments"
+	// ClusterAPINamespace holds OpenShift's Cluster API objects.
+	ClusterAPINamespace = "openshift-cluster-api"
+	// InfrastructureGroup is the API group of infrastructure machine templates.
+	InfrastructureGroup = "infrastructure.cluster.x-k8s.io"
+	// MachineAPINamespace holds the Machine API MachineSets, the twins of mirrored ones.
+	MachineAPINamespace = "openshift-machine-api"
+
+	KindMachineDeployment = "MachineDeployment"
+	kindCluster           = "Cluster"
+
+	// TopologyOwnedLabel marks the objects of a ClusterClass topology.
+	TopologyOwnedLabel = "topology.cluster.x-k8s.io/owned"
+	// ClonedFromNameAnnotation on a Machine or infrastructure machine names the template it was
+	// made from.
+	ClonedFromNameAnnotation = "cluster.x-k8s.io/cloned-from-name"
+	// CAPIOperatorTemplateLabel marks the templates cluster-capi-operator made for a mirrored
+	// MachineSet; it deletes them itself.
+	CAPIOperatorTemplateLabel = "machine.openshift.io/cluster-api-machineset"
+)
+
+// TemplateRef names an infrastructure machine template, as spec.template.spec.infrastructureRef
+// does (same namespace as the referrer).
+type TemplateRef struct {
+	APIGroup string `json:"apiGroup"`
+	Kind     string `json:"kind"`
+	Name     string `json:"name"`
+}
+
+// InfrastructureRef returns the template a Cluster API MachineSet or MachineDeployment names.
+func InfrastructureRef(owner *unstructured.Unstructured) (TemplateRef, error) {
+	ref, found, err := unstructured.NestedStringMap(owner.Object, "spec", "template", "spec", "infrastructureRef")
+	if err != nil || !found {
+		return TemplateRef{}, fmt.Errorf("spec.template.spec.infrastructureRef is missing or not an object of strings")
+	}
+	r := TemplateRef{APIGroup: ref["apiGroup"], Kind: ref["kind"], Name: ref["name"]}
+	if r.Kind == "" || r.Name == "" {
+		return r, fmt.Errorf("spec.template.spec.infrastructureRef has no kind or name")
+	}
+	return r, nil
+}
+
+// ClusterAPIObject reduces a Cluster API MachineSet or MachineDeployment (owner), with the
+// infrastructure machine template it names (nil when it was not found) and, for a MachineSet, the
+// status.authoritativeAPI of its Machine API twin (nil when there is none). Set Machines on a
+// MachineDeployment.
+func ClusterAPIObject(owner, template *unstructured.Unstructured, twin *machinev1beta1.MachineAuthority) Object {
+	o := Object{
+		Kind: owner.GetKind(), Namespace: owner.GetNamespace(), Name: owner.GetName(), APIGroup: ClusterAPIGroup,
+		Resource: operatorv1.MachineSets, Labels: owner.GetLabels(), Annotations: owner.GetAnnotations(),
+		OwnerReferences: owner.GetOwnerReferences(), Twin: twin,
+	}
+	if o.Kind == KindMachineDeployment {
+		o.Resource = MachineDeployments
+	}
+	o.TemplateLabels, _, _ = unstructured.NestedStringMap(owner.Object, "spec", "template", "metadata", "labels")
+	ref, err := InfrastructureRef(owner)
+	switch {
+	case err != nil:
+		o.Problem = err.Error()
+		return o
+	case template == nil:
+		o.Problem = fmt.Sprintf("infrastructure template %s %s/%s not found", ref.Kind, o.Namespace, ref.Name)
+		return o
+	case template.GetKind() != ref.Kind || template.GetName() != ref.Name:
+		o.Problem = fmt.Sprintf("the template given is %s %s, not the infrastructureRef's %s %s", template.GetKind(), template.GetName(), ref.Kind, ref.Name)
+		return o
+	}
+	o.TemplateKind = template.GetKind()
+	spec, found, err := unstructured.NestedMap(template.Object, "spec", "template", "spec")
+	if err != nil || !found {
+		o.Problem = fmt.Sprintf("%s %s has no spec.template.spec", ref.Kind, ref.Name)
+		return o
+	}
+	o.ProviderSpec, _ = json.Marshal(spec)
+	return o
+}

@@ -1,0 +1,120 @@
+package bootimage
+
+import (
+	"fmt"
+
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1 "github.com/openshift/api/machine/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// WindowsLabel on a MachineSet's machine template marks Windows workers, whose images are not RHCOS.
+const WindowsLabel = "machine.openshift.io/os-id"
+
+// Cluster is the cluster-wide input of a decision.
+type Cluster struct {
+	Platform           configv1.PlatformType
+	InfrastructureName string
+	// Region is the cluster's AWS region (Infrastructure status.platformStatus.aws.region): where
+	// Cluster API machines launch, as their templates do not say.
+	Region string
+	// Gates is nil while the gates are unknown; GatesError says why.
+	Gates      Gates
+	GatesError error
+	Effective  operatorv1.ManagedBootImages
+	// Stable is true while the newest ClusterVersion history entry is Completed.
+	Stable    bool
+	MultiArch bool
+	// ControlPlaneArch is the control plane's Kubernetes architecture.
+	ControlPlaneArch string
+	// BootImages is the coreos-bootimages ConfigMap; nil when missing.
+	BootImages *corev1.ConfigMap
+	// Streams, when set, parses BootImages (a StreamCache shared across decisions).
+	Streams *StreamCache
+	// Images looks cloud images up; nil when no catalogue is available.
+	Images Catalog
+	// VSphere is Infrastructure spec.platformSpec.vsphere: vCenters and failure domains.
+	VSphere *configv1.VSpherePlatformSpec
+	// Templates reads vCenter templates; nil when vCenter is not consulted (offline plans).
+	Templates VSphereTemplates
+}
+
+// Object is a MachineSet or ControlPlaneMachineSet of the Machine API, or a MachineSet or
+// MachineDeployment of Cluster API, reduced to what decisions read.
+type Object struct {
+	Kind, Namespace, Name string
+	// APIGroup is ClusterAPIGroup for Cluster API objects, "" for the Machine API's.
+	APIGroup            operatorv1.MachineManagerMachineSetsAPIGroupType
+	Resource            operatorv1.MachineManagerMachineSetsResourceType
+	Labels, Annotations map[string]string
+	TemplateLabels      map[string]string
+	OwnerReferences     []metav1.OwnerReference
+	// ProviderSpec is the raw providerSpec.value, or a Cluster API infrastructure machine
+	// template's spec.template.spec; nil when missing.
+	ProviderSpec []byte
+	// TemplateKind is the Cluster API infrastructure machine template's kind; "" for the Machine API.
+	TemplateKind string
+	// Authority is a Machine API MachineSet's status.authoritativeAPI.
+	Authority machinev1beta1.MachineAuthority
+	// Twin, on a Cluster API MachineSet, is the status.authoritativeAPI of the Machine API
+	// MachineSet of the same name; nil when there is none.
+	Twin *machinev1beta1.MachineAuthority
+	// Machines, on a MachineDeployment, is how many Machines it owns: all are replaced when its
+	// template changes.
+	Machines int
+	// UserData is the user-data Secret's stub; nil when it was not looked up.
+	UserData *UserData
+	// Attempts is how often this object was already patched to the target it is now due for.
+	Attempts func(target string) int
+	// Problem, when set, is an Error InvalidTemplate: the object has no usable template.
+	Problem string
+}
+
+// UserData is the content of a user-data Secret, as found.
+type UserData struct {
+	SecretName string
+	Found      bool
+	Data       []byte
+}
+
+// Kinds of the objects decided on.
+const (
+	KindMachineSet             = "MachineSet"
+	KindControlPlaneMachineSet = "ControlPlaneMachineSet"
+)
+
+// MachineSetObject reduces a MachineSet.
+func MachineSetObject(ms *machinev1beta1.MachineSet) Object {
+	o := Object{
+		Kind: KindMachineSet, Namespace: ms.Namespace, Name: ms.Name, Resource: operatorv1.MachineSets,
+		Labels: ms.Labels, Annotations: ms.Annotations, TemplateLabels: ms.Spec.Template.Labels,
+		OwnerReferences: ms.OwnerReferences, Authority: ms.Status.AuthoritativeAPI,
+	}
+	if v := ms.Spec.Template.Spec.ProviderSpec.Value; v != nil {
+		o.ProviderSpec = v.Raw
+	}
+	return o
+}
+
+// ControlPlaneMachineSetObject reduces a ControlPlaneMachineSet.
+func ControlPlaneMachineSetObject(cpms *machinev1.ControlPlaneMachineSet) Object {
+	o := Object{
+		Kind: KindControlPlaneMachineSet, Namespace: cpms.Namespace, Name: cpms.Name, Resource: operatorv1.ControlPlaneMachineSets,
+		Labels: cpms.Labels, Annotations: cpms.Annotations, OwnerReferences: cpms.OwnerReferences,
+	}
+	switch t := cpms.Spec.Template; {
+	case t.MachineType != machinev1.OpenShiftMachineV1Beta1MachineType:
+		o.Problem = fmt.Sprintf("spec.template.machineType is %q; only %s templates have a boot image to manage", t.MachineType, machinev1.OpenShiftMachineV1Beta1MachineType)
+	case t.OpenShiftMachineV1Beta1Machine == nil:
+		o.Problem = "spec.template.machines_v1beta1_machine_openshift_io is missing"
+	default:
+		o.TemplateLabels = t.OpenShiftMachineV1Beta1Machine.ObjectMeta.Labels
+		if v := t.OpenShiftMachineV1Beta1Machine.Spec.ProviderSpec.Value; v != nil {
+			o.ProviderSpec = v.Raw
+		}
+	}
+	return o
+}

@@ -1,0 +1,168 @@
+package bootimage
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Infrastructure machine templates are immutable: an update copies the template with the new boot
+// image and points the owner at the copy. Our copies are recognised by TemplateCopyLabel; their
+// names cannot be cluster-capi-operator's (or the MCO draft's), which end in 8 hex digits, as
+// ours end in 10.
+const (
+	// TemplateCopyLabel marks the templates this operator created; only they are ever deleted.
+	TemplateCopyLabel = "bootimage.openshift.io/template-copy"
+	// TemplateOwnerAnnotation on a copy names the object it was made for: <Kind>/<name>.
+	TemplateOwnerAnnotation = "bootimage.openshift.io/template-owner"
+	// CopiedFromAnnotation on a copy names the template it was copied from.
+	CopiedFromAnnotation = "bootimage.openshift.io/copied-from"
+
+	// templateHashLength is the hex digits of the name suffix.
+	templateHashLength = 10
+	// maxNameLength is the longest object name the API server takes.
+	maxNameLength = 253
+	// TemplateGCGrace is how old an unreferenced copy must be before it may be deleted, so a copy
+	// made by an update whose owner patch is under way is not taken away from it.
+	TemplateGCGrace = 10 * time.Minute
+)
+
+// infrastructureRefNamePath is the owner's field naming its template.
+const infrastructureRefNamePath = "/spec/template/spec/infrastructureRef/name"
+
+// TemplateCopy returns the template to create for d, an Update of a Cluster API object whose
+// template, as read from the server, is template: a deep copy in which only the boot image field
+// changed (every other field kept, known to this binary or not), with metadata reduced to what a
+// new object needs: the labels but cluster-capi-operator's, TemplateCopyLabel, TemplateOwnerAnnotation
+// and CopiedFromAnnotation, and the owner references without blockOwnerDeletion. Its name is
+// TemplateCopyName's.
+func TemplateCopy(template *unstructured.Unstructured, d Decision) (*unstructured.Unstructured, error) {
+	if d.Action != Update || len(d.ProviderSpecPatch) == 0 {
+		return nil, fmt.Errorf("%s %s: no update to copy a template for", d.Kind, d.Name)
+	}
+	ops := make([]PatchOp, len(d.ProviderSpecPatch))
+	for i, op := range d.ProviderSpecPatch {
+		op.Path = "/spec/template/spec" + op.Path
+		ops[i] = op
+	}
+	raw, err := template.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	opsJSON, err := json.Marshal(ops)
+	if err != nil {
+		return nil, err
+	}
+	patch, err := jsonpatch.DecodePatch(opsJSON)
+	if err != nil {
+		return nil, err
+	}
+	patched, err := patch.Apply(raw)
+	if err != nil {
+		return nil, fmt.Errorf("setting the boot image of %s %s: %w", template.GetKind(), template.GetName(), err)
+	}
+	out := &unstructured.Unstructured{}
+	if err := out.UnmarshalJSON(patched); err != nil {
+		return nil, err
+	}
+	labels := out.GetLabels()
+	delete(labels, CAPIOperatorTemplateLabel)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[TemplateCopyLabel] = "true"
+	owners := out.GetOwnerReferences()
+	for i := range owners {
+		owners[i].BlockOwnerDeletion = nil
+	}
+	out.Object["metadata"] = map[string]any{}
+	out.SetNamespace(template.GetNamespace())
+	out.SetLabels(labels)
+	out.SetAnnotations(map[string]string{TemplateOwnerAnnotation: d.Kind + "/" + d.Name, CopiedFromAnnotation: template.GetName()})
+	out.SetOwnerReferences(owners)
+	delete(out.Object, "status")
+	name, err := TemplateCopyName(d.Kind, d.Name, out)
+	if err != nil {
+		return nil, err
+	}
+	out.SetName(name)
+	return out, nil
+}
+
+// TemplateCopyName is the name of the copy of template made for the owner of kind and name:
+// <owner>-<10 hex digits of sha256(kind, name, json(spec))>, the owner's name shortened to fit.
+// The same owner and spec always give the same name, so a copy left by a crash between its
+// creation and the owner's patch is found and reused.
+func TemplateCopyName(kind, name string, template *unstructured.Unstructured) (string, error) {
+	spec, err := json.Marshal(template.Object["spec"])
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(kind + "\x00" + name + "\x00" + string(spec)))
+	suffix := hex.EncodeToString(sum[:])[:templateHashLength]
+	prefix := name[:min(len(name), maxNameLength-len(suffix)-1)]
+	return strings.TrimRight(prefix, "-.") + "-" + suffix, nil
+}
+
+// SameTemplateCopy reports whether existing, found under want's name, is the copy want describes:
+// ours, of the same spec. Anything else under that name is a clash to report, never to overwrite.
+func SameTemplateCopy(existing, want *unstructured.Unstructured) bool {
+	if existing.GetLabels()[TemplateCopyLabel] != "true" || existing.GetKind() != want.GetKind() {
+		return false
+	}
+	a, errA := json.Marshal(existing.Object["spec"])
+	b, errB := json.Marshal(want.Object["spec"])
+	return errA == nil && errB == nil && string(a) == string(b)
+}
+
+// InfrastructureRefPatch returns the JSON Patch that points a Cluster API MachineSet or
+// MachineDeployment at template newName, on the condition that it still names oldName (the API
+// server refuses it otherwise), with extra operations (the update-attempts annotation) in the
+// same write.
+func InfrastructureRefPatch(oldName, newName string, extra ...PatchOp) ([]byte, error) {
+	ops := []PatchOp{{Op: "test", Path: infrastructureRefNamePath, Value: oldName}, {Op: "replace", Path: infrastructureRefNamePath, Value: newName}}
+	return json.Marshal(append(ops, extra...))
+}
+
+// TemplateUse is what still needs the templates of one namespace.
+type TemplateUse struct {
+	// Owners are the infrastructureRefs of every Cluster API MachineSet and MachineDeployment.
+	Owners []TemplateRef
+	// ClonedFrom are the annotations of every Machine and infrastructure machine (AWSMachine, ...).
+	ClonedFrom []map[string]string
+}
+
+// DeletableTemplates returns, sorted by name, the templates that may be deleted: our own copies
+// (TemplateCopyLabel) older than TemplateGCGrace at now that no MachineSet or MachineDeployment
+// references and no Machine or infrastructure machine was cloned from. A template that
+// cluster-capi-operator labelled is never one. Names are compared whatever the kind, so a name in
+// use keeps every template of that name.
+func DeletableTemplates(templates []unstructured.Unstructured, use TemplateUse, now time.Time) []string {
+	inUse := map[string]bool{}
+	for _, ref := range use.Owners {
+		inUse[ref.Name] = true
+	}
+	for _, annotations := range use.ClonedFrom {
+		if name := annotations[ClonedFromNameAnnotation]; name != "" {
+			inUse[name] = true
+		}
+	}
+	var out []string
+	for _, t := range templates {
+		labels := t.GetLabels()
+		if _, capiOperator := labels[CAPIOperatorTemplateLabel]; capiOperator || labels[TemplateCopyLabel] != "true" ||
+			inUse[t.GetName()] || t.GetDeletionTimestamp() != nil || now.Sub(t.GetCreationTimestamp().Time) < TemplateGCGrace {
+			continue
+		}
+		out = append(out, t.GetName())
+	}
+	slices.Sort(out)
+	return out
+}
