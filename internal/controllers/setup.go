@@ -133,7 +133,28 @@ func Add(mgr ctrl.Manager, deps Deps) error {
 	if err := machineAPI.Add(crdgate.Controller{GroupVersion: machinev1.GroupVersion, Resource: "controlplanemachinesets", Kind: cpmsKind, Setup: register(controlPlane)}); err != nil {
 		return err
 	}
-	return mgr.Add(machineAPI)
+	if err := mgr.Add(machineAPI); err != nil {
+		return err
+	}
+	// Cluster API: started once its CRDs are served and gate ManagedBootImagesAWSCAPI is on (the
+	// RBAC for openshift-cluster-api ships with that gate). Its own gate: most clusters never serve
+	// these, which is no reason to report the Machine API missing.
+	clusterAPI, err := crdgate.New(mgr, tracker.Changed)
+	if err != nil {
+		return err
+	}
+	clusterAPI.Logger, clusterAPI.Hint = deps.Logger, "Cluster API is not installed"
+	gateOn := func(ctx context.Context) bool {
+		g, err := gates.Current(ctx)
+		return err == nil && g.Enabled(featuregates.ManagedBootImagesAWSCAPI)
+	}
+	for _, kind := range []struct{ kind, resource string }{{bootimage.KindMachineSet, "machinesets"}, {bootimage.KindMachineDeployment, "machinedeployments"}} {
+		r := &ClusterAPIReconciler{bootImages: steps, Kind: kind.kind}
+		if err := clusterAPI.Add(crdgate.Controller{GroupVersion: ClusterAPIGroupVersion, Resource: kind.resource, Kind: "Cluster API " + kind.kind, Setup: register(r), Ready: gateOn}); err != nil {
+			return err
+		}
+	}
+	return mgr.Add(clusterAPI)
 }
 
 // registration is how one Add names its controllers and where they log.
