@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -67,7 +70,97 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 			return ctrl.Result{Requeue: moved}, err
 		}
 	}
-	return r.done(ctx, owner, d, in.version), nil
+	res := r.done(ctx, owner, d, in.version)
+	if d.Action == bootimage.Update || d.Action == bootimage.NoChange {
+		again, err := r.collectGarbage(ctx, owner)
+		if err != nil {
+			return res, err
+		}
+		if again > 0 && (res.RequeueAfter == 0 || again < res.RequeueAfter) {
+			res.RequeueAfter = again
+		}
+	}
+	return res, nil
+}
+
+// collectGarbage deletes the copies this operator made for owner that nothing uses any more
+// (bootimage.DeletableTemplates), and says when to look again for those still in use or too
+// young. Idle, it costs one list of this operator's copies.
+func (r *ClusterAPIReconciler) collectGarbage(ctx context.Context, owner *unstructured.Unstructured) (time.Duration, error) {
+	ref, err := bootimage.InfrastructureRef(owner)
+	if err != nil {
+		return 0, nil
+	}
+	mapping, err := r.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind})
+	if err != nil {
+		return 0, nil
+	}
+	ns := client.InNamespace(owner.GetNamespace())
+	copies := &unstructured.UnstructuredList{}
+	copies.SetGroupVersionKind(mapping.GroupVersionKind.GroupVersion().WithKind(ref.Kind + "List"))
+	if err := r.Reader.List(ctx, copies, ns, client.MatchingLabels{bootimage.TemplateCopyLabel: "true"}); err != nil {
+		return 0, err
+	}
+	mine := copies.Items[:0]
+	for _, t := range copies.Items {
+		if t.GetAnnotations()[bootimage.TemplateOwnerAnnotation] == r.Kind+"/"+owner.GetName() && t.GetName() != ref.Name {
+			mine = append(mine, t)
+		}
+	}
+	if len(mine) == 0 {
+		return 0, nil
+	}
+	use, err := r.templateUse(ctx, owner.GetNamespace(), strings.TrimSuffix(ref.Kind, "Template"), mapping.GroupVersionKind.Version)
+	if err != nil {
+		return 0, err
+	}
+	deletable := bootimage.DeletableTemplates(mine, use, r.Clock.Now())
+	for i := range mine {
+		if !slices.Contains(deletable, mine[i].GetName()) {
+			continue
+		}
+		if err := capi.DeleteTemplate(ctx, r.Client, &mine[i]); err != nil {
+			return 0, fmt.Errorf("deleting unused template copy %s: %w", mine[i].GetName(), err)
+		}
+		logf.FromContext(ctx).Info("Deleted unused template copy", "template", mine[i].GetName())
+	}
+	if len(deletable) < len(mine) {
+		return bootimage.TemplateGCGrace, nil
+	}
+	return 0, nil
+}
+
+// templateUse lists what may still need a template of namespace: every Cluster API MachineSet's
+// and MachineDeployment's reference, and the cloned-from annotations of every Machine and
+// infrastructure machine (of kind machineKind in the templates' version).
+func (r *ClusterAPIReconciler) templateUse(ctx context.Context, namespace, machineKind, version string) (bootimage.TemplateUse, error) {
+	var use bootimage.TemplateUse
+	each := func(gvk schema.GroupVersionKind, f func(*unstructured.Unstructured)) error {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(gvk)
+		if err := r.Reader.List(ctx, l, client.InNamespace(namespace)); err != nil && !apimeta.IsNoMatchError(err) {
+			return err
+		}
+		for i := range l.Items {
+			f(&l.Items[i])
+		}
+		return nil
+	}
+	for _, kind := range []string{bootimage.KindMachineSet, bootimage.KindMachineDeployment} {
+		if err := each(ClusterAPIGroupVersion.WithKind(kind+"List"), func(o *unstructured.Unstructured) {
+			if ref, err := bootimage.InfrastructureRef(o); err == nil {
+				use.Owners = append(use.Owners, ref)
+			}
+		}); err != nil {
+			return use, err
+		}
+	}
+	clonedFrom := func(o *unstructured.Unstructured) { use.ClonedFrom = append(use.ClonedFrom, o.GetAnnotations()) }
+	if err := each(ClusterAPIGroupVersion.WithKind("MachineList"), clonedFrom); err != nil {
+		return use, err
+	}
+	infra := schema.GroupVersionKind{Group: bootimage.InfrastructureGroup, Version: version, Kind: machineKind + "List"}
+	return use, each(infra, clonedFrom)
 }
 
 // updateTemplate creates the template copy d asks for (or finds the one an earlier pass made) and

@@ -11,6 +11,7 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
@@ -125,11 +126,12 @@ func idle(writes *testenv.Writes, obj client.Object, controller string) {
 
 var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 	var mgr *testenv.Manager
+	clk := clocktesting.NewFakeClock(time.Now())
 	start := func() {
 		GinkgoHelper()
 		var err error
 		mgr, err = env.StartOperatorWithHooks(seams.Hooks{CRDPollInterval: 100 * time.Millisecond},
-			operator.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: &cloud.Static{AMIs: fixtures.AWSImages()}})
+			operator.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: &cloud.Static{AMIs: fixtures.AWSImages()}, Clock: clk})
 		Expect(err).NotTo(HaveOccurred())
 	}
 	stop := func() {
@@ -263,6 +265,47 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 		Expect(k8s.Status().Update(ctx, md)).To(Succeed())
 		Eventually(templateOf(md)).ShouldNot(Equal("d-0a1b2c3d"))
 		Eventually(events("MachineDeployment", "d")).Should(ContainElement(HaveSuffix("; rolls 3 machines")))
+	})
+
+	It("deletes only this operator's copies that nothing uses, once they are old enough", func() {
+		owner := get(capiOwner("MachineSet", "w-1a", ""))
+		current := templateOf(owner)()
+		ours := func(name string) *unstructured.Unstructured {
+			t := object(fmt.Sprintf(awsTemplate, name, fixtures.OldAWSAMI))
+			t.SetLabels(map[string]string{bootimage.TemplateCopyLabel: "true"})
+			t.SetAnnotations(map[string]string{bootimage.TemplateOwnerAnnotation: "MachineSet/w-1a"})
+			return t
+		}
+		unused, usedByMachine := ours("w-1a-aaaaaaaaaa"), ours("w-1a-bbbbbbbbbb")
+		Expect(k8s.Create(ctx, unused)).To(Succeed())
+		Expect(k8s.Create(ctx, usedByMachine)).To(Succeed())
+		machine := object(`
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: Machine
+metadata:
+  name: w-1a-x7k2p
+  annotations: {cluster.x-k8s.io/cloned-from-name: w-1a-bbbbbbbbbb}
+spec:
+  clusterName: demo
+  bootstrap: {dataSecretName: worker-user-data}
+  infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: AWSMachine, name: w-1a-x7k2p}`)
+		Expect(k8s.Create(ctx, machine)).To(Succeed())
+
+		resync()
+		Consistently(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(unused), template(unused.GetName())) }, "1s").Should(Succeed(), "too young to go")
+
+		clk.Step(bootimage.TemplateGCGrace + time.Minute)
+		resync()
+		Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(unused), template(unused.GetName())) }).Should(MatchError(ContainSubstring("not found")))
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(usedByMachine), template(usedByMachine.GetName()))).To(Succeed(), "a Machine was cloned from it")
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: testenv.CAPINamespace, Name: current}, template(current))).To(Succeed(), "the one in use")
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: testenv.CAPINamespace, Name: oldTemplate}, template(oldTemplate))).To(Succeed(), "cluster-capi-operator's, never ours to delete")
+
+		Expect(k8s.Delete(ctx, machine)).To(Succeed())
+		resync()
+		Eventually(func() error {
+			return k8s.Get(ctx, client.ObjectKeyFromObject(usedByMachine), template(usedByMachine.GetName()))
+		}).Should(MatchError(ContainSubstring("not found")))
 	})
 })
 
