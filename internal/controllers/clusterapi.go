@@ -29,6 +29,9 @@ import (
 // ClusterAPIGroupVersion is the version of Cluster API MachineSets and MachineDeployments read.
 var ClusterAPIGroupVersion = schema.GroupVersion{Group: string(bootimage.ClusterAPIGroup), Version: "v1beta2"}
 
+// clusterAPIKind names the Cluster API controller of kind in the Cluster API CRD gate.
+func clusterAPIKind(kind string) string { return "Cluster API " + kind }
+
 // ClusterAPIReconciler keeps the boot image of one Cluster API MachineSet or MachineDeployment
 // (Kind) in step with the stream: it copies the infrastructure machine template with the new boot
 // image and points the object at the copy (docs/capi.md).
