@@ -17,12 +17,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/internal/capi"
+	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
 	"github.com/bootimage-operator/bootimage-operator/kube"
 )
 
@@ -38,6 +40,9 @@ func clusterAPIKind(kind string) string { return "Cluster API " + kind }
 type ClusterAPIReconciler struct {
 	bootImages
 	Kind string
+	// MachineAPI says whether Machine API MachineSets are served, so that a twin's change of
+	// authority (a migration ending) re-decides its Cluster API MachineSet at once.
+	MachineAPI *crdgate.Gate
 }
 
 // newObject returns an empty object of r's kind, for reads.
@@ -253,6 +258,15 @@ func (r *ClusterAPIReconciler) Register(ctx context.Context, mgr ctrl.Manager) e
 	name := "clusterapi-" + map[string]string{bootimage.KindMachineSet: "machineset", bootimage.KindMachineDeployment: "machinedeployment"}[r.Kind]
 	b := r.reg.controller(mgr, name, r.Kind, controller.Options{MaxConcurrentReconciles: machineSetWorkers}).
 		For(r.newObject(), builder.WithPredicates(inNamespace(bootimage.ClusterAPINamespace), changes))
+	if r.Kind == bootimage.KindMachineSet && !r.MachineAPI.Waiting(bootimage.KindMachineSet) {
+		twin := func(_ context.Context, ms client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: bootimage.ClusterAPINamespace, Name: ms.GetName()}}}
+		}
+		b = b.Watches(&machinev1beta1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(twin), builder.WithPredicates(inNamespace(kube.MachineAPINamespace),
+			changed(func(o, n *machinev1beta1.MachineSet) bool {
+				return o.Status.AuthoritativeAPI == n.Status.AuthoritativeAPI
+			})))
+	}
 	return watchClusterInputs(b, r.Inputs.Namespace, all, none).Complete(objectReconciler[*unstructured.Unstructured]{
 		client: r.Client, tracker: r.Tracker, kind: r.Kind, newObject: r.newObject, reconcile: r.Reconcile,
 	})

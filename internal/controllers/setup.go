@@ -150,7 +150,7 @@ func Add(mgr ctrl.Manager, deps Deps) error {
 		return err == nil && g.Enabled(featuregates.ManagedBootImagesAWSCAPI)
 	}
 	for _, kind := range []struct{ kind, resource string }{{bootimage.KindMachineSet, "machinesets"}, {bootimage.KindMachineDeployment, "machinedeployments"}} {
-		r := &ClusterAPIReconciler{bootImages: steps, Kind: kind.kind}
+		r := &ClusterAPIReconciler{bootImages: steps, Kind: kind.kind, MachineAPI: machineAPI}
 		if err := clusterAPI.Add(crdgate.Controller{GroupVersion: ClusterAPIGroupVersion, Resource: kind.resource, Kind: clusterAPIKind(kind.kind), Setup: register(r), Ready: gateOn}); err != nil {
 			return err
 		}

@@ -18,7 +18,6 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
-	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -64,6 +63,12 @@ func get(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	got.SetGroupVersionKind(obj.GroupVersionKind())
 	Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
 	return got
+}
+
+// field is the value at path in obj, nil when absent.
+func field(obj map[string]any, path ...string) any {
+	v, _, _ := unstructured.NestedFieldCopy(obj, path...)
+	return v
 }
 
 func templateOf(owner *unstructured.Unstructured) func() string {
@@ -112,9 +117,12 @@ func resync() {
 	Expect(k8s.Status().Update(ctx, infra)).To(Succeed())
 }
 
-// idle asserts that a resync of controller writes nothing to obj, recorded by writes.
-func idle(writes *testenv.Writes, obj client.Object, controller string) {
+// idle asserts that a resync of controller writes nothing to obj.
+func idle(obj *unstructured.Unstructured, controller string) {
 	GinkgoHelper()
+	writes, err := env.WatchWrites(ctx, list(obj.GetAPIVersion(), obj.GetKind()), client.InNamespace(obj.GetNamespace()))
+	Expect(err).NotTo(HaveOccurred())
+	defer writes.Stop()
 	before, err := testenv.Reconciles(controller)
 	Expect(err).NotTo(HaveOccurred())
 	resync()
@@ -167,9 +175,9 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 
 		Eventually(templateOf(owner)).ShouldNot(Equal(oldTemplate))
 		copied := get(template(templateOf(owner)()))
-		Expect(unstructured.NestedString(copied.Object, "spec", "template", "spec", "ami", "id")).To(Equal(fixtures.NewAWSAMIUSEast1))
-		Expect(unstructured.NestedString(copied.Object, "spec", "template", "spec", "capacityReservationPreference")).To(Equal("Open"))
-		Expect(unstructured.NestedStringMap(copied.Object, "spec", "template", "spec", "additionalTags")).To(Equal(map[string]string{"team": "compute"}))
+		Expect(field(copied.Object, "spec", "template", "spec", "ami", "id")).To(Equal(fixtures.NewAWSAMIUSEast1))
+		Expect(field(copied.Object, "spec", "template", "spec", "capacityReservationPreference")).To(Equal("Open"))
+		Expect(field(copied.Object, "spec", "template", "spec", "additionalTags")).To(Equal(map[string]any{"team": "compute"}))
 		Expect(copied.GetLabels()).To(Equal(map[string]string{bootimage.TemplateCopyLabel: "true"}), "not cluster-capi-operator's label")
 		Expect(get(owner).GetAnnotations()).To(HaveKey(bootimage.AttemptsAnnotation), "the bookkeeping rides in the same patch")
 		Eventually(events("MachineSet", "w-1a")).Should(ContainElement(ContainSubstring("BootImageUpdated: Updated boot image from " + fixtures.OldAWSAMI + " to " + fixtures.NewAWSAMIUSEast1)))
@@ -180,13 +188,13 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 		Expect(templates.Of(client.ObjectKeyFromObject(copied))).To(HaveLen(1), "one create of the copy")
 
 		By("writing nothing more while nothing changes")
-		idle(owners, get(owner), "clusterapi-machineset")
+		idle(get(owner), "clusterapi-machineset")
 		Expect(templates.Of(client.ObjectKeyFromObject(copied))).To(HaveLen(1))
 
 		By("writing nothing after a restart")
 		stop()
 		start()
-		idle(owners, get(owner), "clusterapi-machineset")
+		idle(get(owner), "clusterapi-machineset")
 	})
 
 	It("reuses the copy a pass made before it stopped short of the patch", func() {
@@ -219,7 +227,7 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 
 		Eventually(events("MachineSet", "w-1a")).Should(ContainElement(ContainSubstring(bootimage.ReasonTemplateConflict + ": Boot image update failed: template " + testenv.CAPINamespace + "/" + copyName)))
 		Expect(templateOf(owner)()).To(Equal(oldTemplate))
-		Expect(unstructured.NestedString(get(template(copyName)).Object, "spec", "template", "spec", "ami", "id")).To(Equal(fixtures.CustomAMI))
+		Expect(field(get(template(copyName)).Object, "spec", "template", "spec", "ami", "id")).To(Equal(fixtures.CustomAMI))
 		// Clear the clash for the next specs: the operator then makes its copy.
 		Expect(k8s.Delete(ctx, template(copyName))).To(Succeed())
 		resync()
@@ -229,23 +237,24 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 	It("leaves a mirrored MachineSet to the side in charge", func() {
 		Expect(k8s.Create(ctx, object(fmt.Sprintf(awsTemplate, "m-1b-0a1b2c3d", fixtures.OldAWSAMI)))).To(Succeed())
 		twin := fixtures.MachineSet("m-1b", fixtures.AWSProviderSpec("us-east-1", fixtures.NewAWSAMIUSEast1))
-		twin.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityMigrating
-		Expect(fixtures.Create(ctx, k8s, twin)).To(Succeed())
+		Expect(k8s.Create(ctx, twin)).To(Succeed())
+		// The migration controller's steps: MachineAPI, Migrating, ClusterAPI (the CRD refuses a
+		// direct move between the two APIs). Each change re-decides the Cluster API MachineSet.
+		authority := func(a machinev1beta1.MachineAuthority) {
+			GinkgoHelper()
+			twin.Status.AuthoritativeAPI = a
+			Expect(k8s.Status().Update(ctx, twin)).To(Succeed())
+		}
+		authority(machinev1beta1.MachineAuthorityMachineAPI)
 		owner := capiOwner("MachineSet", "m-1b", "m-1b-0a1b2c3d")
 		Expect(k8s.Create(ctx, owner)).To(Succeed())
-		Eventually(events("MachineSet", "m-1b")).Should(ContainElement(HavePrefix(bootimage.ReasonMigrating + ": ")))
-
-		twin = &machinev1beta1.MachineSet{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: kube.MachineAPINamespace, Name: "m-1b"}, twin)).To(Succeed())
-		twin.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityMachineAPI
-		Expect(k8s.Status().Update(ctx, twin)).To(Succeed())
-		resync()
 		Eventually(events("MachineSet", "m-1b")).Should(ContainElement(HavePrefix(bootimage.ReasonAuthorityMachineAPI + ": ")))
-		Expect(templateOf(owner)()).To(Equal("m-1b-0a1b2c3d"))
 
-		twin.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
-		Expect(k8s.Status().Update(ctx, twin)).To(Succeed())
-		resync()
+		authority(machinev1beta1.MachineAuthorityMigrating)
+		Eventually(events("MachineSet", "m-1b")).Should(ContainElement(HavePrefix(bootimage.ReasonMigrating + ": ")))
+		Expect(templateOf(owner)()).To(Equal("m-1b-0a1b2c3d"), "neither side is written while migrating")
+
+		authority(machinev1beta1.MachineAuthorityClusterAPI)
 		Eventually(templateOf(owner)).ShouldNot(Equal("m-1b-0a1b2c3d"), "ClusterAPI-authoritative: the Cluster API side is updated")
 	})
 
@@ -260,7 +269,7 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 		md = get(md)
 		Expect(unstructured.SetNestedField(md.Object, map[string]any{
 			"observedGeneration": md.GetGeneration(), "replicas": int64(3),
-			"conditions": []any{map[string]any{"type": "RollingOut", "status": "False", "reason": "NotRollingOut", "lastTransitionTime": "2026-12-01T00:00:00Z"}},
+			"conditions": []any{map[string]any{"type": "RollingOut", "status": "False", "reason": "NotRollingOut", "message": "", "lastTransitionTime": "2026-12-01T00:00:00Z"}},
 		}, "status")).To(Succeed())
 		Expect(k8s.Status().Update(ctx, md)).To(Succeed())
 		Eventually(templateOf(md)).ShouldNot(Equal("d-0a1b2c3d"))
