@@ -10,8 +10,10 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
@@ -256,6 +258,40 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 
 		authority(machinev1beta1.MachineAuthorityClusterAPI)
 		Eventually(templateOf(owner)).ShouldNot(Equal("m-1b-0a1b2c3d"), "ClusterAPI-authoritative: the Cluster API side is updated")
+	})
+
+	DescribeTable("leaves alone what another controller writes",
+		func(name string, mutate func(*unstructured.Unstructured), reason string) {
+			Expect(k8s.Create(ctx, object(fmt.Sprintf(awsTemplate, name+"-0a1b2c3d", fixtures.OldAWSAMI)))).To(Succeed())
+			owner := capiOwner("MachineSet", name, name+"-0a1b2c3d")
+			mutate(owner)
+			Expect(k8s.Create(ctx, owner)).To(Succeed())
+			Eventually(events("MachineSet", name)).Should(ContainElement(HavePrefix(reason + ": ")))
+			Expect(templateOf(owner)()).To(Equal(name + "-0a1b2c3d"))
+		},
+		Entry("a MachineSet of a MachineDeployment", "o-md", func(o *unstructured.Unstructured) {
+			o.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "MachineDeployment", Name: "d", UID: "u-1", Controller: ptr.To(true)}})
+		}, bootimage.ReasonOwnedByMachineDeployment),
+		Entry("an object of a ClusterClass topology", "o-topo", func(o *unstructured.Unstructured) {
+			o.SetLabels(map[string]string{bootimage.TopologyOwnedLabel: ""})
+		}, bootimage.ReasonManagedByTopology),
+		Entry("a Windows MachineSet", "o-win", func(o *unstructured.Unstructured) {
+			Expect(unstructured.SetNestedStringMap(o.Object, map[string]string{"pool": "o-win", bootimage.WindowsLabel: "Windows"}, "spec", "template", "metadata", "labels")).To(Succeed())
+		}, bootimage.ReasonWindowsMachineSet),
+	)
+
+	It("takes the Cluster owner reference every OpenShift Cluster API object has as normal", func() {
+		cluster := []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: "demo", UID: "u-2", BlockOwnerDeletion: ptr.To(true)}}
+		t := object(fmt.Sprintf(awsTemplate, "o-cluster-0a1b2c3d", fixtures.OldAWSAMI))
+		t.SetOwnerReferences(cluster)
+		Expect(k8s.Create(ctx, t)).To(Succeed())
+		owner := capiOwner("MachineSet", "o-cluster", "o-cluster-0a1b2c3d")
+		owner.SetOwnerReferences(cluster)
+		Expect(k8s.Create(ctx, owner)).To(Succeed())
+		Eventually(templateOf(owner)).ShouldNot(Equal("o-cluster-0a1b2c3d"))
+		copied := get(template(templateOf(owner)()))
+		Expect(copied.GetOwnerReferences()).To(ConsistOf(HaveField("Name", "demo")), "the template's owner, the Cluster")
+		Expect(copied.GetOwnerReferences()[0].BlockOwnerDeletion).To(BeNil(), "no blockOwnerDeletion on the copy")
 	})
 
 	It("waits for a MachineDeployment's rollout, then updates it and says how many machines it replaces", func() {
