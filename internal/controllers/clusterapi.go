@@ -230,7 +230,9 @@ func (r *ClusterAPIReconciler) template(ctx context.Context, owner *unstructured
 // twin returns the status.authoritativeAPI of the Machine API MachineSet of owner's name, nil for a
 // MachineDeployment, when there is none, or when the Machine API is not served.
 func (r *ClusterAPIReconciler) twin(ctx context.Context, owner *unstructured.Unstructured) (*machinev1beta1.MachineAuthority, error) {
-	if r.Kind != bootimage.KindMachineSet {
+	// Without the Machine API served there are no twins, and a cached read would wait for an
+	// informer that never syncs.
+	if r.Kind != bootimage.KindMachineSet || r.MachineAPI.Waiting(bootimage.KindMachineSet) {
 		return nil, nil
 	}
 	ms := &machinev1beta1.MachineSet{}
