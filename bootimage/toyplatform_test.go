@@ -3,12 +3,14 @@ package bootimage
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // toy is a platform written the way a real one is: this file and the one line in the
@@ -17,7 +19,9 @@ type toy struct{ target string }
 
 const toyPlatform configv1.PlatformType = "Toy"
 
-func (toy) Traits() PlatformTraits { return PlatformTraits{Arches: []string{"x86_64"}} }
+func (toy) Traits() PlatformTraits {
+	return PlatformTraits{Arches: []string{"x86_64"}, TemplateKind: "ToyMachineTemplate"}
+}
 
 func (toy) Current(spec MachineSpec) string {
 	var image string
@@ -83,5 +87,25 @@ var _ = ginkgo.Describe("A platform added by one file and one line", func() {
 		d, err = Decide(context.Background(), cluster(), machineSet(`{"image": "toy-v1"}`, map[string]string{ArchAnnotation: "kubernetes.io/arch=s390x"}))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(d).To(And(HaveField("Action", Skip), HaveField("Reason", ReasonUnsupportedArchitecture), HaveField("Message", "Toy has no s390x boot images")))
+	})
+
+	ginkgo.It("decides and copies a Cluster API template with the same code", func() {
+		c := cluster()
+		// The Cluster API MachineSets opted in (the effective configuration has them None by default).
+		c.Effective.MachineManagers = append(slices.DeleteFunc(c.Effective.MachineManagers, func(m operatorv1.MachineManager) bool { return m.APIGroup == ClusterAPIGroup }),
+			operatorv1.MachineManager{Resource: operatorv1.MachineSets, APIGroup: ClusterAPIGroup, Selection: operatorv1.MachineManagerSelector{Mode: operatorv1.All}})
+		template := &unstructured.Unstructured{}
+		Expect(template.UnmarshalJSON([]byte(`{"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "ToyMachineTemplate",
+			"metadata": {"name": "worker-a-old", "namespace": "openshift-cluster-api"}, "spec": {"template": {"spec": {"image": "toy-v1", "size": "large"}}}}`))).To(Succeed())
+		owner := &unstructured.Unstructured{}
+		Expect(owner.UnmarshalJSON([]byte(`{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineSet", "metadata": {"name": "worker-a", "namespace": "openshift-cluster-api"},
+			"spec": {"template": {"spec": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "ToyMachineTemplate", "name": "worker-a-old"}}}}}`))).To(Succeed())
+
+		d, err := Decide(context.Background(), c, ClusterAPIObject(owner, template, nil))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(d).To(And(HaveField("Action", Update), HaveField("Current", "toy-v1"), HaveField("Target", "toy-v2-x86_64")), d.Reason+": "+d.Message)
+		copied, err := TemplateCopy(template, d)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(copied.Object["spec"]).To(Equal(map[string]any{"template": map[string]any{"spec": map[string]any{"image": "toy-v2-x86_64", "size": "large"}}}))
 	})
 })
