@@ -62,8 +62,8 @@ func InfrastructureRef(owner *unstructured.Unstructured) (TemplateRef, error) {
 
 // ClusterAPIObject reduces a Cluster API MachineSet or MachineDeployment (owner), with the
 // infrastructure machine template it names (nil when it was not found) and, for a MachineSet, the
-// status.authoritativeAPI of its Machine API twin (nil when there is none). Set Machines on a
-// MachineDeployment.
+// status.authoritativeAPI of its Machine API twin (nil when there is none). A MachineDeployment's
+// Machines are its status.replicas.
 func ClusterAPIObject(owner, template *unstructured.Unstructured, twin *machinev1beta1.MachineAuthority) Object {
 	o := Object{
 		Kind: owner.GetKind(), Namespace: owner.GetNamespace(), Name: owner.GetName(), APIGroup: ClusterAPIGroup,
@@ -72,6 +72,8 @@ func ClusterAPIObject(owner, template *unstructured.Unstructured, twin *machinev
 	}
 	if o.Kind == KindMachineDeployment {
 		o.Resource = MachineDeployments
+		replicas, _, _ := unstructured.NestedInt64(owner.Object, "status", "replicas")
+		o.Machines, o.RollingOut = int(replicas), RollingOut(owner)
 	}
 	o.TemplateLabels, _, _ = unstructured.NestedStringMap(owner.Object, "spec", "template", "metadata", "labels")
 	ref, err := InfrastructureRef(owner)
@@ -94,4 +96,20 @@ func ClusterAPIObject(owner, template *unstructured.Unstructured, twin *machinev
 	}
 	o.ProviderSpec, _ = json.Marshal(spec)
 	return o
+}
+
+// RollingOut reports whether a MachineDeployment is still replacing Machines: its controller has
+// not yet seen its latest spec, or its RollingOut condition is True.
+func RollingOut(md *unstructured.Unstructured) bool {
+	observed, found, _ := unstructured.NestedInt64(md.Object, "status", "observedGeneration")
+	if !found || observed < md.GetGeneration() {
+		return true
+	}
+	conditions, _, _ := unstructured.NestedSlice(md.Object, "status", "conditions")
+	for _, c := range conditions {
+		if c, ok := c.(map[string]any); ok && c["type"] == "RollingOut" && c["status"] == "True" {
+			return true
+		}
+	}
+	return false
 }

@@ -214,7 +214,7 @@ var _ = Describe("Cluster API objects", func() {
 	)
 
 	It("says how many machines a MachineDeployment update replaces", func() {
-		d := decideCAPI(configv1.AWSPlatformType, "MachineDeployment", awsTemplateSpec, func(_ *bootimage.Cluster, o *bootimage.Object) { o.Machines = 7 })
+		d := decideCAPI(configv1.AWSPlatformType, "MachineDeployment", awsTemplateSpec, func(_ *bootimage.Cluster, o *bootimage.Object) { o.Machines, o.RollingOut = 7, false })
 		Expect(d.Action).To(Equal(bootimage.Update))
 		Expect(d.Rolls).To(HaveValue(Equal(7)))
 		Expect(d.Message).To(HaveSuffix("rolls out MachineDeployment worker-a: replaces its 7 machines"))
@@ -225,6 +225,28 @@ var _ = Describe("Cluster API objects", func() {
 		ms := decideCAPI(configv1.AWSPlatformType, "MachineSet", awsTemplateSpec)
 		Expect(ms.Rolls).To(BeNil(), "a MachineSet rolls nothing: new machines only")
 	})
+
+	It("waits for a MachineDeployment's rollout to end before starting another", func() {
+		d := decideCAPI(configv1.AWSPlatformType, "MachineDeployment", awsTemplateSpec, func(_ *bootimage.Cluster, o *bootimage.Object) { o.Machines, o.RollingOut = 7, true })
+		Expect(d).To(And(HaveField("Action", bootimage.Skip), HaveField("Reason", bootimage.ReasonMachineDeploymentRollingOut), HaveField("ProviderSpecPatch", BeNil())))
+		Expect(d.Target).To(Equal(fixtures.NewAWSAMIUSEast1), "what it waits to roll out")
+		Expect(d.LeftBehind()).To(BeFalse(), "a rollout under way is not an image left behind")
+	})
+
+	DescribeTable("a MachineDeployment rolls out",
+		func(status map[string]any, want bool) {
+			md := capiOwner("MachineDeployment", "AWSMachineTemplate")
+			md.SetGeneration(3)
+			if status != nil {
+				md.Object["status"] = status
+			}
+			Expect(bootimage.RollingOut(md)).To(Equal(want))
+		},
+		Entry("no status yet: its controller has not seen it", nil, true),
+		Entry("an older generation observed", map[string]any{"observedGeneration": int64(2)}, true),
+		Entry("condition RollingOut True", map[string]any{"observedGeneration": int64(3), "conditions": []any{map[string]any{"type": "RollingOut", "status": "True"}}}, true),
+		Entry("settled", map[string]any{"observedGeneration": int64(3), "conditions": []any{map[string]any{"type": "RollingOut", "status": "False"}}}, false),
+	)
 })
 
 func mustNested(u *unstructured.Unstructured, field []string) any {

@@ -68,6 +68,10 @@ func Decide(ctx context.Context, cluster Cluster, obj Object) (Decision, error) 
 		return d, err
 	}
 	d = updateChecks(d, obj, obj.selectionKey(cluster.Effective))
+	if d.Action == Update && obj.RollingOut {
+		d.ProviderSpecPatch = nil
+		return d.with(Skip, ReasonMachineDeploymentRollingOut, "MachineDeployment %s is still rolling out (status.observedGeneration behind metadata.generation, or condition RollingOut True): its boot image is updated once the rollout ends, not in the middle of it", obj.Name), nil
+	}
 	if d.Action == Update && d.Rolls != nil {
 		d.Message += fmt.Sprintf("; rolls out MachineDeployment %s: replaces its %d machines", obj.Name, *d.Rolls)
 	}

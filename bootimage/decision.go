@@ -68,6 +68,12 @@ const (
 	// ReasonUnsupportedTemplate: a Cluster API object whose infrastructure template is of a kind
 	// this operator does not manage on the cluster's platform.
 	ReasonUnsupportedTemplate = "UnsupportedTemplate"
+	// ReasonMachineDeploymentRollingOut: a MachineDeployment due for an update is still replacing
+	// Machines; a second change would replace Machines that are themselves new.
+	ReasonMachineDeploymentRollingOut = "MachineDeploymentRollingOut"
+	// ReasonTemplateConflict: a template of the copy's name exists with other content; it is never
+	// overwritten.
+	ReasonTemplateConflict = "TemplateConflict"
 )
 
 // CloudLookupFailed returns the Error decision for obj when the cloud lookup its decision needs

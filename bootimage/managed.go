@@ -79,7 +79,27 @@ func EffectiveConfiguration(spec operatorv1.ManagedBootImages, platform configv1
 		}
 		eff.Status.MachineManagers = append(eff.Status.MachineManagers, mm)
 	}
+	if ClusterAPISupported(platform, gates) {
+		// Opt-in: a MachineDeployment entry replaces nodes on every boot image change.
+		for _, resource := range []operatorv1.MachineManagerMachineSetsResourceType{operatorv1.MachineSets, MachineDeployments} {
+			mm := operatorv1.MachineManager{Resource: resource, APIGroup: ClusterAPIGroup, Selection: operatorv1.MachineManagerSelector{Mode: operatorv1.None}}
+			if entry, ok := findEntryIn(spec.MachineManagers, ClusterAPIGroup, resource); ok {
+				mm.Selection = *entry.Selection.DeepCopy()
+			}
+			if problem := selectorProblem(mm); problem != "" {
+				eff.Problems = append(eff.Problems, problem)
+			}
+			eff.Status.MachineManagers = append(eff.Status.MachineManagers, mm)
+		}
+	}
 	return eff
+}
+
+// ClusterAPISupported reports whether Cluster API MachineSets and MachineDeployments are managed
+// on platform: gate ManagedBootImagesAWSCAPI on, and a template kind this operator updates there.
+func ClusterAPISupported(platform configv1.PlatformType, gates Gates) bool {
+	p, ok := platforms[platform]
+	return ok && p.Traits().TemplateKind != "" && gates.Enabled(featuregates.ManagedBootImagesAWSCAPI)
 }
 
 // selectorProblem says what is wrong with a Partial entry's selector, "" when it is usable. Such an

@@ -64,7 +64,21 @@ var _ = DescribeTable("EffectiveConfiguration",
 	Entry("MachineSets Partial and CPMS All merge", spec(mm(ms, operatorv1.Partial), mm(cpms, operatorv1.All)), configv1.AzurePlatformType, cpmsOn, []operatorv1.MachineManager{mm(ms, operatorv1.Partial), mm(cpms, operatorv1.All)}, 0),
 	Entry("CPMS entry with the gate off is dropped", spec(mm(cpms, operatorv1.All)), configv1.AWSPlatformType, cpmsOff, []operatorv1.MachineManager{mm(ms, operatorv1.All)}, 0),
 	Entry("CPMS Partial is None, with a problem", spec(mm(cpms, operatorv1.Partial)), configv1.AWSPlatformType, cpmsOn, []operatorv1.MachineManager{mm(ms, operatorv1.All), mm(cpms, operatorv1.None)}, 1),
+	Entry("Cluster API gate on, no opinion: its entries are None (opt-in)", operatorv1.ManagedBootImages{}, configv1.AWSPlatformType, capiOn,
+		[]operatorv1.MachineManager{mm(ms, operatorv1.All), capiMM(ms, operatorv1.None), capiMM(bootimage.MachineDeployments, operatorv1.None)}, 0),
+	Entry("Cluster API entries in force as written", spec(capiMM(ms, operatorv1.Partial), capiMM(bootimage.MachineDeployments, operatorv1.All)), configv1.GCPPlatformType, capiOn,
+		[]operatorv1.MachineManager{mm(ms, operatorv1.All), capiMM(ms, operatorv1.Partial), capiMM(bootimage.MachineDeployments, operatorv1.All)}, 0),
+	Entry("Cluster API entries with the gate off are dropped", spec(capiMM(ms, operatorv1.All)), configv1.AWSPlatformType, cpmsOff, []operatorv1.MachineManager{mm(ms, operatorv1.All)}, 0),
+	Entry("no Cluster API templates managed on vSphere", spec(capiMM(ms, operatorv1.All)), configv1.VSpherePlatformType, capiOn, []operatorv1.MachineManager{mm(ms, operatorv1.All)}, 0),
 )
+
+var capiOn = gateSet{featuregates.ManagedBootImagesAWSCAPI: true}
+
+func capiMM(resource operatorv1.MachineManagerMachineSetsResourceType, mode operatorv1.MachineManagerSelectorMode) operatorv1.MachineManager {
+	m := mm(resource, mode)
+	m.APIGroup = bootimage.ClusterAPIGroup
+	return m
+}
 
 var _ = DescribeTable("Selected",
 	func(status operatorv1.ManagedBootImages, resource operatorv1.MachineManagerMachineSetsResourceType, labels map[string]string, want bool) {

@@ -122,6 +122,13 @@ func SameTemplateCopy(existing, want *unstructured.Unstructured) bool {
 	return errA == nil && errB == nil && string(a) == string(b)
 }
 
+// TemplateConflict returns the Error d, an Update, becomes when a template of the copy's name
+// exists and is not that copy: it is never overwritten.
+func TemplateConflict(d Decision, name string) Decision {
+	d.ProviderSpecPatch = nil
+	return d.with(Error, ReasonTemplateConflict, "template %s/%s exists and is not this operator's copy of the template with %s: delete or rename it; it is never overwritten", d.Namespace, name, d.Target)
+}
+
 // InfrastructureRefPatch returns the JSON Patch that points a Cluster API MachineSet or
 // MachineDeployment at template newName, on the condition that it still names oldName (the API
 // server refuses it otherwise), with extra operations (the update-attempts annotation) in the

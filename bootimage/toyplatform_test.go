@@ -3,6 +3,7 @@ package bootimage
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -90,7 +91,9 @@ var _ = ginkgo.Describe("A platform added by one file and one line", func() {
 
 	ginkgo.It("decides and copies a Cluster API template with the same code", func() {
 		c := cluster()
-		c.Effective.MachineManagers = append(c.Effective.MachineManagers, operatorv1.MachineManager{Resource: operatorv1.MachineSets, APIGroup: ClusterAPIGroup, Selection: operatorv1.MachineManagerSelector{Mode: operatorv1.All}})
+		// The Cluster API MachineSets opted in (the effective configuration has them None by default).
+		c.Effective.MachineManagers = append(slices.DeleteFunc(c.Effective.MachineManagers, func(m operatorv1.MachineManager) bool { return m.APIGroup == ClusterAPIGroup }),
+			operatorv1.MachineManager{Resource: operatorv1.MachineSets, APIGroup: ClusterAPIGroup, Selection: operatorv1.MachineManagerSelector{Mode: operatorv1.All}})
 		template := &unstructured.Unstructured{}
 		Expect(template.UnmarshalJSON([]byte(`{"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "ToyMachineTemplate",
 			"metadata": {"name": "worker-a-old", "namespace": "openshift-cluster-api"}, "spec": {"template": {"spec": {"image": "toy-v1", "size": "large"}}}}`))).To(Succeed())
@@ -100,7 +103,7 @@ var _ = ginkgo.Describe("A platform added by one file and one line", func() {
 
 		d, err := Decide(context.Background(), c, ClusterAPIObject(owner, template, nil))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(d).To(And(HaveField("Action", Update), HaveField("Current", "toy-v1"), HaveField("Target", "toy-v2-x86_64")))
+		Expect(d).To(And(HaveField("Action", Update), HaveField("Current", "toy-v1"), HaveField("Target", "toy-v2-x86_64")), d.Reason+": "+d.Message)
 		copied, err := TemplateCopy(template, d)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(copied.Object["spec"]).To(Equal(map[string]any{"template": map[string]any{"spec": map[string]any{"image": "toy-v2-x86_64", "size": "large"}}}))

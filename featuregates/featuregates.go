@@ -28,22 +28,24 @@ const (
 )
 
 // ManagedBootImagesAWSCAPI turns on boot image updates of Cluster API MachineSets and
-// MachineDeployments (openshift/api PR #2990, not yet in the pinned version). openshift/api gates
-// only AWS with it; GCP and Azure follow it until they have their own.
+// MachineDeployments (openshift/api PR #2990; TechPreviewNoUpgrade and DevPreviewNoUpgrade).
+// openshift/api gates only AWS with it; GCP and Azure follow it until they have their own. No
+// openshift/api version this module can require has it yet; TestCAPIGateNotInOpenShiftAPI fails
+// once one does, and then the name comes from openshift/api/features.
 const ManagedBootImagesAWSCAPI configv1.FeatureGateName = "ManagedBootImagesAWSCAPI"
 
 // Defaults is what a gate means when the cluster's FeatureGate lists it neither enabled nor
 // disabled. The per-platform gates were removed once GA, so their absence means on. The CPMS gate
 // stays off when absent: a wrong "on" could replace the control plane. Skew enforcement blocks
-// upgrades, so it too needs an explicit "on".
+// upgrades, so it too needs an explicit "on". So does the Cluster API gate: a tech-preview feature.
 var Defaults = map[configv1.FeatureGateName]bool{
 	ManagedBootImagesCPMS:    false,
 	BootImageSkewEnforcement: false,
+	ManagedBootImagesAWSCAPI: false,
 	ManagedBootImages:        true,
 	ManagedBootImagesAWS:     true,
 	ManagedBootImagesAzure:   true,
 	ManagedBootImagesVSphere: true,
-	ManagedBootImagesAWSCAPI: false,
 }
 
 // Gates is the set of feature gates in force for one release version.

@@ -1,11 +1,13 @@
 package featuregates_test
 
 import (
+	"slices"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
+	"github.com/openshift/api/features"
 
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
@@ -33,6 +35,7 @@ var _ = Describe("Gates", func() {
 		Entry("a removed GA gate falls back to on", fg.ManagedBootImagesAzure, true),
 		Entry("a removed GA gate falls back to on (vSphere)", fg.ManagedBootImagesVSphere, true),
 		Entry("an unknown gate is off", configv1.FeatureGateName("SomethingElse"), false),
+		Entry("the Cluster API gate is off when absent", fg.ManagedBootImagesAWSCAPI, false),
 	)
 
 	It("falls back to off for the CPMS gate when absent", func() {
@@ -52,3 +55,20 @@ var _ = Describe("Gates", func() {
 		Expect(gates.String()).To(Equal("BootImageSkewEnforcement=off,ManagedBootImages=on,ManagedBootImagesAWS=off,ManagedBootImagesAWSCAPI=off,ManagedBootImagesAzure=on,ManagedBootImagesCPMS=on,ManagedBootImagesvSphere=on"))
 	})
 })
+
+// TestCAPIGateNotInOpenShiftAPI fails once the pinned openshift/api knows ManagedBootImagesAWSCAPI:
+// then take the name from openshift/api/features (and drop manifests/capi.go, see
+// manifests.TestCAPIPatchStillNeeded).
+func TestCAPIGateNotInOpenShiftAPI(t *testing.T) {
+	for _, profiles := range features.AllFeatureSets() {
+		for _, sets := range profiles {
+			for featureSet, gates := range sets {
+				for _, g := range slices.Concat(gates.Enabled, gates.Disabled) {
+					if g.FeatureGateAttributes.Name == fg.ManagedBootImagesAWSCAPI {
+						t.Fatalf("openshift/api/features has %s (feature set %s): use its name instead of featuregates' constant", g.FeatureGateAttributes.Name, featureSet)
+					}
+				}
+			}
+		}
+	}
+}

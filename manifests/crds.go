@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,6 +19,8 @@ const OpenShiftAPIModule = "github.com/openshift/api"
 const (
 	Default              = "Default"
 	TechPreviewNoUpgrade = "TechPreviewNoUpgrade"
+	DevPreviewNoUpgrade  = "DevPreviewNoUpgrade"
+	CustomNoUpgrade      = "CustomNoUpgrade"
 )
 
 // CRD names one CRD manifest in the openshift/api module: its folder and file name stem. Where the
@@ -76,13 +77,9 @@ func CRDPaths(featureSet string) ([]string, error) {
 }
 
 var apiDir = sync.OnceValues(func() (string, error) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", OpenShiftAPIModule)
-	cmd.Dir = moduleRoot()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := goCommand(moduleRoot(), "list", "-m", "-f", "{{.Dir}}", OpenShiftAPIModule)
 	if err != nil {
-		return "", fmt.Errorf("locating %s in the module cache (go list -m): %v: %s", OpenShiftAPIModule, err, strings.TrimSpace(stderr.String()))
+		return "", fmt.Errorf("locating %s in the module cache: %w", OpenShiftAPIModule, err)
 	}
 	dir := strings.TrimSpace(string(out))
 	if dir == "" {
@@ -117,7 +114,8 @@ func RepoRoot() string { return moduleRoot() }
 // FeatureSets are the feature sets whose CRDs `make manifests` copies.
 var FeatureSets = []string{Default, TechPreviewNoUpgrade}
 
-// WriteCRDs copies the CRDs of every feature set into outDir/<FeatureSet>/, replacing what was there.
+// WriteCRDs copies the CRDs of every feature set into outDir/<FeatureSet>/ as ReadCRD serves them,
+// replacing what was there.
 func WriteCRDs(outDir string) error {
 	for _, fs := range FeatureSets {
 		want, err := CRDPaths(fs)
@@ -132,7 +130,7 @@ func WriteCRDs(outDir string) error {
 			return err
 		}
 		for _, src := range want {
-			data, err := os.ReadFile(src)
+			data, err := ReadCRD(fs, src)
 			if err != nil {
 				return err
 			}

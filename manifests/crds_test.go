@@ -21,7 +21,7 @@ func TestCRDsUpToDate(t *testing.T) {
 			t.Errorf("manifests/crds/%s has %d CRDs, want %d: run 'make manifests'", fs, len(shipped), len(paths))
 		}
 		for _, src := range paths {
-			want, err := os.ReadFile(src)
+			want, err := manifests.ReadCRD(fs, src)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -24,6 +24,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/featuregates"
 )
 
 // AnnotationPrefix prefixes the annotation each migration leaves on the object it migrated.
@@ -130,8 +131,9 @@ func (r Runner) apply(ctx context.Context, m Migration, mc *operatorv1.MachineCo
 }
 
 // EmptyMachineManagers turns the legacy opt-out `machineManagers: []` into explicit None entries
-// for every resource the cluster supports. An empty list does not survive every Kubernetes round
-// trip, and losing it would silently opt the cluster in.
+// for every resource the cluster supports, the Cluster API ones included while their gate is on.
+// An empty list does not survive every Kubernetes round trip, and losing it would silently opt the
+// cluster in.
 var EmptyMachineManagers = Migration{
 	Name: "empty-machine-managers",
 	Plan: func(mc *operatorv1.MachineConfiguration, cluster Cluster) (map[string]any, string) {
@@ -144,11 +146,22 @@ var EmptyMachineManagers = Migration{
 		if len(resources) == 0 || resources[0] != operatorv1.MachineSets {
 			resources = append([]operatorv1.MachineManagerMachineSetsResourceType{operatorv1.MachineSets}, resources...)
 		}
-		entries := make([]map[string]any, len(resources))
-		for i, res := range resources {
-			entries[i] = map[string]any{"resource": res, "apiGroup": operatorv1.MachineAPI, "selection": map[string]any{"mode": operatorv1.None}}
+		var entries []map[string]any
+		var names []string
+		add := func(res operatorv1.MachineManagerMachineSetsResourceType, group operatorv1.MachineManagerMachineSetsAPIGroupType, name string) {
+			entries = append(entries, map[string]any{"resource": res, "apiGroup": group, "selection": map[string]any{"mode": operatorv1.None}})
+			names = append(names, name)
 		}
-		msg := fmt.Sprintf("Replaced the legacy opt-out spec.managedBootImages.machineManagers: [] with explicit selection mode None for %v", resources)
+		for _, res := range resources {
+			add(res, operatorv1.MachineAPI, string(res))
+		}
+		// Like the MachineSets entry, written on every platform: the gate is what makes them valid.
+		if cluster.Gates.Enabled(featuregates.ManagedBootImagesAWSCAPI) {
+			for _, res := range []operatorv1.MachineManagerMachineSetsResourceType{operatorv1.MachineSets, bootimage.MachineDeployments} {
+				add(res, bootimage.ClusterAPIGroup, string(res)+"."+string(bootimage.ClusterAPIGroup))
+			}
+		}
+		msg := fmt.Sprintf("Replaced the legacy opt-out spec.managedBootImages.machineManagers: [] with explicit selection mode None for %v", names)
 		return map[string]any{"managedBootImages": map[string]any{"machineManagers": entries}}, msg
 	},
 }

@@ -28,6 +28,7 @@ func TestMigrations(t *testing.T) {
 var (
 	cpmsOn  = fg.New(fixtures.ReleaseVersion, []configv1.FeatureGateName{fg.ManagedBootImagesCPMS}, nil)
 	cpmsOff = fg.New(fixtures.ReleaseVersion, nil, []configv1.FeatureGateName{fg.ManagedBootImagesCPMS})
+	capiOn  = fg.New(fixtures.ReleaseVersion, []configv1.FeatureGateName{fg.ManagedBootImagesCPMS, fg.ManagedBootImagesAWSCAPI}, nil)
 )
 
 func manager(res operatorv1.MachineManagerMachineSetsResourceType, mode operatorv1.MachineManagerSelectorMode) operatorv1.MachineManager {
@@ -40,7 +41,11 @@ func manager(res operatorv1.MachineManagerMachineSetsResourceType, mode operator
 
 // none is the entry the migration writes for res, as JSON decodes it.
 func none(res operatorv1.MachineManagerMachineSetsResourceType) map[string]any {
-	return map[string]any{"resource": string(res), "apiGroup": string(operatorv1.MachineAPI), "selection": map[string]any{"mode": string(operatorv1.None)}}
+	return noneIn(res, string(operatorv1.MachineAPI))
+}
+
+func noneIn(res operatorv1.MachineManagerMachineSetsResourceType, group string) map[string]any {
+	return map[string]any{"resource": string(res), "apiGroup": group, "selection": map[string]any{"mode": string(operatorv1.None)}}
 }
 
 var _ = DescribeTable("EmptyMachineManagers plans",
@@ -77,6 +82,11 @@ var _ = DescribeTable("EmptyMachineManagers plans",
 		[]map[string]any{none(operatorv1.MachineSets)}),
 	Entry("empty list, platform unknown: MachineSets None", []operatorv1.MachineManager{}, configv1.PlatformType(""), cpmsOn,
 		[]map[string]any{none(operatorv1.MachineSets)}),
+	Entry("empty list, AWS, Cluster API gate on: the Cluster API entries None too", []operatorv1.MachineManager{}, configv1.AWSPlatformType, capiOn,
+		[]map[string]any{none(operatorv1.MachineSets), none(operatorv1.ControlPlaneMachineSets),
+			noneIn(operatorv1.MachineSets, "cluster.x-k8s.io"), noneIn("machinedeployments", "cluster.x-k8s.io")}),
+	Entry("empty list, vSphere, Cluster API gate on: written on every platform, like MachineSets", []operatorv1.MachineManager{}, configv1.VSpherePlatformType, capiOn,
+		[]map[string]any{none(operatorv1.MachineSets), noneIn(operatorv1.MachineSets, "cluster.x-k8s.io"), noneIn("machinedeployments", "cluster.x-k8s.io")}),
 	// Anything else is the user's and is left alone.
 	Entry("absent list: no opinion, nothing to do", nil, configv1.AWSPlatformType, cpmsOn, nil),
 	Entry("MachineSets None", []operatorv1.MachineManager{manager(operatorv1.MachineSets, operatorv1.None)}, configv1.AWSPlatformType, cpmsOn, nil),
@@ -135,6 +145,23 @@ var _ = Describe("Runner", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(wrote).To(BeFalse(), "a second run has nothing to do")
 		Expect(get().ResourceVersion).To(Equal(stored.ResourceVersion))
+	})
+
+	It("writes the Cluster API entries while their gate is on, and the TechPreview CRD takes them", func() {
+		Expect(fixtures.Create(ctx, k8s, fixtures.MachineConfiguration(&operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{}}))).To(Succeed())
+		r, _ := runner(nil)
+
+		wrote, err := r.Run(ctx, get(), migrations.Cluster{Platform: configv1.AWSPlatformType, Gates: capiOn})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(wrote).To(BeTrue())
+		capi := func(res operatorv1.MachineManagerMachineSetsResourceType) operatorv1.MachineManager {
+			m := manager(res, operatorv1.None)
+			m.APIGroup = "cluster.x-k8s.io"
+			return m
+		}
+		Expect(get().Spec.ManagedBootImages.MachineManagers).To(Equal([]operatorv1.MachineManager{
+			manager(operatorv1.MachineSets, operatorv1.None), manager(operatorv1.ControlPlaneMachineSets, operatorv1.None),
+			capi(operatorv1.MachineSets), capi("machinedeployments")}))
 	})
 
 	It("decides again on a user's concurrent edit, which wins", func() {

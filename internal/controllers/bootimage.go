@@ -157,7 +157,12 @@ func (s bootImages) update(ctx context.Context, live client.Object, userDataSecr
 	s.Metrics.countUpdate(d.Kind)
 	s.Templates.Recorded(vsphereimport.Waiter{Kind: d.Kind, Name: key})
 	logf.FromContext(ctx).Info("Updated boot image", "from", d.Current, "to", d.Target)
-	s.Recorder.Eventf(live, corev1.EventTypeNormal, ReasonBootImageUpdated, "Updated boot image from %s to %s", d.Current, d.Target)
+	if d.Rolls != nil {
+		// A MachineDeployment replaces every Machine it owns when its template changes.
+		s.Recorder.Eventf(live, corev1.EventTypeNormal, ReasonBootImageUpdated, "Updated boot image from %s to %s; rolls %d machines", d.Current, d.Target, *d.Rolls)
+	} else {
+		s.Recorder.Eventf(live, corev1.EventTypeNormal, ReasonBootImageUpdated, "Updated boot image from %s to %s", d.Current, d.Target)
+	}
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -54,6 +55,8 @@ type MachineConfigurationReconciler struct {
 
 	// MachineAPI says which Machine API controllers wait for their CRDs; nil when none do.
 	MachineAPI *crdgate.Gate
+	// ClusterAPI says which Cluster API controllers wait; nil when none run.
+	ClusterAPI *crdgate.Gate
 
 	// counts holds the progress counts during a wave (bootimage.CountsHold).
 	counts bootimage.CountsHold
@@ -255,6 +258,23 @@ func (r *MachineConfigurationReconciler) progress(ctx context.Context, inputs st
 	for _, c := range cpmsList.Items {
 		if d, ok := cpmsDecisions[client.ObjectKeyFromObject(&c)]; ok {
 			p.Add(d)
+		}
+	}
+	for _, kind := range []string{bootimage.KindMachineSet, bootimage.KindMachineDeployment} {
+		if r.ClusterAPI == nil || r.ClusterAPI.Waiting(clusterAPIKind(kind)) {
+			continue
+		}
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(ClusterAPIGroupVersion.WithKind(kind + "List"))
+		if err := r.Client.List(ctx, list, client.InNamespace(bootimage.ClusterAPINamespace)); err != nil && !meta.IsNoMatchError(err) {
+			return p, err
+		}
+		p.ClusterAPI.Total += len(list.Items)
+		decisions := r.Tracker.Decisions(kind, inputs)
+		for i := range list.Items {
+			if d, ok := decisions[client.ObjectKeyFromObject(&list.Items[i])]; ok {
+				p.Add(d)
+			}
 		}
 	}
 	return p, nil

@@ -88,6 +88,14 @@ func Add(mgr ctrl.Manager, deps Deps) error {
 		return err
 	}
 	machineAPI.Logger = deps.Logger
+	// Cluster API: started once its CRDs are served and gate ManagedBootImagesAWSCAPI is on (the
+	// RBAC for openshift-cluster-api ships with that gate). Its own gate: most clusters never serve
+	// these, which is no reason to report the Machine API missing.
+	clusterAPI, err := crdgate.New(mgr, tracker.Changed)
+	if err != nil {
+		return err
+	}
+	clusterAPI.Logger, clusterAPI.Hint = deps.Logger, "Cluster API is not installed"
 	mc := &MachineConfigurationReconciler{
 		Client:   mgr.GetClient(),
 		Gates:    gates,
@@ -101,6 +109,7 @@ func Add(mgr ctrl.Manager, deps Deps) error {
 		Streams:    streams,
 		Namespace:  deps.Namespace,
 		MachineAPI: machineAPI,
+		ClusterAPI: clusterAPI,
 		Status: &status.Writer{
 			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: recorder, Clock: deps.Clock, ClusterOperator: deps.ClusterOperator,
 		},
@@ -133,7 +142,20 @@ func Add(mgr ctrl.Manager, deps Deps) error {
 	if err := machineAPI.Add(crdgate.Controller{GroupVersion: machinev1.GroupVersion, Resource: "controlplanemachinesets", Kind: cpmsKind, Setup: register(controlPlane)}); err != nil {
 		return err
 	}
-	return mgr.Add(machineAPI)
+	if err := mgr.Add(machineAPI); err != nil {
+		return err
+	}
+	gateOn := func(ctx context.Context) bool {
+		g, err := gates.Current(ctx)
+		return err == nil && g.Enabled(featuregates.ManagedBootImagesAWSCAPI)
+	}
+	for _, kind := range []struct{ kind, resource string }{{bootimage.KindMachineSet, "machinesets"}, {bootimage.KindMachineDeployment, "machinedeployments"}} {
+		r := &ClusterAPIReconciler{bootImages: steps, Kind: kind.kind, MachineAPI: machineAPI}
+		if err := clusterAPI.Add(crdgate.Controller{GroupVersion: ClusterAPIGroupVersion, Resource: kind.resource, Kind: clusterAPIKind(kind.kind), Setup: register(r), Ready: gateOn}); err != nil {
+			return err
+		}
+	}
+	return mgr.Add(clusterAPI)
 }
 
 // registration is how one Add names its controllers and where they log.

@@ -42,6 +42,9 @@ type Controller struct {
 	Kind string
 	// Setup registers the controller with the manager.
 	Setup func(ctrl.Manager) error
+	// Ready, when set, must also report true before Setup runs (a feature gate that must be on,
+	// read once the manager runs); it is asked at each poll.
+	Ready func(context.Context) bool
 }
 
 // Gate starts each gated controller once the API serves its resource: on a cluster without the
@@ -56,6 +59,9 @@ type Gate struct {
 	changed chan event.GenericEvent
 	// Logger is the registration's; the context's when zero.
 	Logger logr.Logger
+	// Hint, when set, ends Missing's message instead of the Machine API's, and the gate waits
+	// without logging (the Cluster API gate: most clusters never serve it).
+	Hint string
 
 	mu      sync.Mutex
 	waiting []Controller
@@ -76,7 +82,7 @@ func (g *Gate) Add(c Controller) error {
 	if err != nil {
 		return err
 	}
-	if served {
+	if served && c.Ready == nil {
 		return c.Setup(g.mgr)
 	}
 	g.mu.Lock()
@@ -116,7 +122,11 @@ func (g *Gate) Missing() string {
 	for _, c := range g.waiting {
 		names = append(names, fmt.Sprintf("%s (%s.%s)", c.Kind, c.Resource, c.GroupVersion.Group))
 	}
-	return "The API serves no " + strings.Join(names, ", ") + ": boot images of these are not managed until their CRDs are installed (is the MachineAPI capability enabled?)"
+	hint := g.Hint
+	if hint == "" {
+		hint = "is the MachineAPI capability enabled?"
+	}
+	return "The API serves no " + strings.Join(names, ", ") + ": boot images of these are not managed until their CRDs are installed (" + hint + ")"
 }
 
 // Start looks for the missing resources every interval and sets up each controller whose
@@ -127,7 +137,7 @@ func (g *Gate) Start(ctx context.Context) error {
 		log = logf.FromContext(ctx)
 	}
 	log = log.WithName("crd-gate")
-	if msg := g.Missing(); msg != "" {
+	if msg := g.Missing(); msg != "" && g.Hint == "" {
 		log.Info("Waiting for the Machine API", "reason", msg)
 	}
 	interval := DefaultPollInterval
@@ -152,7 +162,7 @@ func (g *Gate) Start(ctx context.Context) error {
 		started := false
 		for _, c := range waiting {
 			served, err := g.served(c)
-			if err == nil && served {
+			if err == nil && served && (c.Ready == nil || c.Ready(ctx)) {
 				if err := c.Setup(g.mgr); err != nil {
 					return fmt.Errorf("starting the %s controller: %w", c.Kind, err)
 				}
@@ -192,6 +202,9 @@ type machineAPIMapper struct{ apimeta.RESTMapper }
 var machineAPIResources = map[schema.GroupKind]schema.GroupVersionResource{
 	{Group: machinev1beta1.GroupName, Kind: "MachineSet"}:        machinev1beta1.GroupVersion.WithResource("machinesets"),
 	{Group: machinev1.GroupName, Kind: "ControlPlaneMachineSet"}: machinev1.GroupVersion.WithResource("controlplanemachinesets"),
+	// Cluster API, cached in openshift-cluster-api only (operator.CacheOptions).
+	{Group: "cluster.x-k8s.io", Kind: "MachineSet"}:        {Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinesets"},
+	{Group: "cluster.x-k8s.io", Kind: "MachineDeployment"}: {Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinedeployments"},
 }
 
 func (m machineAPIMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*apimeta.RESTMapping, error) {

@@ -290,6 +290,18 @@ var payloadAnnotations = map[string]string{
 	"capability.openshift.io/name":                                "MachineAPI",
 }
 
+// capiNamespace exists only where Cluster API does: cluster-capi-operator ships it with gate
+// ClusterAPIMachineManagement and capability ClusterAPI. What the operator ships there needs both,
+// and its own gate, or the CVO would fail to apply it on clusters without the namespace.
+const capiNamespace = "openshift-cluster-api"
+
+var capiPayloadAnnotations = map[string]string{
+	"include.release.openshift.io/self-managed-high-availability": "true",
+	"include.release.openshift.io/single-node-developer":          "true",
+	"capability.openshift.io/name":                                "MachineAPI+ClusterAPI",
+	"release.openshift.io/feature-gate":                           "ClusterAPIMachineManagement,ManagedBootImagesAWSCAPI",
+}
+
 // TestPayloadFileNames checks the run-level names the CVO orders the payload's manifests by.
 func TestPayloadFileNames(t *testing.T) {
 	paths, _ := filepath.Glob(filepath.Join(manifestsDir, "*.yaml"))
@@ -321,7 +333,11 @@ func TestPayloadAnnotations(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for k, v := range payloadAnnotations {
+		want := payloadAnnotations
+		if m.GetNamespace() == capiNamespace {
+			want = capiPayloadAnnotations
+		}
+		for k, v := range want {
 			if got := m.GetAnnotations()[k]; got != v {
 				t.Errorf("%T %s: annotation %s = %q, want %q", obj, m.GetName(), k, got, v)
 			}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,7 +26,7 @@ import (
 )
 
 // Namespaces every test cluster has.
-var Namespaces = []string{"openshift-machine-api", "openshift-machine-config-operator", "openshift-config"}
+var Namespaces = []string{"openshift-machine-api", "openshift-machine-config-operator", "openshift-config", CAPINamespace}
 
 // Options change what Start sets up.
 type Options struct {
@@ -37,6 +38,8 @@ type Options struct {
 	// SkipCRD, when set, leaves out the CRDs it returns true for (as on a cluster without the
 	// MachineAPI capability); a spec may install them later.
 	SkipCRD func(*apiextensionsv1.CustomResourceDefinition) bool
+	// CAPI adds the Cluster API CRDs (LoadCAPICRDs).
+	CAPI bool
 }
 
 // Env is a running control plane.
@@ -57,6 +60,13 @@ func Start(opts Options) (*Env, error) {
 	crds, err := LoadCRDs(opts.FeatureSet)
 	if err != nil {
 		return nil, err
+	}
+	if opts.CAPI {
+		capi, err := LoadCAPICRDs()
+		if err != nil {
+			return nil, err
+		}
+		crds = append(crds, capi...)
 	}
 	if opts.SkipCRD != nil {
 		kept := crds[:0]
@@ -115,7 +125,8 @@ func (e *Env) WriteKubeconfig(path string) error {
 	return os.WriteFile(path, data, 0o600)
 }
 
-// LoadCRDs reads the CRDs of manifests.CRDs from the openshift/api module for featureSet.
+// LoadCRDs reads the CRDs of manifests.CRDs from the openshift/api module for featureSet, as
+// manifests.ReadCRD serves them.
 func LoadCRDs(featureSet string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	if featureSet == "" {
 		featureSet = manifests.TechPreviewNoUpgrade
@@ -126,14 +137,52 @@ func LoadCRDs(featureSet string) ([]*apiextensionsv1.CustomResourceDefinition, e
 	}
 	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(paths))
 	for _, p := range paths {
+		data, err := manifests.ReadCRD(featureSet, p)
+		if err != nil {
+			return nil, err
+		}
+		crd, err := parseCRD(p, data)
+		if err != nil {
+			return nil, err
+		}
+		crds = append(crds, crd)
+	}
+	return crds, nil
+}
+
+func parseCRD(path string, data []byte) (*apiextensionsv1.CustomResourceDefinition, error) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(data, crd); err != nil {
+		return nil, fmt.Errorf("parsing CRD %s: %w", path, err)
+	}
+	return crd, nil
+}
+
+// CAPINamespace holds OpenShift's Cluster API objects (and the operator's Role for them).
+const CAPINamespace = "openshift-cluster-api"
+
+// LoadCAPICRDs reads the Cluster API CRDs of manifests.CAPICRDPaths, each serving only its storage
+// version: the others need the providers' conversion webhooks, which envtest does not run.
+func LoadCAPICRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	paths, err := manifests.CAPICRDPaths()
+	if err != nil {
+		return nil, err
+	}
+	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(paths))
+	for _, p := range paths {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return nil, err
 		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(data, crd); err != nil {
-			return nil, fmt.Errorf("parsing CRD %s: %w", p, err)
+		crd, err := parseCRD(p, data)
+		if err != nil {
+			return nil, err
 		}
+		crd.Spec.Versions = slices.DeleteFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return !v.Storage })
+		if len(crd.Spec.Versions) != 1 || !crd.Spec.Versions[0].Served {
+			return nil, fmt.Errorf("CRD %s: no served storage version", p)
+		}
+		crd.Spec.Conversion = nil
 		crds = append(crds, crd)
 	}
 	return crds, nil

@@ -1,0 +1,62 @@
+// Package capi makes the writes of a Cluster API boot image update that need the API server's
+// answer: create the template copy (or find the one an earlier pass made), recognise an owner
+// patch refused by its precondition, and delete a copy only if it is still the one decided on.
+// What to write is the domain's decision (bootimage.TemplateCopy, InfrastructureRefPatch,
+// DeletableTemplates).
+package capi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+)
+
+// ErrTemplateConflict: a template of the copy's name exists and is not that copy. It is never
+// overwritten.
+var ErrTemplateConflict = errors.New("template conflict")
+
+// EnsureTemplate creates copy. When a template of its name exists already (an earlier pass that
+// stopped before pointing the owner at it), it is reused if it is the same copy
+// (bootimage.SameTemplateCopy), and is ErrTemplateConflict otherwise. It reports whether it
+// created the template.
+func EnsureTemplate(ctx context.Context, c client.Client, copy *unstructured.Unstructured) (bool, error) {
+	err := c.Create(ctx, copy.DeepCopy())
+	if err == nil {
+		return true, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return false, err
+	}
+	existing := &unstructured.Unstructured{}
+	existing.SetGroupVersionKind(copy.GroupVersionKind())
+	if err := c.Get(ctx, client.ObjectKeyFromObject(copy), existing); err != nil {
+		return false, err
+	}
+	if !bootimage.SameTemplateCopy(existing, copy) {
+		return false, fmt.Errorf("%w: %s %s/%s exists and is not this operator's copy of that spec", ErrTemplateConflict, copy.GetKind(), copy.GetNamespace(), copy.GetName())
+	}
+	return false, nil
+}
+
+// OwnerMoved reports whether err is the API server refusing an owner patch because its test
+// operation failed: the owner's infrastructureRef changed since it was read, and nothing was
+// written.
+func OwnerMoved(err error) bool {
+	return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "testing value")
+}
+
+// DeleteTemplate deletes template if it still has the UID it was decided on, so that a template
+// recreated under the same name meanwhile is not deleted.
+func DeleteTemplate(ctx context.Context, c client.Client, template *unstructured.Unstructured) error {
+	uid := template.GetUID()
+	err := c.Delete(ctx, template, client.Preconditions(metav1.Preconditions{UID: &uid}))
+	return client.IgnoreNotFound(err)
+}

@@ -1,0 +1,290 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/internal/capi"
+	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
+	"github.com/bootimage-operator/bootimage-operator/kube"
+)
+
+// ClusterAPIGroupVersion is the version of Cluster API MachineSets and MachineDeployments read.
+var ClusterAPIGroupVersion = schema.GroupVersion{Group: string(bootimage.ClusterAPIGroup), Version: "v1beta2"}
+
+// clusterAPIKind names the Cluster API controller of kind in the Cluster API CRD gate.
+func clusterAPIKind(kind string) string { return "Cluster API " + kind }
+
+// ClusterAPIReconciler keeps the boot image of one Cluster API MachineSet or MachineDeployment
+// (Kind) in step with the stream: it copies the infrastructure machine template with the new boot
+// image and points the object at the copy (docs/capi.md).
+type ClusterAPIReconciler struct {
+	bootImages
+	Kind string
+	// MachineAPI says whether Machine API MachineSets are served, so that a twin's change of
+	// authority (a migration ending) re-decides its Cluster API MachineSet at once.
+	MachineAPI *crdgate.Gate
+}
+
+// newObject returns an empty object of r's kind, for reads.
+func (r *ClusterAPIReconciler) newObject() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(ClusterAPIGroupVersion.WithKind(r.Kind))
+	return u
+}
+
+// Reconcile reads the cluster, the object's template and its Machine API twin, decides, writes an
+// update as a template copy and one owner patch, and reports the decision.
+func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructured.Unstructured) (ctrl.Result, error) {
+	in, ready, err := r.Inputs.load(ctx)
+	if err != nil || !ready {
+		return ctrl.Result{}, err
+	}
+	template, err := r.template(ctx, owner)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	twin, err := r.twin(ctx, owner)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	obj := bootimage.ClusterAPIObject(owner, template, twin)
+	d, next, retry, err := r.decide(ctx, in, owner, obj)
+	if retry != nil || err != nil {
+		return orZero(retry), err
+	}
+	if d.Action == bootimage.Update {
+		var moved bool
+		if d, moved, err = r.updateTemplate(ctx, owner, template, d, next); err != nil || moved {
+			return ctrl.Result{Requeue: moved}, err
+		}
+	}
+	res := r.done(ctx, owner, d, in.version)
+	if d.Action == bootimage.Update || d.Action == bootimage.NoChange {
+		again, err := r.collectGarbage(ctx, owner)
+		if err != nil {
+			return res, err
+		}
+		if again > 0 && (res.RequeueAfter == 0 || again < res.RequeueAfter) {
+			res.RequeueAfter = again
+		}
+	}
+	return res, nil
+}
+
+// collectGarbage deletes the copies this operator made for owner that nothing uses any more
+// (bootimage.DeletableTemplates), and says when to look again for those still in use or too
+// young. Idle, it costs one list of this operator's copies.
+func (r *ClusterAPIReconciler) collectGarbage(ctx context.Context, owner *unstructured.Unstructured) (time.Duration, error) {
+	ref, err := bootimage.InfrastructureRef(owner)
+	if err != nil {
+		return 0, nil
+	}
+	mapping, err := r.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind})
+	if err != nil {
+		return 0, nil
+	}
+	ns := client.InNamespace(owner.GetNamespace())
+	copies := &unstructured.UnstructuredList{}
+	copies.SetGroupVersionKind(mapping.GroupVersionKind.GroupVersion().WithKind(ref.Kind + "List"))
+	if err := r.Reader.List(ctx, copies, ns, client.MatchingLabels{bootimage.TemplateCopyLabel: "true"}); err != nil {
+		return 0, err
+	}
+	mine := copies.Items[:0]
+	for _, t := range copies.Items {
+		if t.GetAnnotations()[bootimage.TemplateOwnerAnnotation] == r.Kind+"/"+owner.GetName() && t.GetName() != ref.Name {
+			mine = append(mine, t)
+		}
+	}
+	if len(mine) == 0 {
+		return 0, nil
+	}
+	use, err := r.templateUse(ctx, owner.GetNamespace(), strings.TrimSuffix(ref.Kind, "Template"), mapping.GroupVersionKind.Version)
+	if err != nil {
+		return 0, err
+	}
+	deletable := bootimage.DeletableTemplates(mine, use, r.Clock.Now())
+	for i := range mine {
+		if !slices.Contains(deletable, mine[i].GetName()) {
+			continue
+		}
+		if err := capi.DeleteTemplate(ctx, r.Client, &mine[i]); err != nil {
+			return 0, fmt.Errorf("deleting unused template copy %s: %w", mine[i].GetName(), err)
+		}
+		logf.FromContext(ctx).Info("Deleted unused template copy", "template", mine[i].GetName())
+	}
+	if len(deletable) < len(mine) {
+		return bootimage.TemplateGCGrace, nil
+	}
+	return 0, nil
+}
+
+// templateUse lists what may still need a template of namespace: every Cluster API MachineSet's
+// and MachineDeployment's reference, and the cloned-from annotations of every Machine and
+// infrastructure machine (of kind machineKind in the templates' version).
+func (r *ClusterAPIReconciler) templateUse(ctx context.Context, namespace, machineKind, version string) (bootimage.TemplateUse, error) {
+	var use bootimage.TemplateUse
+	each := func(gvk schema.GroupVersionKind, f func(*unstructured.Unstructured)) error {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(gvk)
+		if err := r.Reader.List(ctx, l, client.InNamespace(namespace)); err != nil && !apimeta.IsNoMatchError(err) {
+			return err
+		}
+		for i := range l.Items {
+			f(&l.Items[i])
+		}
+		return nil
+	}
+	for _, kind := range []string{bootimage.KindMachineSet, bootimage.KindMachineDeployment} {
+		if err := each(ClusterAPIGroupVersion.WithKind(kind+"List"), func(o *unstructured.Unstructured) {
+			if ref, err := bootimage.InfrastructureRef(o); err == nil {
+				use.Owners = append(use.Owners, ref)
+			}
+		}); err != nil {
+			return use, err
+		}
+	}
+	clonedFrom := func(o *unstructured.Unstructured) { use.ClonedFrom = append(use.ClonedFrom, o.GetAnnotations()) }
+	if err := each(ClusterAPIGroupVersion.WithKind("MachineList"), clonedFrom); err != nil {
+		return use, err
+	}
+	infra := schema.GroupVersionKind{Group: bootimage.InfrastructureGroup, Version: version, Kind: machineKind + "List"}
+	return use, each(infra, clonedFrom)
+}
+
+// updateTemplate creates the template copy d asks for (or finds the one an earlier pass made) and
+// points owner at it in one guarded patch. A copy name taken by other content is an Error
+// TemplateConflict, returned as the decision. moved says the owner's reference changed since it
+// was read: nothing was patched, decide again.
+func (r *ClusterAPIReconciler) updateTemplate(ctx context.Context, owner, template *unstructured.Unstructured, d bootimage.Decision, next bootimage.Attempts) (bootimage.Decision, bool, error) {
+	copied, err := bootimage.TemplateCopy(template, d)
+	if err != nil {
+		return d, false, err
+	}
+	created, err := capi.EnsureTemplate(ctx, r.Client, copied)
+	if errors.Is(err, capi.ErrTemplateConflict) {
+		return bootimage.TemplateConflict(d, copied.GetName()), false, nil
+	}
+	if err != nil {
+		return d, false, fmt.Errorf("creating %s %s/%s: %w", copied.GetKind(), copied.GetNamespace(), copied.GetName(), err)
+	}
+	if created {
+		logf.FromContext(ctx).Info("Created template copy", "template", copied.GetName(), "from", template.GetName())
+	}
+	patch, err := bootimage.InfrastructureRefPatch(template.GetName(), copied.GetName(),
+		bootimage.AnnotationPatchOp(owner.GetAnnotations(), bootimage.AttemptsAnnotation, next.String()))
+	if err != nil {
+		return d, false, err
+	}
+	err = r.update(ctx, owner, "", d, next, patch)
+	if capi.OwnerMoved(err) {
+		logf.FromContext(ctx).V(1).Info("infrastructureRef changed since it was read, deciding again")
+		return d, true, nil
+	}
+	return d, false, err
+}
+
+// template reads the infrastructure machine template owner names, as it is on the server; nil when
+// the reference is unreadable or the template is not found (the decision says so).
+func (r *ClusterAPIReconciler) template(ctx context.Context, owner *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	ref, err := bootimage.InfrastructureRef(owner)
+	if err != nil {
+		return nil, nil
+	}
+	mapping, err := r.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind})
+	if apimeta.IsNoMatchError(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	t := &unstructured.Unstructured{}
+	t.SetGroupVersionKind(mapping.GroupVersionKind)
+	// A live read: templates are not cached, and only the one named is needed.
+	err = r.Reader.Get(ctx, client.ObjectKey{Namespace: owner.GetNamespace(), Name: ref.Name}, t)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return t, err
+}
+
+// twin returns the status.authoritativeAPI of the Machine API MachineSet of owner's name, nil for a
+// MachineDeployment, when there is none, or when the Machine API is not served.
+func (r *ClusterAPIReconciler) twin(ctx context.Context, owner *unstructured.Unstructured) (*machinev1beta1.MachineAuthority, error) {
+	// Without the Machine API served there are no twins, and a cached read would wait for an
+	// informer that never syncs.
+	if r.Kind != bootimage.KindMachineSet || r.MachineAPI.Waiting(bootimage.KindMachineSet) {
+		return nil, nil
+	}
+	ms := &machinev1beta1.MachineSet{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: kube.MachineAPINamespace, Name: owner.GetName()}, ms)
+	if apierrors.IsNotFound(err) || apimeta.IsNoMatchError(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &ms.Status.AuthoritativeAPI, nil
+}
+
+// Register registers the reconciler with mgr: per-object keys for changes of the object (and,
+// for a MachineDeployment, of its rollout status), and every object when a cluster-wide input
+// changes.
+func (r *ClusterAPIReconciler) Register(ctx context.Context, mgr ctrl.Manager) error {
+	all := func(ctx context.Context, _ client.Object) []reconcile.Request { return r.objects(ctx) }
+	none := func(context.Context, client.Object) []reconcile.Request { return nil }
+	changes := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+	if r.Kind == bootimage.KindMachineDeployment {
+		// The end of a rollout is a status change.
+		changes = predicate.ResourceVersionChangedPredicate{}
+	}
+	name := "clusterapi-" + map[string]string{bootimage.KindMachineSet: "machineset", bootimage.KindMachineDeployment: "machinedeployment"}[r.Kind]
+	b := r.reg.controller(mgr, name, r.Kind, controller.Options{MaxConcurrentReconciles: machineSetWorkers}).
+		For(r.newObject(), builder.WithPredicates(inNamespace(bootimage.ClusterAPINamespace), changes))
+	if r.Kind == bootimage.KindMachineSet && !r.MachineAPI.Waiting(bootimage.KindMachineSet) {
+		twin := func(_ context.Context, ms client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: bootimage.ClusterAPINamespace, Name: ms.GetName()}}}
+		}
+		b = b.Watches(&machinev1beta1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(twin), builder.WithPredicates(inNamespace(kube.MachineAPINamespace),
+			changed(func(o, n *machinev1beta1.MachineSet) bool {
+				return o.Status.AuthoritativeAPI == n.Status.AuthoritativeAPI
+			})))
+	}
+	return watchClusterInputs(b, r.Inputs.Namespace, all, none).Complete(objectReconciler[*unstructured.Unstructured]{
+		client: r.Client, tracker: r.Tracker, kind: r.Kind, newObject: r.newObject, reconcile: r.Reconcile,
+	})
+}
+
+// objects returns a request for each object of r's kind in openshift-cluster-api.
+func (r *ClusterAPIReconciler) objects(ctx context.Context) []reconcile.Request {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(ClusterAPIGroupVersion.WithKind(r.Kind + "List"))
+	if err := r.Client.List(ctx, list, client.InNamespace(bootimage.ClusterAPINamespace)); err != nil {
+		logf.FromContext(ctx).Error(err, "Listing Cluster API objects", "kind", r.Kind)
+		return nil
+	}
+	reqs := make([]reconcile.Request, len(list.Items))
+	for i := range list.Items {
+		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
+	}
+	return reqs
+}

@@ -1,0 +1,63 @@
+package capi_test
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/internal/seams"
+	"github.com/bootimage-operator/bootimage-operator/operator"
+	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
+	"github.com/bootimage-operator/bootimage-operator/test/testenv"
+)
+
+// A cluster with Cluster API and no Machine API (the MachineAPI capability off), whose Cluster
+// API CRDs are installed after the operator started: its Cluster API controllers start when they
+// appear, and Cluster API MachineSets, with no twin to ask, are updated.
+var _ = Describe("Cluster API CRDs installed after the operator started, without the Machine API", Ordered, func() {
+	var own *testenv.Env
+	BeforeAll(func() {
+		own = testenv.StartForSpecs(testenv.Options{CAPI: true, SkipCRD: func(crd *apiextensionsv1.CustomResourceDefinition) bool {
+			return strings.HasSuffix(crd.Spec.Group, "x-k8s.io") || crd.Spec.Group == "machine.openshift.io"
+		}})
+		c := own.Client
+		Expect(fixtures.Create(ctx, c,
+			fixtures.Infrastructure(configv1.AWSPlatformType),
+			fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, []configv1.FeatureGateName{fg.ManagedBootImagesAWSCAPI}, nil),
+			fixtures.ClusterVersion(fixtures.ReleaseVersion, true),
+			fixtures.MachineConfiguration(&operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{capiManager(operatorv1.MachineSets, operatorv1.All)}}),
+			fixtures.BootImagesConfigMap(fixtures.Stream(), fixtures.ReleaseVersion),
+		)).To(Succeed())
+		mgr, err := own.StartOperatorWithHooks(seams.Hooks{CRDPollInterval: 100 * time.Millisecond},
+			operator.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: &cloud.Static{AMIs: fixtures.AWSImages()}})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(mgr.Stop)
+	})
+
+	It("starts the Cluster API controllers once the CRDs are served, and updates a MachineSet without a twin", func() {
+		crds, err := testenv.LoadCAPICRDs()
+		Expect(err).NotTo(HaveOccurred())
+		_, err = envtest.InstallCRDs(own.Config, envtest.CRDInstallOptions{CRDs: crds})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(own.Client.Create(ctx, object(fmt.Sprintf(awsTemplate, oldTemplate, fixtures.OldAWSAMI)))).To(Succeed())
+		owner := capiOwner("MachineSet", "w-1a", oldTemplate)
+		Expect(own.Client.Create(ctx, owner)).To(Succeed())
+		Eventually(func() string {
+			got := owner.DeepCopy()
+			Expect(own.Client.Get(ctx, client.ObjectKeyFromObject(owner), got)).To(Succeed())
+			return fmt.Sprint(field(got.Object, "spec", "template", "spec", "infrastructureRef", "name"))
+		}).Should(And(HavePrefix("w-1a-"), Not(Equal(oldTemplate))), "pointed at a copy")
+		Expect(bootimage.ClusterAPINamespace).To(Equal(testenv.CAPINamespace))
+	})
+})

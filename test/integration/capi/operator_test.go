@@ -1,0 +1,362 @@
+package capi_test
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/internal/seams"
+	"github.com/bootimage-operator/bootimage-operator/operator"
+	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
+	"github.com/bootimage-operator/bootimage-operator/test/testenv"
+)
+
+const (
+	oldTemplate = "w-1a-0a1b2c3d"
+	// capacityReservationPreference is a field of CAPA's template this operator's code never names.
+	awsTemplate = `
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: AWSMachineTemplate
+metadata:
+  name: %s
+  labels: {machine.openshift.io/cluster-api-machineset: w-1a}
+spec:
+  template:
+    spec:
+      instanceType: m6i.xlarge
+      ami: {id: %s}
+      capacityReservationPreference: Open
+      additionalTags: {team: compute}`
+)
+
+func capiOwner(kind, name, template string) *unstructured.Unstructured {
+	return object(fmt.Sprintf(`
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: %s
+metadata: {name: %s}
+spec:
+  clusterName: demo
+  selector: {matchLabels: {pool: %s}}
+  template:
+    metadata: {labels: {pool: %s}}
+    spec:
+      clusterName: demo
+      bootstrap: {dataSecretName: worker-user-data}
+      infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: AWSMachineTemplate, name: %s}`, kind, name, name, name, template))
+}
+
+func get(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	GinkgoHelper()
+	got := &unstructured.Unstructured{}
+	got.SetGroupVersionKind(obj.GroupVersionKind())
+	Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
+	return got
+}
+
+// field is the value at path in obj, nil when absent.
+func field(obj map[string]any, path ...string) any {
+	v, _, _ := unstructured.NestedFieldCopy(obj, path...)
+	return v
+}
+
+func templateOf(owner *unstructured.Unstructured) func() string {
+	return func() string {
+		name, _, _ := unstructured.NestedString(get(owner).Object, "spec", "template", "spec", "infrastructureRef", "name")
+		return name
+	}
+}
+
+func template(name string) *unstructured.Unstructured {
+	t := &unstructured.Unstructured{}
+	t.SetAPIVersion("infrastructure.cluster.x-k8s.io/v1beta2")
+	t.SetKind("AWSMachineTemplate")
+	t.SetNamespace(testenv.CAPINamespace)
+	t.SetName(name)
+	return t
+}
+
+func events(kind, name string) func() []string {
+	return func() []string {
+		list := &corev1.EventList{}
+		Expect(k8s.List(ctx, list, client.InNamespace(testenv.CAPINamespace))).To(Succeed())
+		var out []string
+		for _, e := range list.Items {
+			if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name {
+				out = append(out, e.Reason+": "+e.Message)
+			}
+		}
+		return out
+	}
+}
+
+func list(apiVersion, kind string) *unstructured.UnstructuredList {
+	l := &unstructured.UnstructuredList{}
+	l.SetAPIVersion(apiVersion)
+	l.SetKind(kind + "List")
+	return l
+}
+
+// resync makes every controller take its objects again without changing what they decide on.
+func resync() {
+	GinkgoHelper()
+	infra := &configv1.Infrastructure{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Name: "cluster"}, infra)).To(Succeed())
+	infra.Status.APIServerInternalURL = fmt.Sprintf("https://api-int.resync-%d.example.com:6443", time.Now().UnixNano())
+	Expect(k8s.Status().Update(ctx, infra)).To(Succeed())
+}
+
+// idle asserts that a resync of controller writes nothing to obj.
+func idle(obj *unstructured.Unstructured, controller string) {
+	GinkgoHelper()
+	writes, err := env.WatchWrites(ctx, list(obj.GetAPIVersion(), obj.GetKind()), client.InNamespace(obj.GetNamespace()))
+	Expect(err).NotTo(HaveOccurred())
+	defer writes.Stop()
+	before, err := testenv.Reconciles(controller)
+	Expect(err).NotTo(HaveOccurred())
+	resync()
+	Eventually(func() (float64, error) { return testenv.Reconciles(controller) }).Should(BeNumerically(">", before))
+	seen, err := writes.Barrier(ctx, k8s, obj)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(seen).To(BeEmpty(), "written while idle")
+}
+
+var _ = Describe("The operator on Cluster API objects", Ordered, func() {
+	var mgr *testenv.Manager
+	clk := clocktesting.NewFakeClock(time.Now())
+	start := func() {
+		GinkgoHelper()
+		var err error
+		mgr, err = env.StartOperatorWithHooks(seams.Hooks{CRDPollInterval: 100 * time.Millisecond},
+			operator.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: &cloud.Static{AMIs: fixtures.AWSImages()}, Clock: clk})
+		Expect(err).NotTo(HaveOccurred())
+	}
+	stop := func() {
+		GinkgoHelper()
+		Expect(mgr.Stop()).To(Succeed())
+	}
+
+	BeforeAll(func() {
+		capiEntries := &operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{
+			capiManager(operatorv1.MachineSets, operatorv1.All), capiManager(bootimage.MachineDeployments, operatorv1.All),
+		}}
+		Expect(fixtures.Create(ctx, k8s,
+			fixtures.Infrastructure(configv1.AWSPlatformType),
+			fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, []configv1.FeatureGateName{fg.ManagedBootImagesAWSCAPI}, nil),
+			fixtures.ClusterVersion(fixtures.ReleaseVersion, true),
+			fixtures.MachineConfiguration(capiEntries),
+			fixtures.BootImagesConfigMap(fixtures.Stream(), fixtures.ReleaseVersion),
+		)).To(Succeed())
+		start()
+		DeferCleanup(func() { _ = mgr.Stop() })
+	})
+
+	It("copies the template with the new AMI, keeps every other field, and points the MachineSet at it: one create, one patch", func() {
+		Expect(k8s.Create(ctx, object(fmt.Sprintf(awsTemplate, oldTemplate, fixtures.OldAWSAMI)))).To(Succeed())
+		templates, err := env.WatchWrites(ctx, list("infrastructure.cluster.x-k8s.io/v1beta2", "AWSMachineTemplate"), client.InNamespace(testenv.CAPINamespace))
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(templates.Stop)
+		owner := capiOwner("MachineSet", "w-1a", oldTemplate)
+		Expect(k8s.Create(ctx, owner)).To(Succeed())
+		owners, err := env.WatchWrites(ctx, list("cluster.x-k8s.io/v1beta2", "MachineSet"), client.InNamespace(testenv.CAPINamespace))
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(owners.Stop)
+
+		Eventually(templateOf(owner)).ShouldNot(Equal(oldTemplate))
+		copied := get(template(templateOf(owner)()))
+		Expect(field(copied.Object, "spec", "template", "spec", "ami", "id")).To(Equal(fixtures.NewAWSAMIUSEast1))
+		Expect(field(copied.Object, "spec", "template", "spec", "capacityReservationPreference")).To(Equal("Open"))
+		Expect(field(copied.Object, "spec", "template", "spec", "additionalTags")).To(Equal(map[string]any{"team": "compute"}))
+		Expect(copied.GetLabels()).To(Equal(map[string]string{bootimage.TemplateCopyLabel: "true"}), "not cluster-capi-operator's label")
+		Expect(get(owner).GetAnnotations()).To(HaveKey(bootimage.AttemptsAnnotation), "the bookkeeping rides in the same patch")
+		Eventually(events("MachineSet", "w-1a")).Should(ContainElement(ContainSubstring("BootImageUpdated: Updated boot image from " + fixtures.OldAWSAMI + " to " + fixtures.NewAWSAMIUSEast1)))
+
+		seen, err := owners.Barrier(ctx, k8s, owner)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(seen).To(HaveLen(1), "one patch of the MachineSet")
+		Expect(templates.Of(client.ObjectKeyFromObject(copied))).To(HaveLen(1), "one create of the copy")
+
+		By("writing nothing more while nothing changes")
+		idle(get(owner), "clusterapi-machineset")
+		Expect(templates.Of(client.ObjectKeyFromObject(copied))).To(HaveLen(1))
+
+		By("writing nothing after a restart")
+		stop()
+		start()
+		idle(get(owner), "clusterapi-machineset")
+	})
+
+	It("reuses the copy a pass made before it stopped short of the patch", func() {
+		owner := get(capiOwner("MachineSet", "w-1a", ""))
+		copyName := templateOf(owner)()
+		// What a crash between the two writes leaves: the copy, and the owner on the old template.
+		stop()
+		Expect(unstructured.SetNestedField(owner.Object, oldTemplate, "spec", "template", "spec", "infrastructureRef", "name")).To(Succeed())
+		Expect(k8s.Update(ctx, owner)).To(Succeed())
+		templates, err := env.WatchWrites(ctx, list("infrastructure.cluster.x-k8s.io/v1beta2", "AWSMachineTemplate"), client.InNamespace(testenv.CAPINamespace))
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(templates.Stop)
+		start()
+
+		Eventually(templateOf(owner)).Should(Equal(copyName))
+		seen, err := templates.Barrier(ctx, k8s, get(template(copyName)))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(seen).To(BeEmpty(), "the copy is reused, not written again")
+	})
+
+	It("never overwrites a template of the copy's name with other content", func() {
+		owner := get(capiOwner("MachineSet", "w-1a", ""))
+		copyName := templateOf(owner)()
+		stop()
+		Expect(k8s.Delete(ctx, template(copyName))).To(Succeed())
+		Eventually(func() error { return k8s.Create(ctx, object(fmt.Sprintf(awsTemplate, copyName, fixtures.CustomAMI))) }).Should(Succeed())
+		Expect(unstructured.SetNestedField(owner.Object, oldTemplate, "spec", "template", "spec", "infrastructureRef", "name")).To(Succeed())
+		Expect(k8s.Update(ctx, owner)).To(Succeed())
+		start()
+
+		Eventually(events("MachineSet", "w-1a")).Should(ContainElement(ContainSubstring(bootimage.ReasonTemplateConflict + ": Boot image update failed: template " + testenv.CAPINamespace + "/" + copyName)))
+		Expect(templateOf(owner)()).To(Equal(oldTemplate))
+		Expect(field(get(template(copyName)).Object, "spec", "template", "spec", "ami", "id")).To(Equal(fixtures.CustomAMI))
+		// Clear the clash for the next specs: the operator then makes its copy.
+		Expect(k8s.Delete(ctx, template(copyName))).To(Succeed())
+		resync()
+		Eventually(templateOf(owner)).Should(Equal(copyName))
+	})
+
+	It("leaves a mirrored MachineSet to the side in charge", func() {
+		Expect(k8s.Create(ctx, object(fmt.Sprintf(awsTemplate, "m-1b-0a1b2c3d", fixtures.OldAWSAMI)))).To(Succeed())
+		twin := fixtures.MachineSet("m-1b", fixtures.AWSProviderSpec("us-east-1", fixtures.NewAWSAMIUSEast1))
+		Expect(k8s.Create(ctx, twin)).To(Succeed())
+		// The migration controller's steps: MachineAPI, Migrating, ClusterAPI (the CRD refuses a
+		// direct move between the two APIs). Each change re-decides the Cluster API MachineSet.
+		authority := func(a machinev1beta1.MachineAuthority) {
+			GinkgoHelper()
+			twin.Status.AuthoritativeAPI = a
+			Expect(k8s.Status().Update(ctx, twin)).To(Succeed())
+		}
+		authority(machinev1beta1.MachineAuthorityMachineAPI)
+		owner := capiOwner("MachineSet", "m-1b", "m-1b-0a1b2c3d")
+		Expect(k8s.Create(ctx, owner)).To(Succeed())
+		Eventually(events("MachineSet", "m-1b")).Should(ContainElement(HavePrefix(bootimage.ReasonAuthorityMachineAPI + ": ")))
+
+		authority(machinev1beta1.MachineAuthorityMigrating)
+		Eventually(events("MachineSet", "m-1b")).Should(ContainElement(HavePrefix(bootimage.ReasonMigrating + ": ")))
+		Expect(templateOf(owner)()).To(Equal("m-1b-0a1b2c3d"), "neither side is written while migrating")
+
+		authority(machinev1beta1.MachineAuthorityClusterAPI)
+		Eventually(templateOf(owner)).ShouldNot(Equal("m-1b-0a1b2c3d"), "ClusterAPI-authoritative: the Cluster API side is updated")
+	})
+
+	DescribeTable("leaves alone what another controller writes",
+		func(name string, mutate func(*unstructured.Unstructured), reason string) {
+			Expect(k8s.Create(ctx, object(fmt.Sprintf(awsTemplate, name+"-0a1b2c3d", fixtures.OldAWSAMI)))).To(Succeed())
+			owner := capiOwner("MachineSet", name, name+"-0a1b2c3d")
+			mutate(owner)
+			Expect(k8s.Create(ctx, owner)).To(Succeed())
+			Eventually(events("MachineSet", name)).Should(ContainElement(HavePrefix(reason + ": ")))
+			Expect(templateOf(owner)()).To(Equal(name + "-0a1b2c3d"))
+		},
+		Entry("a MachineSet of a MachineDeployment", "o-md", func(o *unstructured.Unstructured) {
+			o.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "MachineDeployment", Name: "d", UID: "u-1", Controller: ptr.To(true)}})
+		}, bootimage.ReasonOwnedByMachineDeployment),
+		Entry("an object of a ClusterClass topology", "o-topo", func(o *unstructured.Unstructured) {
+			o.SetLabels(map[string]string{bootimage.TopologyOwnedLabel: ""})
+		}, bootimage.ReasonManagedByTopology),
+		Entry("a Windows MachineSet", "o-win", func(o *unstructured.Unstructured) {
+			Expect(unstructured.SetNestedStringMap(o.Object, map[string]string{"pool": "o-win", bootimage.WindowsLabel: "Windows"}, "spec", "template", "metadata", "labels")).To(Succeed())
+		}, bootimage.ReasonWindowsMachineSet),
+	)
+
+	It("takes the Cluster owner reference every OpenShift Cluster API object has as normal", func() {
+		cluster := []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: "demo", UID: "u-2", BlockOwnerDeletion: ptr.To(true)}}
+		t := object(fmt.Sprintf(awsTemplate, "o-cluster-0a1b2c3d", fixtures.OldAWSAMI))
+		t.SetOwnerReferences(cluster)
+		Expect(k8s.Create(ctx, t)).To(Succeed())
+		owner := capiOwner("MachineSet", "o-cluster", "o-cluster-0a1b2c3d")
+		owner.SetOwnerReferences(cluster)
+		Expect(k8s.Create(ctx, owner)).To(Succeed())
+		Eventually(templateOf(owner)).ShouldNot(Equal("o-cluster-0a1b2c3d"))
+		copied := get(template(templateOf(owner)()))
+		Expect(copied.GetOwnerReferences()).To(ConsistOf(HaveField("Name", "demo")), "the template's owner, the Cluster")
+		Expect(copied.GetOwnerReferences()[0].BlockOwnerDeletion).To(BeNil(), "no blockOwnerDeletion on the copy")
+	})
+
+	It("waits for a MachineDeployment's rollout, then updates it and says how many machines it replaces", func() {
+		Expect(k8s.Create(ctx, object(fmt.Sprintf(awsTemplate, "d-0a1b2c3d", fixtures.OldAWSAMI)))).To(Succeed())
+		md := capiOwner("MachineDeployment", "d", "d-0a1b2c3d")
+		Expect(k8s.Create(ctx, md)).To(Succeed())
+		Eventually(events("MachineDeployment", "d")).Should(ContainElement(HavePrefix(bootimage.ReasonMachineDeploymentRollingOut + ": ")))
+		Expect(templateOf(md)()).To(Equal("d-0a1b2c3d"))
+
+		// Its controller catches up: three Machines, nothing rolling out.
+		md = get(md)
+		Expect(unstructured.SetNestedField(md.Object, map[string]any{
+			"observedGeneration": md.GetGeneration(), "replicas": int64(3),
+			"conditions": []any{map[string]any{"type": "RollingOut", "status": "False", "reason": "NotRollingOut", "message": "", "lastTransitionTime": "2026-12-01T00:00:00Z"}},
+		}, "status")).To(Succeed())
+		Expect(k8s.Status().Update(ctx, md)).To(Succeed())
+		Eventually(templateOf(md)).ShouldNot(Equal("d-0a1b2c3d"))
+		Eventually(events("MachineDeployment", "d")).Should(ContainElement(HaveSuffix("; rolls 3 machines")))
+	})
+
+	It("deletes only this operator's copies that nothing uses, once they are old enough", func() {
+		owner := get(capiOwner("MachineSet", "w-1a", ""))
+		current := templateOf(owner)()
+		ours := func(name string) *unstructured.Unstructured {
+			t := object(fmt.Sprintf(awsTemplate, name, fixtures.OldAWSAMI))
+			t.SetLabels(map[string]string{bootimage.TemplateCopyLabel: "true"})
+			t.SetAnnotations(map[string]string{bootimage.TemplateOwnerAnnotation: "MachineSet/w-1a"})
+			return t
+		}
+		unused, usedByMachine := ours("w-1a-aaaaaaaaaa"), ours("w-1a-bbbbbbbbbb")
+		Expect(k8s.Create(ctx, unused)).To(Succeed())
+		Expect(k8s.Create(ctx, usedByMachine)).To(Succeed())
+		machine := object(`
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: Machine
+metadata:
+  name: w-1a-x7k2p
+  annotations: {cluster.x-k8s.io/cloned-from-name: w-1a-bbbbbbbbbb}
+spec:
+  clusterName: demo
+  bootstrap: {dataSecretName: worker-user-data}
+  infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: AWSMachine, name: w-1a-x7k2p}`)
+		Expect(k8s.Create(ctx, machine)).To(Succeed())
+
+		resync()
+		Consistently(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(unused), template(unused.GetName())) }, "1s").Should(Succeed(), "too young to go")
+
+		clk.Step(bootimage.TemplateGCGrace + time.Minute)
+		resync()
+		Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(unused), template(unused.GetName())) }).Should(MatchError(ContainSubstring("not found")))
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(usedByMachine), template(usedByMachine.GetName()))).To(Succeed(), "a Machine was cloned from it")
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: testenv.CAPINamespace, Name: current}, template(current))).To(Succeed(), "the one in use")
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: testenv.CAPINamespace, Name: oldTemplate}, template(oldTemplate))).To(Succeed(), "cluster-capi-operator's, never ours to delete")
+
+		Expect(k8s.Delete(ctx, machine)).To(Succeed())
+		resync()
+		Eventually(func() error {
+			return k8s.Get(ctx, client.ObjectKeyFromObject(usedByMachine), template(usedByMachine.GetName()))
+		}).Should(MatchError(ContainSubstring("not found")))
+	})
+})
+
+// capiManager is a Cluster API (cluster.x-k8s.io) entry.
+func capiManager(resource operatorv1.MachineManagerMachineSetsResourceType, mode operatorv1.MachineManagerSelectorMode) operatorv1.MachineManager {
+	m := fixtures.MachineManager(resource, mode, nil)
+	m.APIGroup = bootimage.ClusterAPIGroup
+	return m
+}
