@@ -35,8 +35,8 @@ const secondWriterHint = "is the MCO's own boot image controller still enabled, 
 type statusContest struct {
 	interval time.Duration
 	budget   int
-	// computed is the status computed for the last write, before any contest report; written is
-	// what was written.
+	// computed is the status computed for the last write that landed, before any contest report;
+	// written is what the API server stored then: the full status, or the fallback of a rejected one.
 	computed, written *operatorv1.MachineConfiguration
 	// lastRevert is when a second writer was last seen; zero when none is.
 	lastRevert  time.Time
@@ -62,6 +62,13 @@ func (c *statusContest) withDefaults(hooks seams.Hooks) {
 // active reports whether a second writer was seen within the last interval.
 func (c *statusContest) active(now time.Time) bool {
 	return !c.lastRevert.IsZero() && now.Sub(c.lastRevert) < c.interval
+}
+
+// landed records a write the API server took; applied is its answer, nil when nothing was sent.
+func (c *statusContest) landed(computed, applied *operatorv1.MachineConfiguration) {
+	if applied != nil {
+		c.computed, c.written = computed, applied
+	}
 }
 
 // reverted reports whether current lost what this operator wrote although want is what it wrote
@@ -169,7 +176,6 @@ func (w *Writer) checkStatusContest(ctx context.Context, current, want *operator
 	if !w.contest.active(now) {
 		w.contestMessage = ""
 	}
-	computed := want.DeepCopy()
 	if w.contestMessage != "" {
 		markSecondWriter(want, w.contestMessage)
 	}
@@ -177,9 +183,6 @@ func (w *Writer) checkStatusContest(ctx context.Context, current, want *operator
 		return true, 0, nil // nothing to write
 	}
 	ok, wait := w.contest.allow(now)
-	if ok {
-		w.contest.computed, w.contest.written = computed, want.DeepCopy()
-	}
 	return ok, wait, nil
 }
 

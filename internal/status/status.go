@@ -5,6 +5,7 @@ package status
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -84,14 +85,17 @@ type Writer struct {
 // Write writes want's part of the status this operator owns when current lacks it. While a second
 // writer rewrites it, want's Degraded condition says so and the writes are rationed: held is true
 // when this write must wait (retry after retryAfter). A status the API rejects is announced once
-// and the part it can take is written instead (see applyStatusRejected).
+// and the part it can take is written instead (see applyStatusRejected). The second writer
+// detector remembers what the API server answered to the write that landed, never what was meant.
 func (w *Writer) Write(ctx context.Context, current, want *operatorv1.MachineConfiguration, withSkew bool) (held bool, retryAfter time.Duration, err error) {
+	computed := want.DeepCopy()
 	if ok, wait, err := w.checkStatusContest(ctx, current, want, withSkew); err != nil || !ok {
 		return true, wait, err
 	}
-	err = applyStatus(ctx, w.Client, current, want, withSkew)
+	applied, err := applyStatus(ctx, w.Client, current, want, withSkew)
 	if err == nil {
 		w.lastRejection = ""
+		w.contest.landed(computed, applied)
 		return false, 0, nil
 	}
 	// Keep deciding and writing what can be written: the boot image reconcilers wait only for
@@ -101,14 +105,19 @@ func (w *Writer) Write(ctx context.Context, current, want *operatorv1.MachineCon
 		w.Recorder.Event(current, corev1.EventTypeWarning, ReasonStatusRejected, err.Error())
 		logf.FromContext(ctx).Error(err, "Writing MachineConfiguration status")
 	}
-	return false, 0, applyStatusRejected(ctx, w.Client, current, want, err)
+	applied, err = applyStatusRejected(ctx, w.Client, current, want, err)
+	if err == nil {
+		w.contest.landed(computed, applied)
+	}
+	return false, 0, err
 }
 
 // applyStatus applies this operator's part of want's status when it differs from current's:
 // observedGeneration, managedBootImagesStatus, the skew enforcement status (when the gate is on)
 // and the owned conditions. Server-side apply merges conditions by type, so the MCO's own
-// conditions are left alone, and a condition this operator stops applying is removed.
-func applyStatus(ctx context.Context, c client.Client, current, want *operatorv1.MachineConfiguration, withSkew bool) error {
+// conditions are left alone, and a condition this operator stops applying is removed. It returns
+// the object as the API server stored it, nil when nothing was written.
+func applyStatus(ctx context.Context, c client.Client, current, want *operatorv1.MachineConfiguration, withSkew bool) (*operatorv1.MachineConfiguration, error) {
 	status := operatorv1.MachineConfigurationStatus{
 		ObservedGeneration:             want.Status.ObservedGeneration,
 		ManagedBootImagesStatus:        want.Status.ManagedBootImagesStatus,
@@ -123,19 +132,21 @@ func applyStatus(ctx context.Context, c client.Client, current, want *operatorv1
 		status.BootImageSkewEnforcementStatus = operatorv1.BootImageSkewEnforcementStatus{}
 	}
 	if ownedStatusEqual(current, want, withSkew) && meta.FindStatusCondition(current.Status.Conditions, ConditionStatusWritten) == nil {
-		return nil
+		return nil, nil
 	}
-	if err := apply(ctx, c, status); err != nil {
-		return fmt.Errorf("writing status of MachineConfiguration/%s: %w", current.Name, err)
+	applied, err := apply(ctx, c, status)
+	if err != nil {
+		return nil, fmt.Errorf("writing status of MachineConfiguration/%s: %w", current.Name, err)
 	}
 	logf.FromContext(ctx).Info("Updated MachineConfiguration status")
-	return nil
+	return applied, nil
 }
 
 // applyStatusRejected applies what can be applied after the API rejected the full status: the
 // effective configuration and observedGeneration (the boot image reconcilers wait for them) and a
-// condition naming the field and the API's message. The skew status is left as it was.
-func applyStatusRejected(ctx context.Context, c client.Client, current, want *operatorv1.MachineConfiguration, rejected error) error {
+// condition naming the field and the API's message. The skew status is left as it was. It returns
+// the object as the API server stored it, nil when nothing was written.
+func applyStatusRejected(ctx context.Context, c client.Client, current, want *operatorv1.MachineConfiguration, rejected error) (*operatorv1.MachineConfiguration, error) {
 	status := operatorv1.MachineConfigurationStatus{
 		ObservedGeneration:      want.Status.ObservedGeneration,
 		ManagedBootImagesStatus: want.Status.ManagedBootImagesStatus,
@@ -157,18 +168,28 @@ func applyStatusRejected(ctx context.Context, c client.Client, current, want *op
 	})
 	if old := meta.FindStatusCondition(current.Status.Conditions, ConditionStatusWritten); old != nil && old.Message == status.Conditions[len(status.Conditions)-1].Message {
 		if ownedStatusEqual(current, want, false) {
-			return nil // written already
+			return nil, nil // written already
 		}
 		status.Conditions[len(status.Conditions)-1].LastTransitionTime = old.LastTransitionTime
 	}
 	return apply(ctx, c, status)
 }
 
-// apply sends status with server-side apply as FieldManager. The apply configuration names only
-// the fields this operator computes, so a field the API adds later is never claimed by accident.
-func apply(ctx context.Context, c client.Client, status operatorv1.MachineConfigurationStatus) error {
+// apply sends status with server-side apply as FieldManager and returns the object the API server
+// answered with. The apply configuration names only the fields this operator computes, so a field
+// the API adds later is never claimed by accident.
+func apply(ctx context.Context, c client.Client, status operatorv1.MachineConfigurationStatus) (*operatorv1.MachineConfiguration, error) {
 	obj := operatorv1ac.MachineConfiguration(kube.MachineConfigurationName).WithStatus(statusApply(status))
-	return c.Status().Apply(ctx, obj, client.FieldOwner(FieldManager), client.ForceOwnership)
+	if err := c.Status().Apply(ctx, obj, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return nil, err
+	}
+	// The client decodes the API server's answer into the apply configuration.
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	stored := &operatorv1.MachineConfiguration{}
+	return stored, json.Unmarshal(raw, stored)
 }
 
 // statusApply is the apply configuration of this operator's part of status.
