@@ -45,17 +45,18 @@ type statusContest struct {
 	announced   string
 }
 
-// withDefaults sets the interval and budget, once: the defaults, or what a spec's seams say.
-func (c *statusContest) withDefaults(hooks seams.Hooks) {
+// withDefaults sets the interval and budget, once: the defaults, the embedder's budget, and the
+// interval a spec's seams may shorten.
+func (c *statusContest) withDefaults(hooks seams.Hooks, budget int) {
 	if c.interval != 0 {
 		return
 	}
 	c.interval, c.budget = DefaultContestInterval, DefaultContestedWrites
+	if budget > 0 {
+		c.budget = budget
+	}
 	if hooks.ContestInterval != 0 {
 		c.interval = hooks.ContestInterval
-	}
-	if hooks.ContestedWrites != 0 {
-		c.budget = hooks.ContestedWrites
 	}
 }
 
@@ -147,7 +148,7 @@ func lastOtherWriter(obj metav1.Object, subresource, field string) string {
 // lost what this operator wrote, and the API server confirms it), then reports it once (log,
 // Warning Event) and on the Degraded condition of want, and says whether the write may go now.
 func (w *Writer) checkStatusContest(ctx context.Context, current, want *operatorv1.MachineConfiguration, withSkew bool) (bool, time.Duration, error) {
-	w.contest.withDefaults(seams.From(ctx))
+	w.contest.withDefaults(seams.From(ctx), w.ContestedWrites)
 	now := w.Clock.Now()
 	if w.contest.reverted(current, want, withSkew) {
 		live := &operatorv1.MachineConfiguration{}

@@ -74,6 +74,9 @@ type Writer struct {
 	// ClusterOperator, when set, names the ClusterOperator whose Upgradeable condition carries
 	// the skew enforcement guard.
 	ClusterOperator string
+	// ContestedWrites is the status writes allowed per DefaultContestInterval while a second writer
+	// is seen; 0 means DefaultContestedWrites.
+	ContestedWrites int
 
 	// contest backs the writes off while a second writer is seen (secondwriter.go).
 	contest        statusContest
