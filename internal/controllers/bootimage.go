@@ -92,16 +92,16 @@ func (o objectReconciler[T]) Reconcile(ctx context.Context, req reconcile.Reques
 // decide takes the decision for obj, reduced from live, with the attempts to record if it is
 // patched. When a cloud lookup the decision needs fails it returns, instead, the result that takes
 // it again (see cloudFailed).
-func (s bootImages) decide(ctx context.Context, in loadedInputs, live client.Object, obj bootimage.Object) (bootimage.Decision, bootimage.Attempts, *ctrl.Result, error) {
+func (s bootImages) decide(ctx context.Context, in loadedInputs, live client.Object, obj *bootimage.Object) (bootimage.Decision, bootimage.Attempts, *ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(live)
 	var err error
 	if obj.UserData, err = userData(ctx, s.Client, obj.ProviderSpec); err != nil {
 		return bootimage.Decision{}, bootimage.Attempts{}, nil, err
 	}
 	obj.Memory = s.Tracker.Memory(obj.Kind, key)
-	d, err := bootimage.Decide(ctx, in.cluster, obj)
+	d, err := bootimage.Decide(ctx, in.cluster, *obj)
 	if err != nil {
-		res, err := s.cloudFailed(ctx, in, live, obj, d, err)
+		res, err := s.cloudFailed(ctx, in, live, *obj, d, err)
 		return d, bootimage.Attempts{}, &res, err
 	}
 	s.Tracker.Remember(obj.Kind, key, obj.Memory.CloudWorks().Decided(d))
@@ -140,13 +140,16 @@ func (s bootImages) cloudFailed(ctx context.Context, in loadedInputs, live clien
 	return ctrl.Result{RequeueAfter: max(min(retry, t.retryInterval), time.Millisecond)}, nil
 }
 
-// update writes the upgraded user-data stub, if any, into Secret userDataSecret, then patch, the
-// boot image, each with optimistic locking; a conflict is returned so the object is decided again
-// on fresh data.
-func (s bootImages) update(ctx context.Context, live client.Object, userDataSecret string, d bootimage.Decision, next bootimage.Attempts, patch []byte) error {
+// update writes the upgraded user-data stub, if any, over the Secret read decided on, then patch,
+// the boot image, each with optimistic locking; a conflict is returned so the object is decided
+// again on fresh data.
+func (s bootImages) update(ctx context.Context, live client.Object, read *bootimage.UserData, d bootimage.Decision, next bootimage.Attempts, patch []byte) error {
 	key := client.ObjectKeyFromObject(live)
 	if d.UserData != nil {
-		if err := upgradeUserData(ctx, s.Client, s.Recorder, s.Clock.Now(), key.Namespace, userDataSecret, d); err != nil {
+		if read == nil {
+			return fmt.Errorf("%s %s: an upgraded user-data stub without the Secret it was computed from", d.Kind, key)
+		}
+		if err := upgradeUserData(ctx, s.Client, s.Recorder, s.Clock.Now(), key.Namespace, read, d); err != nil {
 			return err
 		}
 	}

@@ -34,7 +34,7 @@ func (r *ControlPlaneMachineSetReconciler) Reconcile(ctx context.Context, c *mac
 		return ctrl.Result{}, err
 	}
 	obj := cpms.Object(c)
-	d, next, retry, err := r.decide(ctx, in, c, obj)
+	d, next, retry, err := r.decide(ctx, in, c, &obj)
 	if retry != nil || err != nil {
 		return orZero(retry), err
 	}
@@ -48,7 +48,7 @@ func (r *ControlPlaneMachineSetReconciler) Reconcile(ctx context.Context, c *mac
 		if err := cpms.ProveImageOnly(c, patch); err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := r.update(ctx, c, bootimage.UserDataSecretName(obj.ProviderSpec), d, next, patch); err != nil {
+		if err := r.update(ctx, c, obj.UserData, d, next, patch); err != nil {
 			return ctrl.Result{}, err
 		}
 	}

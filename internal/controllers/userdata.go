@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,18 +40,18 @@ func userData(ctx context.Context, c client.Client, providerSpec []byte) (*booti
 	if err != nil {
 		return nil, err
 	}
-	return &bootimage.UserData{SecretName: name, Found: true, Data: secret.Data["userData"]}, nil
+	return &bootimage.UserData{SecretName: name, Found: true, Data: secret.Data["userData"], ResourceVersion: secret.ResourceVersion}, nil
 }
 
 // upgradeUserData writes d's upgraded stub into the Secret, recording the version it had and when.
-func upgradeUserData(ctx context.Context, c client.Client, recorder record.EventRecorder, now time.Time, namespace, name string, d bootimage.Decision) error {
-	secret := &corev1.Secret{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret); err != nil {
-		return err
-	}
+// The patch carries the resourceVersion of read, the Secret the stub was computed from: a Secret
+// changed since is a conflict, and the object is decided again.
+func upgradeUserData(ctx context.Context, c client.Client, recorder record.EventRecorder, now time.Time, namespace string, read *bootimage.UserData, d bootimage.Decision) error {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: read.SecretName}}
+	name := read.SecretName
 	patch, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{
-			"resourceVersion": secret.ResourceVersion,
+			"resourceVersion": read.ResourceVersion,
 			"annotations": map[string]string{
 				UserDataUpgradedFromAnnotation: d.UserDataVersion,
 				UserDataUpgradedAtAnnotation:   now.UTC().Format(time.RFC3339),
