@@ -123,7 +123,7 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 		warnings = append(warnings, problem)
 	}
 	if cv == nil {
-		warnings = append(warnings, warning{status.ReasonInvalidSelection, "ClusterVersion/version not found: the operator cannot tell whether the cluster is updating, nor which release it was installed with"})
+		warnings = append(warnings, warning{ReasonClusterVersionMissing, "ClusterVersion/version not found: the operator cannot tell whether the cluster is updating, nor which release it was installed with"})
 	}
 	progressing, degraded := bootimage.ProgressConditions(mc.Generation, p, messages(warnings))
 	meta.SetStatusCondition(&want.Status.Conditions, progressing)
@@ -158,6 +158,10 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
+
+// ReasonClusterVersionMissing is the Event reason of a missing ClusterVersion/version: nothing is
+// wrong with the selection, the operator only lacks the release history.
+const ReasonClusterVersionMissing = "ClusterVersionMissing"
 
 // warning is a problem of the cluster's inputs, said once on MachineConfiguration/cluster: in
 // Degraded or ConfigurationDegraded, and as a Warning Event with reason.
