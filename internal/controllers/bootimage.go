@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -154,7 +155,8 @@ func (s bootImages) update(ctx context.Context, live client.Object, read *bootim
 		}
 	}
 	if err := s.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(status.FieldManager)); err != nil {
-		return fmt.Errorf("patching boot image of %s %s: %w", d.Kind, key, err)
+		rule := status.Rule{Verb: "patch", Group: machinev1beta1.GroupName, Resource: resourceOf(d.Kind), Namespace: key.Namespace}
+		return fmt.Errorf("patching boot image of %s %s: %w", d.Kind, key, status.Forbidden(err, rule))
 	}
 	s.Tracker.Remember(d.Kind, key, s.Tracker.Memory(d.Kind, key).Patch(next))
 	s.Metrics.countUpdate(d.Kind)
@@ -162,6 +164,26 @@ func (s bootImages) update(ctx context.Context, live client.Object, read *bootim
 	logf.FromContext(ctx).Info("Updated boot image", "from", d.Current, "to", d.Target)
 	s.Recorder.Eventf(live, corev1.EventTypeNormal, ReasonBootImageUpdated, "Updated boot image from %s to %s", d.Current, d.Target)
 	return nil
+}
+
+// resourceOf is the resource RBAC names for kind.
+func resourceOf(kind string) string {
+	if kind == bootimage.KindMachineSet {
+		return "machinesets"
+	}
+	return "controlplanemachinesets"
+}
+
+// forbidden turns a write refused for want of an RBAC rule into a Warning Event on live naming the
+// rule, and a look again after status.ForbiddenRetry; other errors are returned as they are.
+func (s bootImages) forbidden(ctx context.Context, live client.Object, err error) (ctrl.Result, error) {
+	f := status.AsForbidden(err)
+	if f == nil {
+		return ctrl.Result{}, err
+	}
+	logf.FromContext(ctx).Error(err, "Cannot update boot image", "verb", f.Rule.Verb, "resource", f.Rule.Resource)
+	s.Recorder.Event(live, corev1.EventTypeWarning, status.ReasonForbidden, f.Error())
+	return ctrl.Result{RequeueAfter: status.ForbiddenRetry}, nil
 }
 
 // done reports d and says when to look again (see lasting).

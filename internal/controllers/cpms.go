@@ -49,7 +49,7 @@ func (r *ControlPlaneMachineSetReconciler) Reconcile(ctx context.Context, c *mac
 			return ctrl.Result{}, err
 		}
 		if err := r.update(ctx, c, obj.UserData, d, next, patch); err != nil {
-			return ctrl.Result{}, err
+			return r.forbidden(ctx, c, err)
 		}
 	}
 	return r.done(ctx, c, d, in.version), nil

@@ -57,7 +57,7 @@ func (r *MachineSetReconciler) Reconcile(ctx context.Context, ms *machinev1beta1
 			return ctrl.Result{}, err
 		}
 		if err := r.update(ctx, ms, obj.UserData, d, next, patch); err != nil {
-			return ctrl.Result{}, err
+			return r.forbidden(ctx, ms, err)
 		}
 	}
 	return r.done(ctx, ms, d, in.version), nil

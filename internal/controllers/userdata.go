@@ -16,6 +16,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/internal/status"
 
 	"github.com/bootimage-operator/bootimage-operator/kube"
 )
@@ -63,7 +64,8 @@ func upgradeUserData(ctx context.Context, c client.Client, recorder record.Event
 		return err
 	}
 	if err := c.Patch(ctx, secret, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("upgrading user-data Secret %s/%s: %w", namespace, name, err)
+		rule := status.Rule{Verb: "patch", Resource: "secrets", Namespace: namespace}
+		return fmt.Errorf("upgrading user-data Secret %s/%s: %w", namespace, name, status.Forbidden(err, rule))
 	}
 	logf.FromContext(ctx).Info("Upgraded user-data stub", "secret", namespace+"/"+name, "from", d.UserDataVersion, "to", bootimage.UserDataStubVersion)
 	recorder.Eventf(secret, corev1.EventTypeNormal, ReasonUserDataUpgraded, "Upgraded the user-data stub from Ignition %s to %s for the new boot image", d.UserDataVersion, bootimage.UserDataStubVersion)

@@ -56,6 +56,13 @@ const (
 	ReasonClusterBootImageSkewError = "ClusterBootImageSkewError"
 )
 
+// statusRule is what a status write (server-side apply, a patch) needs.
+var statusRule = Rule{Verb: "patch", Group: operatorv1.GroupName, Resource: "machineconfigurations/status"}
+
+// ForbiddenRetry is how soon a write refused for want of an RBAC rule is tried again: roles change
+// without any event the operator watches.
+const ForbiddenRetry = time.Minute
+
 // FieldManager is this operator's server-side apply field manager: it owns exactly the status
 // fields and condition types it applies, so the MCO's own writer keeps its own.
 const FieldManager = "bootimage-operator"
@@ -101,6 +108,15 @@ func (w *Writer) Write(ctx context.Context, current, want *operatorv1.MachineCon
 		w.contest.landed(computed, applied)
 		return false, 0, nil
 	}
+	if forbidden := AsForbidden(err); forbidden != nil {
+		// Nothing landed and no fallback can: say which rule is missing, and look again later.
+		if msg := forbidden.Error(); w.lastRejection != msg {
+			w.lastRejection = msg
+			w.Recorder.Event(current, corev1.EventTypeWarning, ReasonForbidden, msg)
+			logf.FromContext(ctx).Error(err, "Writing MachineConfiguration status", "verb", forbidden.Rule.Verb, "resource", forbidden.Rule.Resource)
+		}
+		return true, ForbiddenRetry, nil
+	}
 	// Keep deciding and writing what can be written: the boot image reconcilers wait only for
 	// observedGeneration, which the fallback write carries.
 	if w.lastRejection != err.Error() {
@@ -139,7 +155,7 @@ func applyStatus(ctx context.Context, c client.Client, current, want *operatorv1
 	}
 	applied, err := apply(ctx, c, status)
 	if err != nil {
-		return nil, fmt.Errorf("writing status of MachineConfiguration/%s: %w", current.Name, err)
+		return nil, fmt.Errorf("writing status of MachineConfiguration/%s: %w", current.Name, Forbidden(err, statusRule))
 	}
 	logf.FromContext(ctx).Info("Updated MachineConfiguration status")
 	return applied, nil
