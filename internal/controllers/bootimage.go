@@ -166,6 +166,14 @@ func (s bootImages) update(ctx context.Context, live client.Object, read *bootim
 	return nil
 }
 
+// whileGatesUnknown has a decision taken without the feature gates taken again soon (GatesRetry).
+func (s bootImages) whileGatesUnknown(in loadedInputs, res ctrl.Result) ctrl.Result {
+	if in.cluster.GatesError != nil && (res.RequeueAfter == 0 || res.RequeueAfter > GatesRetry) {
+		res.RequeueAfter = GatesRetry
+	}
+	return res
+}
+
 // resourceOf is the resource RBAC names for kind.
 func resourceOf(kind string) string {
 	if kind == bootimage.KindMachineSet {

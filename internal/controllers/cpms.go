@@ -52,7 +52,7 @@ func (r *ControlPlaneMachineSetReconciler) Reconcile(ctx context.Context, c *mac
 			return r.forbidden(ctx, c, err)
 		}
 	}
-	return r.done(ctx, c, d, in.version), nil
+	return r.whileGatesUnknown(in, r.done(ctx, c, d, in.version)), nil
 }
 
 // Register registers the reconciler with mgr: the CPMS itself, and the cluster-wide inputs.

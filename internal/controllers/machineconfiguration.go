@@ -80,8 +80,9 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	}
 	gates, err := r.Gates.Current(ctx)
 	if err != nil {
-		// The feature gate reporter says why; nothing gated acts meanwhile.
-		return ctrl.Result{}, nil
+		// The feature gate reporter says why; nothing gated acts meanwhile. A reader that is not
+		// the cluster's FeatureGate (the embedder's accessor) becomes ready without any event.
+		return ctrl.Result{RequeueAfter: GatesRetry}, nil
 	}
 	platform := bootimage.PlatformOf(infra)
 	if _, err := r.Migrations.Run(ctx, mc, migrations.Cluster{Platform: platform, Gates: gates}); err != nil {

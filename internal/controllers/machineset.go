@@ -60,7 +60,7 @@ func (r *MachineSetReconciler) Reconcile(ctx context.Context, ms *machinev1beta1
 			return r.forbidden(ctx, ms, err)
 		}
 	}
-	return r.done(ctx, ms, d, in.version), nil
+	return r.whileGatesUnknown(in, r.done(ctx, ms, d, in.version)), nil
 }
 
 // Register registers the reconciler with mgr: per-MachineSet keys for MachineSet changes, its
