@@ -199,7 +199,7 @@ var _ = Describe("MachineSet boot images", func() {
 		}
 		Eventually(condition(status.ConditionBootImageUpdateDegraded)).Should(And(
 			HaveField("Status", metav1.ConditionTrue),
-			HaveField("Message", HavePrefix("Reconciled 6 of 10 MAPI MachineSets (6 skipped) | Reconciled 0 of 0 ControlPlaneMachineSets (0 skipped) | 4 failed: ")),
+			HaveField("Message", HavePrefix("Reconciled 6 of 10 MAPI MachineSets (6 skipped, 4 failed) | Reconciled 0 of 0 ControlPlaneMachineSets (0 skipped) | 4 failed: ")),
 			HaveField("Message", ContainSubstring("MachineSet openshift-machine-api/bad-user-data: InvalidUserData")),
 		))
 		for name, rv := range versions {
