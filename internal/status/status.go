@@ -302,9 +302,18 @@ func ownedStatusEqual(current, want *operatorv1.MachineConfiguration, withSkew b
 // ReportGuard reports the skew enforcement guard: the upgrade-blocked metric, a Warning Event when
 // it starts blocking, and the Upgradeable condition of the configured ClusterOperator, which is
 // what the cluster-version operator reads.
+//
+// The message lists the MachineSets left behind (skipped) only when the recorded skew is what
+// blocks; when failing updates block, the Degraded message it quotes names the failed ones. It
+// says "Upgrades are blocked" only when this operator sets the block on a ClusterOperator; without
+// one it says which ClusterOperator may carry it: the MCO's status sync evaluates the same guard
+// from this status for the machine-config ClusterOperator.
 func (w *Writer) ReportGuard(ctx context.Context, mc *operatorv1.MachineConfiguration, guard bootimage.SkewGuard, leftBehind []string) error {
-	if guard.Blocked && len(leftBehind) > 0 {
+	if guard.Blocked && !guard.Failing && len(leftBehind) > 0 {
 		guard.Message += fmt.Sprintf(" (MachineSets whose boot images the operator cannot update: %s)", strings.Join(leftBehind[:min(len(leftBehind), bootimage.MaxErrorsInMessage)], ", "))
+	}
+	if guard.Blocked && w.ClusterOperator == "" {
+		guard.Message = strings.Replace(guard.Message, "Upgrades are blocked", "The boot image skew guard fails, which blocks upgrades where the MCO's status sync reads it (machine-config ClusterOperator)", 1)
 	}
 	if guard.Blocked && w.lastGuard != guard.Message {
 		logf.FromContext(ctx).Info("Boot image skew blocks upgrades", "reason", guard.Message)
