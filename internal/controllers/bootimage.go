@@ -31,7 +31,7 @@ import (
 // available or replicated) are re-checked every CloudRecheckInterval. Specs shorten them through
 // internal/seams.
 const (
-	DefaultCloudErrorGrace      = 3 * time.Minute
+	DefaultCloudErrorGrace      = bootimage.CloudErrorGrace
 	DefaultCloudRetryInterval   = time.Minute
 	DefaultCloudRecheckInterval = 30 * time.Minute
 )
