@@ -26,7 +26,7 @@ func unavailableEvent(name, target string, first time.Time) *corev1.Event {
 		Reason:         bootimage.ReasonTargetImageUnavailable, Type: corev1.EventTypeNormal,
 		Message:        "Boot image update skipped: AMI " + target + " not found in us-east-1",
 		FirstTimestamp: metav1.NewTime(first), LastTimestamp: metav1.NewTime(first), Count: 1,
-		Source:         corev1.EventSource{Component: "bootimage-operator"},
+		Source: corev1.EventSource{Component: "bootimage-operator"},
 	}
 }
 
