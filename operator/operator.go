@@ -79,7 +79,7 @@ type Options struct {
 	// CloudRootCAs, when set, are the only CAs trusted for cloud endpoints.
 	CloudRootCAs *x509.CertPool
 	// OVACacheDir is the writable directory for downloaded vSphere OVAs.
-	// Default: /var/cache/bootimage-operator (vsphereimport.DefaultOVACacheDir).
+	// Default: /var/cache/bootimage-operator.
 	OVACacheDir string
 	// ClusterOperator, when set, names the ClusterOperator whose Upgradeable condition carries
 	// the boot image skew guard. Inside the MCO leave it empty: its status sync reads the guard.

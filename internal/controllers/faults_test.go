@@ -75,25 +75,9 @@ func (c *apiWrites) counts() map[string]int {
 	return out
 }
 
-// errorsCounted reads bootimage_errors_total{kind, reason} of m.
+// errorsCounted reads bootimage_errors_total{kind, reason} of reg.
 func errorsCounted(reg prometheus.Gatherer, kind, reason string) float64 {
-	families, err := reg.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	for _, f := range families {
-		if f.GetName() != "bootimage_errors_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["kind"] == kind && labels["reason"] == reason {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	return metric(reg, "bootimage_errors_total", "kind", kind, "reason", reason)()
 }
 
 // warningEvents returns, per MachineSet, how many Warning Events with reason were recorded
