@@ -106,6 +106,9 @@ var _ = Describe("Decide", func() {
 		}), bootimage.Error, bootimage.ReasonInvalidStream, "ConfigMap openshift-machine-config-operator/coreos-bootimages key stream: not a CoreOS stream"),
 		Entry(nil, configv1.AWSPlatformType, `["not", "an", "object"]`, mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Error, bootimage.ReasonInvalidProviderSpec, "not a JSON object"),
 		Entry(nil, configv1.AWSPlatformType, `{"ami": {"id": ""}, "placement": {"region": "us-east-1"}}`, mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Error, bootimage.ReasonInvalidProviderSpec, "ami.id is empty"),
+		Entry("a field of the wrong kind, in admin words", configv1.AWSPlatformType, `{"ami": "ami-0123", "placement": {"region": "us-east-1"}}`, mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Error, bootimage.ReasonInvalidProviderSpec, "field ami: a string where an object is expected"),
+		Entry("a nested field of the wrong kind", configv1.AWSPlatformType, `{"ami": {"id": 5}, "placement": {"region": "us-east-1"}}`, mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Error, bootimage.ReasonInvalidProviderSpec, "field ami: a number at id where a string is expected"),
+		Entry("GCP disks of the wrong kind", configv1.GCPPlatformType, `{"disks": {"image": "x"}}`, mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Error, bootimage.ReasonInvalidProviderSpec, "where a list is expected"),
 		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
 			o.Annotations = map[string]string{bootimage.ArchAnnotation: "kubernetes.io/arch=sparc64"}
 		}), bootimage.Error, bootimage.ReasonInvalidArchitecture, `names architecture "sparc64"`),

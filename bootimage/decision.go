@@ -95,6 +95,10 @@ func (d Decision) ClusterLevel() bool {
 	return d.Action == Error && clusterLevel[d.Reason]
 }
 
+// CloudErrorGrace is how long a stream target may stay unavailable in the cloud (and a cloud
+// lookup keep failing) before the object is an Error: the operator and bootimagectl plan share it.
+const CloudErrorGrace = 3 * time.Minute
+
 // TargetUnavailableTooLong returns the Error a TargetImageUnavailable skip becomes once it has
 // lasted for longer than grace: new machines keep booting the current image meanwhile, which an
 // admin must hear of.

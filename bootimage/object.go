@@ -80,6 +80,8 @@ type UserData struct {
 	SecretName string
 	Found      bool
 	Data       []byte
+	// ResourceVersion is the Secret's as read: an upgraded stub is written only over that read.
+	ResourceVersion string
 }
 
 // Kinds of the objects decided on.

@@ -141,6 +141,9 @@ type SkewGuard struct {
 	// Blocked is true while upgrades must be held; Message then says why and what to do.
 	Blocked bool
 	Message string
+	// Failing is true when boot image updates failing (Degraded, in Automatic mode) are what
+	// blocks: the failed objects are the ones to fix, not the skipped ones.
+	Failing bool
 }
 
 // EvaluateSkewGuard decides the upgrade guard from MachineConfiguration status, as the MCO does: in
@@ -154,7 +157,7 @@ func EvaluateSkewGuard(status operatorv1.MachineConfigurationStatus) SkewGuard {
 	case operatorv1.BootImageSkewEnforcementModeStatusAutomatic:
 		g.Recorded = recorded(skew.Automatic.OCPVersion, skew.Automatic.RHCOSVersion)
 		if c := meta.FindStatusCondition(status.Conditions, operatorv1.MachineConfigurationBootImageUpdateDegraded); c != nil && c.Status == metav1.ConditionTrue {
-			g.Blocked, g.Message = true, "Upgrades are blocked because boot image updates are failing: "+c.Message
+			g.Blocked, g.Failing, g.Message = true, true, "Upgrades are blocked because boot image updates are failing: "+c.Message
 			return g
 		}
 		if c := meta.FindStatusCondition(status.Conditions, operatorv1.MachineConfigurationBootImageUpdateProgressing); c == nil || c.Status != metav1.ConditionFalse {

@@ -43,7 +43,7 @@ func parseProviderSpec(raw []byte) (rawObject, error) {
 	}
 	var obj rawObject
 	if err := json.Unmarshal(raw, &obj); err != nil {
-		return nil, fmt.Errorf("not a JSON object: %v", err)
+		return nil, fmt.Errorf("not a JSON object: %s", jsonProblem(err))
 	}
 	if obj == nil {
 		return nil, fmt.Errorf("null")
@@ -58,7 +58,7 @@ func (o rawObject) field(key string, v any) error {
 		return nil
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("field %s: %v", key, err)
+		return fmt.Errorf("field %s: %s", key, jsonProblem(err))
 	}
 	return nil
 }

@@ -127,15 +127,22 @@ func (p Progress) Pass(releaseVersion string) *SkewPass {
 	return &SkewPass{LeftBehind: p.LeftBehind(), Errors: p.MachineSets.Errored + p.ClusterAPI.Errored, RHCOSVersion: p.marketplaceRHCOS, ReleaseVersion: releaseVersion}
 }
 
-// Counts is the MCO's progress message.
+// Counts is the MCO's progress message, with the failed objects counted: of Total, Reconciled
+// (up to date or skipped) and failed are done, and the rest is being updated or not yet decided.
 func (p Progress) Counts() string {
-	ms, c, capi := p.MachineSets, p.ControlPlaneMachineSets, p.ClusterAPI
-	counts := fmt.Sprintf("Reconciled %d of %d MAPI MachineSets (%d skipped) | Reconciled %d of %d ControlPlaneMachineSets (%d skipped)",
-		ms.Reconciled, ms.Total, ms.Skipped, c.Reconciled, c.Total, c.Skipped)
-	if capi.Total > 0 || capi.Decided > 0 {
-		counts += fmt.Sprintf(" | Reconciled %d of %d CAPI MachineSets and MachineDeployments (%d skipped)", capi.Reconciled, capi.Total, capi.Skipped)
+	counts := p.MachineSets.counts("MAPI MachineSets") + " | " + p.ControlPlaneMachineSets.counts("ControlPlaneMachineSets")
+	if capi := p.ClusterAPI; capi.Total > 0 || capi.Decided > 0 {
+		counts += " | " + capi.counts("CAPI MachineSets and MachineDeployments")
 	}
 	return counts
+}
+
+func (t Tally) counts(resource string) string {
+	failed := ""
+	if t.Errored > 0 {
+		failed = fmt.Sprintf(", %d failed", t.Errored)
+	}
+	return fmt.Sprintf("Reconciled %d of %d %s (%d skipped%s)", t.Reconciled, t.Total, resource, t.Skipped, failed)
 }
 
 // ProgressConditions returns Progressing (True while any resource has an object pending) and

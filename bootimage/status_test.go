@@ -30,7 +30,7 @@ var _ = Describe("Progress", func() {
 
 		Expect(p.MachineSets).To(Equal(bootimage.Tally{Total: 9, Decided: 9, Reconciled: 2, Skipped: 1, Updating: 1, Errored: 6}))
 		Expect(p.ControlPlaneMachineSets).To(Equal(bootimage.Tally{Total: 1, Decided: 1, Reconciled: 1, Skipped: 1}))
-		Expect(p.Counts()).To(Equal("Reconciled 2 of 9 MAPI MachineSets (1 skipped) | Reconciled 1 of 1 ControlPlaneMachineSets (1 skipped)"))
+		Expect(p.Counts()).To(Equal("Reconciled 2 of 9 MAPI MachineSets (1 skipped, 6 failed) | Reconciled 1 of 1 ControlPlaneMachineSets (1 skipped)"))
 
 		progressing, degraded := bootimage.ProgressConditions(7, p, []string{"stream lacks x86_64"})
 		Expect(progressing).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Reason", bootimage.ReasonBootImageUpdating), HaveField("ObservedGeneration", int64(7))))
@@ -38,6 +38,15 @@ var _ = Describe("Progress", func() {
 		Expect(degraded.Message).To(HavePrefix(p.Counts() + " | 6 failed: MachineSet openshift-machine-api/u: "))
 		Expect(degraded.Message).NotTo(ContainSubstring("/z:"), "at most five errors are listed")
 		Expect(degraded.Message).To(HaveSuffix(" | stream lacks x86_64"))
+	})
+
+	It("counts an object in error as failed, not as left to do", func() {
+		p := bootimage.Progress{}
+		p.MachineSets.Total = 1
+		p.Add(msDecision("a", bootimage.Error, bootimage.ReasonInvalidProviderSpec))
+		progressing, degraded := bootimage.ProgressConditions(1, p, nil)
+		Expect(progressing).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Message", HavePrefix("Reconciled 0 of 1 MAPI MachineSets (0 skipped, 1 failed) | "))))
+		Expect(degraded).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Message", HavePrefix(p.Counts()+" | 1 failed: "))))
 	})
 
 	It("is settled, not degraded, once every object is decided and none updates", func() {

@@ -31,7 +31,7 @@ func ParseBootImages(cm *corev1.ConfigMap) (*Streams, error) {
 	if raw, ok := cm.Data["streams"]; ok {
 		var byName map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(raw), &byName); err != nil {
-			return nil, fmt.Errorf("ConfigMap %s/%s key streams is not a JSON map of OS stream to stream: %v", cm.Namespace, cm.Name, err)
+			return nil, fmt.Errorf("ConfigMap %s/%s key streams is not a JSON map of OS stream to stream: %s", cm.Namespace, cm.Name, jsonProblem(err))
 		}
 		if s, ok := byName[DefaultOSStream]; ok {
 			st, err := parseStream(s)
@@ -57,7 +57,7 @@ func ParseBootImages(cm *corev1.ConfigMap) (*Streams, error) {
 func parseStream(raw []byte) (*stream.Stream, error) {
 	var st stream.Stream
 	if err := json.Unmarshal(raw, &st); err != nil {
-		return nil, fmt.Errorf("not a CoreOS stream: %v", err)
+		return nil, fmt.Errorf("not a CoreOS stream: %s", jsonProblem(err))
 	}
 	if len(st.Architectures) == 0 {
 		return nil, fmt.Errorf("CoreOS stream %q lists no architectures", st.Stream)

@@ -10,6 +10,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -93,13 +94,38 @@ func credentialsSecret(ctx context.Context, c client.Reader, name string) (*core
 	return secret, err
 }
 
+// VSphereCredentialsTTL is how long a read of Secret kube-system/vsphere-creds answers for every
+// vCenter step: a stream change over 200 vSphere MachineSets costs one GET, not one per step.
+const VSphereCredentialsTTL = 30 * time.Second
+
 // VSphereCredentials reads a vCenter's login from Secret kube-system/vsphere-creds, directly: the
-// RBAC grants that one Secret, not a watch. Without the Secret or the server's keys it answers
-// bootimage.ErrNoCatalog.
+// RBAC grants that one Secret, not a watch. A read is reused for VSphereCredentialsTTL; a changed
+// Secret is seen at the next read (its resourceVersion is the credentials' Version). Without the
+// Secret or the server's keys it answers bootimage.ErrNoCatalog.
 func VSphereCredentials(reader client.Reader) func(ctx context.Context, server string) (cloud.VSphereCredentials, error) {
-	return func(ctx context.Context, server string) (cloud.VSphereCredentials, error) {
+	return vsphereCredentials(reader, clock.RealClock{})
+}
+
+func vsphereCredentials(reader client.Reader, clk clock.PassiveClock) func(ctx context.Context, server string) (cloud.VSphereCredentials, error) {
+	var mu sync.Mutex
+	var cached *corev1.Secret
+	var readAt time.Time
+	read := func(ctx context.Context) (*corev1.Secret, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if cached != nil && clk.Since(readAt) < VSphereCredentialsTTL {
+			return cached, nil
+		}
 		secret := &corev1.Secret{}
-		err := reader.Get(ctx, client.ObjectKey{Namespace: VSphereCredentialsNamespace, Name: VSphereCredentialsSecret}, secret)
+		if err := reader.Get(ctx, client.ObjectKey{Namespace: VSphereCredentialsNamespace, Name: VSphereCredentialsSecret}, secret); err != nil {
+			cached = nil
+			return nil, err
+		}
+		cached, readAt = secret, clk.Now()
+		return secret, nil
+	}
+	return func(ctx context.Context, server string) (cloud.VSphereCredentials, error) {
+		secret, err := read(ctx)
 		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
 			return cloud.VSphereCredentials{}, fmt.Errorf("%w: Secret %s/%s: %v", bootimage.ErrNoCatalog, VSphereCredentialsNamespace, VSphereCredentialsSecret, err)
 		}

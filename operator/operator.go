@@ -85,6 +85,9 @@ type Options struct {
 	// ClusterOperator, when set, names the ClusterOperator whose Upgradeable condition carries
 	// the boot image skew guard. Inside the MCO leave it empty: its status sync reads the guard.
 	ClusterOperator string
+	// ContestedWrites is how many status writes an hour the operator allows itself while a second
+	// writer rewrites its status fields. Default: 3 (status.DefaultContestedWrites).
+	ContestedWrites int
 }
 
 // FeatureGates gives the feature gates in force; an error means they are unknown, and gated
@@ -189,6 +192,9 @@ func AddToManager(mgr ctrl.Manager, opts Options) error {
 	if err := Check(mgr, opts.Namespace); err != nil {
 		return err
 	}
+	if opts.ContestedWrites < 0 {
+		return fmt.Errorf("ContestedWrites is %d: give a positive number of status writes an hour, or 0 for the default", opts.ContestedWrites)
+	}
 	metrics, cloudMetrics := controllers.NewMetrics(), cloud.NewMetrics()
 	registry := opts.Metrics
 	if registry == nil {
@@ -213,6 +219,7 @@ func AddToManager(mgr ctrl.Manager, opts Options) error {
 		OVACacheDir:     opts.OVACacheDir,
 		ClusterOperator: opts.ClusterOperator,
 		Namespace:       opts.Namespace,
+		ContestedWrites: opts.ContestedWrites,
 	}
 	if deps.Logger.GetSink() == nil {
 		deps.Logger = mgr.GetLogger()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	"github.com/spf13/cobra"
@@ -83,6 +84,9 @@ func runPlan(ctx context.Context, o planOptions, cluster *clusterFlags, stdin io
 		return unusable("%v", err)
 	}
 	p, err := plan(ctx, in, o.releaseVersion, images)
+	if err == nil && c != nil {
+		p, err = afterGrace(ctx, c, p, time.Now())
+	}
 	if err != nil {
 		return unusable("%v", err)
 	}

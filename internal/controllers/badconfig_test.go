@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bootimage-operator/bootimage-operator/internal/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/kube"
@@ -99,6 +100,8 @@ var _ = Describe("Bad configuration shows where an admin looks", func() {
 		Eventually(func() any { return providerSpec("worker-a")["disks"].([]any)[0].(map[string]any)["image"] }).Should(Equal(fixtures.NewGCPImage))
 		Eventually(condition(status.ConditionBootImageUpdateDegraded)).Should(HaveField("Message", ContainSubstring("ClusterVersion/version not found")))
 		Expect(machineSetEvents("worker-a")()).NotTo(ContainElement(ContainSubstring("is updating")))
+		Eventually(eventNotes(controllers.ReasonClusterVersionMissing)).Should(ContainElement(ContainSubstring("ClusterVersion/version not found")))
+		Expect(eventNotes(status.ReasonInvalidSelection)()).NotTo(ContainElement(ContainSubstring("ClusterVersion")), "nothing is wrong with the selection")
 	})
 })
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,7 +31,7 @@ import (
 // available or replicated) are re-checked every CloudRecheckInterval. Specs shorten them through
 // internal/seams.
 const (
-	DefaultCloudErrorGrace      = 3 * time.Minute
+	DefaultCloudErrorGrace      = bootimage.CloudErrorGrace
 	DefaultCloudRetryInterval   = time.Minute
 	DefaultCloudRecheckInterval = 30 * time.Minute
 )
@@ -92,16 +93,16 @@ func (o objectReconciler[T]) Reconcile(ctx context.Context, req reconcile.Reques
 // decide takes the decision for obj, reduced from live, with the attempts to record if it is
 // patched. When a cloud lookup the decision needs fails it returns, instead, the result that takes
 // it again (see cloudFailed).
-func (s bootImages) decide(ctx context.Context, in loadedInputs, live client.Object, obj bootimage.Object) (bootimage.Decision, bootimage.Attempts, *ctrl.Result, error) {
+func (s bootImages) decide(ctx context.Context, in loadedInputs, live client.Object, obj *bootimage.Object) (bootimage.Decision, bootimage.Attempts, *ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(live)
 	var err error
 	if obj.UserData, err = userData(ctx, s.Client, obj.ProviderSpec); err != nil {
 		return bootimage.Decision{}, bootimage.Attempts{}, nil, err
 	}
 	obj.Memory = s.Tracker.Memory(obj.Kind, key)
-	d, err := bootimage.Decide(ctx, in.cluster, obj)
+	d, err := bootimage.Decide(ctx, in.cluster, *obj)
 	if err != nil {
-		res, err := s.cloudFailed(ctx, in, live, obj, d, err)
+		res, err := s.cloudFailed(ctx, in, live, *obj, d, err)
 		return d, bootimage.Attempts{}, &res, err
 	}
 	s.Tracker.Remember(obj.Kind, key, obj.Memory.CloudWorks().Decided(d))
@@ -140,18 +141,26 @@ func (s bootImages) cloudFailed(ctx context.Context, in loadedInputs, live clien
 	return ctrl.Result{RequeueAfter: max(min(retry, t.retryInterval), time.Millisecond)}, nil
 }
 
-// update writes the upgraded user-data stub, if any, into Secret userDataSecret, then patch, the
-// boot image, each with optimistic locking; a conflict is returned so the object is decided again
-// on fresh data.
-func (s bootImages) update(ctx context.Context, live client.Object, userDataSecret string, d bootimage.Decision, next bootimage.Attempts, patch []byte) error {
+// update writes the upgraded user-data stub, if any, over the Secret read decided on, then patch,
+// the boot image, each with optimistic locking; a conflict is returned so the object is decided
+// again on fresh data.
+func (s bootImages) update(ctx context.Context, live client.Object, read *bootimage.UserData, d bootimage.Decision, next bootimage.Attempts, patch []byte) error {
 	key := client.ObjectKeyFromObject(live)
 	if d.UserData != nil {
-		if err := upgradeUserData(ctx, s.Client, s.Recorder, s.Clock.Now(), key.Namespace, userDataSecret, d); err != nil {
+		if read == nil {
+			return fmt.Errorf("%s %s: an upgraded user-data stub without the Secret it was computed from", d.Kind, key)
+		}
+		if err := upgradeUserData(ctx, s.Client, s.Recorder, s.Clock.Now(), key.Namespace, read, d); err != nil {
 			return err
 		}
 	}
 	if err := s.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(status.FieldManager)); err != nil {
-		return fmt.Errorf("patching boot image of %s %s: %w", d.Kind, key, err)
+		group := machinev1beta1.GroupName
+		if d.APIGroup != "" {
+			group = string(d.APIGroup)
+		}
+		rule := status.Rule{Verb: "patch", Group: group, Resource: resourceOf(d.Kind), Namespace: key.Namespace}
+		return fmt.Errorf("patching boot image of %s %s: %w", d.Kind, key, status.Forbidden(err, rule))
 	}
 	s.Tracker.Remember(d.Kind, key, s.Tracker.Memory(d.Kind, key).Patch(next))
 	s.Metrics.countUpdate(d.Kind)
@@ -164,6 +173,37 @@ func (s bootImages) update(ctx context.Context, live client.Object, userDataSecr
 		s.Recorder.Eventf(live, corev1.EventTypeNormal, ReasonBootImageUpdated, "Updated boot image from %s to %s", d.Current, d.Target)
 	}
 	return nil
+}
+
+// whileGatesUnknown has a decision taken without the feature gates taken again soon (GatesRetry).
+func (s bootImages) whileGatesUnknown(in loadedInputs, res ctrl.Result) ctrl.Result {
+	if in.cluster.GatesError != nil && (res.RequeueAfter == 0 || res.RequeueAfter > GatesRetry) {
+		res.RequeueAfter = GatesRetry
+	}
+	return res
+}
+
+// resourceOf is the resource RBAC names for kind.
+func resourceOf(kind string) string {
+	switch kind {
+	case bootimage.KindMachineSet:
+		return "machinesets"
+	case bootimage.KindMachineDeployment:
+		return "machinedeployments"
+	}
+	return "controlplanemachinesets"
+}
+
+// forbidden turns a write refused for want of an RBAC rule into a Warning Event on live naming the
+// rule, and a look again after status.ForbiddenRetry; other errors are returned as they are.
+func (s bootImages) forbidden(ctx context.Context, live client.Object, err error) (ctrl.Result, error) {
+	f := status.AsForbidden(err)
+	if f == nil {
+		return ctrl.Result{}, err
+	}
+	logf.FromContext(ctx).Error(err, "Cannot update boot image", "verb", f.Rule.Verb, "resource", f.Rule.Resource)
+	s.Recorder.Event(live, corev1.EventTypeWarning, status.ReasonForbidden, f.Error())
+	return ctrl.Result{RequeueAfter: status.ForbiddenRetry}, nil
 }
 
 // done reports d and says when to look again (see lasting).

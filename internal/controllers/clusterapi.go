@@ -68,7 +68,7 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 		return ctrl.Result{}, err
 	}
 	obj := bootimage.ClusterAPIObject(owner, template, twin)
-	d, next, retry, err := r.decide(ctx, in, owner, obj)
+	d, next, retry, err := r.decide(ctx, in, owner, &obj)
 	if retry != nil || err != nil {
 		return orZero(retry), err
 	}
@@ -195,7 +195,7 @@ func (r *ClusterAPIReconciler) updateTemplate(ctx context.Context, owner, templa
 	if err != nil {
 		return d, false, err
 	}
-	err = r.update(ctx, owner, "", d, next, patch)
+	err = r.update(ctx, owner, nil, d, next, patch)
 	if capi.OwnerMoved(err) {
 		logf.FromContext(ctx).V(1).Info("infrastructureRef changed since it was read, deciding again")
 		return d, true, nil

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,6 +35,30 @@ var _ = BeforeSuite(func() {
 	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(GinkgoWriter), textlogger.Verbosity(1))))
 	env = testenv.StartForSpecs(testenv.Options{})
 	k8s = env.Client
+})
+
+// goTypeNames are what an admin must never read: a Go type in a message.
+var goTypeNames = []string{"Go value of type", "struct {", "*v1.", "map["}
+
+// Every spec: no Event and no condition of MachineConfiguration/cluster names a Go type.
+var _ = AfterEach(func() {
+	events := &corev1.EventList{}
+	Expect(k8s.List(ctx, events)).To(Succeed())
+	var messages []string
+	for _, e := range events.Items {
+		messages = append(messages, "Event "+e.Reason+": "+e.Message)
+	}
+	mc := &operatorv1.MachineConfiguration{}
+	if err := k8s.Get(ctx, client.ObjectKey{Name: "cluster"}, mc); err == nil {
+		for _, c := range mc.Status.Conditions {
+			messages = append(messages, "condition "+c.Type+": "+c.Message)
+		}
+	}
+	for _, m := range messages {
+		for _, name := range goTypeNames {
+			Expect(m).NotTo(ContainSubstring(name), "a message an admin reads names a Go type")
+		}
+	}
 })
 
 // eventNotes returns the messages of the Events with reason, one per occurrence (a repeated

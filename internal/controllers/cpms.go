@@ -34,7 +34,7 @@ func (r *ControlPlaneMachineSetReconciler) Reconcile(ctx context.Context, c *mac
 		return ctrl.Result{}, err
 	}
 	obj := cpms.Object(c)
-	d, next, retry, err := r.decide(ctx, in, c, obj)
+	d, next, retry, err := r.decide(ctx, in, c, &obj)
 	if retry != nil || err != nil {
 		return orZero(retry), err
 	}
@@ -48,11 +48,11 @@ func (r *ControlPlaneMachineSetReconciler) Reconcile(ctx context.Context, c *mac
 		if err := cpms.ProveImageOnly(c, patch); err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := r.update(ctx, c, bootimage.UserDataSecretName(obj.ProviderSpec), d, next, patch); err != nil {
-			return ctrl.Result{}, err
+		if err := r.update(ctx, c, obj.UserData, d, next, patch); err != nil {
+			return r.forbidden(ctx, c, err)
 		}
 	}
-	return r.done(ctx, c, d, in.version), nil
+	return r.whileGatesUnknown(in, r.done(ctx, c, d, in.version)), nil
 }
 
 // Register registers the reconciler with mgr: the CPMS itself, and the cluster-wide inputs.

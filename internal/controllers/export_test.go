@@ -1,6 +1,9 @@
 package controllers
 
 import (
+	"context"
+	"time"
+
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,4 +30,13 @@ func NewReconcilersForTest(c client.Client, gates kube.GateSource, images bootim
 		Status:     &status.Writer{Client: c, Reader: c, Recorder: recorder, Clock: clock.RealClock{}},
 	}
 	return &MachineSetReconciler{steps}, mc
+}
+
+// UpgradeUserDataForTest writes the upgraded stub of read, as a boot image update does.
+func UpgradeUserDataForTest(ctx context.Context, c client.Client, recorder record.EventRecorder, read *bootimage.UserData) error {
+	stub, from, err := bootimage.UpgradeUserData(read)
+	if err != nil {
+		return err
+	}
+	return upgradeUserData(ctx, c, recorder, time.Now(), kube.MachineAPINamespace, read, bootimage.Decision{UserData: stub, UserDataVersion: from})
 }

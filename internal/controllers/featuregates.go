@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"sync"
+	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,11 @@ const (
 	ReasonFeatureGatesRead    = "FeatureGatesRead"
 	ReasonFeatureGatesUnknown = "FeatureGatesUnknown"
 )
+
+// GatesRetry is how soon a reconcile that found the feature gates unknown looks again: a reader
+// other than FeatureGate/cluster (library-go's accessor, the MCO's handler) becomes ready without
+// any event this operator watches.
+const GatesRetry = 10 * time.Second
 
 // FeatureGateReporter tells the admin, in the log and as an Event on FeatureGate/cluster, which of
 // the operator's gates are in force, each time that changes. Gated controllers read the gates
@@ -50,13 +56,15 @@ func (r *FeatureGateReporter) Reconcile(ctx context.Context, _ reconcile.Request
 	changed := report != r.last
 	r.last = report
 	r.mu.Unlock()
-	if !changed {
+	if !changed && err == nil {
 		return ctrl.Result{}, nil
 	}
-	if err != nil {
+	if changed && err != nil {
 		log.Error(err, "Feature gates unknown: boot image controllers hold until they are known")
 		r.Recorder.Eventf(fg, corev1.EventTypeWarning, ReasonFeatureGatesUnknown, "Boot image controllers hold: %v", err)
-		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		return ctrl.Result{RequeueAfter: GatesRetry}, nil
 	}
 	log.Info("Feature gates read", "releaseVersion", gates.Version, "gates", report)
 	r.Recorder.Eventf(fg, corev1.EventTypeNormal, ReasonFeatureGatesRead, "Release %s: %s", gates.Version, report)

@@ -1,6 +1,11 @@
 package controllers_test
 
 import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
@@ -68,5 +73,35 @@ var _ = Describe("Feature gates read live", Ordered, func() {
 		Expect(fixtures.SetStatus(ctx, k8s, gate, fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, "4.19.9", nil, nil))).To(Succeed())
 		Eventually(eventNotes(controllers.ReasonFeatureGatesUnknown)).Should(ContainElement(
 			`Boot image controllers hold: FeatureGate/cluster has no status.featureGates entry for release version "4.20.3"`))
+	})
+})
+
+// lateGates is an embedder's gate reader that knows the gates only once ready is set, with no
+// cluster event when it becomes so (library-go's accessor observing them).
+type lateGates struct {
+	ready atomic.Bool
+	gates fg.Reader
+}
+
+func (l *lateGates) Current(ctx context.Context) (fg.Gates, error) {
+	if !l.ready.Load() {
+		return fg.Gates{}, errors.New("feature gates not observed yet")
+	}
+	return l.gates.Current(ctx)
+}
+
+var _ = Describe("A feature gate reader that becomes ready later", func() {
+	It("has the boot images updated without any cluster change", func() {
+		bootImageCluster(configv1.AWSPlatformType)
+		Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet("worker-a", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)))).To(Succeed())
+		late := &lateGates{}
+		mgr := startOperator(operator.Options{Images: staticImages, FeatureGates: late})
+		DeferCleanup(mgr.Stop)
+		late.gates = kube.GateSource{Reader: mgr.GetClient(), ReleaseVersion: fixtures.ReleaseVersion}
+		Eventually(eventNotes(controllers.ReasonFeatureGatesUnknown)).Should(ContainElement(ContainSubstring("feature gates not observed yet")))
+		Expect(amiOf("worker-a")()).To(Equal(fixtures.OldAWSAMI))
+
+		late.ready.Store(true)
+		Eventually(amiOf("worker-a"), 2*controllers.GatesRetry+10*time.Second).Should(Equal(fixtures.NewAWSAMIUSEast1))
 	})
 })

@@ -83,8 +83,9 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	}
 	gates, err := r.Gates.Current(ctx)
 	if err != nil {
-		// The feature gate reporter says why; nothing gated acts meanwhile.
-		return ctrl.Result{}, nil
+		// The feature gate reporter says why; nothing gated acts meanwhile. A reader that is not
+		// the cluster's FeatureGate (the embedder's accessor) becomes ready without any event.
+		return ctrl.Result{RequeueAfter: GatesRetry}, nil
 	}
 	platform := bootimage.PlatformOf(infra)
 	if _, err := r.Migrations.Run(ctx, mc, migrations.Cluster{Platform: platform, Gates: gates}); err != nil {
@@ -126,7 +127,7 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 		warnings = append(warnings, problem)
 	}
 	if cv == nil {
-		warnings = append(warnings, warning{status.ReasonInvalidSelection, "ClusterVersion/version not found: the operator cannot tell whether the cluster is updating, nor which release it was installed with"})
+		warnings = append(warnings, warning{ReasonClusterVersionMissing, "ClusterVersion/version not found: the operator cannot tell whether the cluster is updating, nor which release it was installed with"})
 	}
 	progressing, degraded := bootimage.ProgressConditions(mc.Generation, p, messages(warnings))
 	meta.SetStatusCondition(&want.Status.Conditions, progressing)
@@ -161,6 +162,10 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
+
+// ReasonClusterVersionMissing is the Event reason of a missing ClusterVersion/version: nothing is
+// wrong with the selection, the operator only lacks the release history.
+const ReasonClusterVersionMissing = "ClusterVersionMissing"
 
 // warning is a problem of the cluster's inputs, said once on MachineConfiguration/cluster: in
 // Degraded or ConfigurationDegraded, and as a Warning Event with reason.

@@ -43,7 +43,7 @@ func (r *MachineSetReconciler) Reconcile(ctx context.Context, ms *machinev1beta1
 		return ctrl.Result{}, err
 	}
 	obj := bootimage.MachineSetObject(ms)
-	d, next, retry, err := r.decide(ctx, in, ms, obj)
+	d, next, retry, err := r.decide(ctx, in, ms, &obj)
 	if retry != nil || err != nil {
 		return orZero(retry), err
 	}
@@ -56,11 +56,11 @@ func (r *MachineSetReconciler) Reconcile(ctx context.Context, ms *machinev1beta1
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := r.update(ctx, ms, bootimage.UserDataSecretName(obj.ProviderSpec), d, next, patch); err != nil {
-			return ctrl.Result{}, err
+		if err := r.update(ctx, ms, obj.UserData, d, next, patch); err != nil {
+			return r.forbidden(ctx, ms, err)
 		}
 	}
-	return r.done(ctx, ms, d, in.version), nil
+	return r.whileGatesUnknown(in, r.done(ctx, ms, d, in.version)), nil
 }
 
 // Register registers the reconciler with mgr: per-MachineSet keys for MachineSet changes, its

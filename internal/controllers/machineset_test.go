@@ -10,10 +10,12 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
@@ -197,7 +199,7 @@ var _ = Describe("MachineSet boot images", func() {
 		}
 		Eventually(condition(status.ConditionBootImageUpdateDegraded)).Should(And(
 			HaveField("Status", metav1.ConditionTrue),
-			HaveField("Message", HavePrefix("Reconciled 6 of 10 MAPI MachineSets (6 skipped) | Reconciled 0 of 0 ControlPlaneMachineSets (0 skipped) | 4 failed: ")),
+			HaveField("Message", HavePrefix("Reconciled 6 of 10 MAPI MachineSets (6 skipped, 4 failed) | Reconciled 0 of 0 ControlPlaneMachineSets (0 skipped) | 4 failed: ")),
 			HaveField("Message", ContainSubstring("MachineSet openshift-machine-api/bad-user-data: InvalidUserData")),
 		))
 		for name, rv := range versions {
@@ -222,6 +224,21 @@ var _ = Describe("MachineSet boot images", func() {
 		Expect(string(secret.Data["userData"])).To(ContainSubstring(`"version":"3.2.0"`))
 		Expect(string(secret.Data["userData"])).To(ContainSubstring(`"merge":[{"source":"https://api-int.demo.example.com:22623/config/worker"`))
 		Expect(secret.Data).To(HaveKeyWithValue("disableTemplating", []byte("true")), "other keys kept")
+	})
+
+	It("writes an upgraded user-data stub only over the Secret it was computed from", func() {
+		Expect(fixtures.Create(ctx, k8s, fixtures.UserDataSecret("raced-user-data", fixtures.IgnitionStubV2))).To(Succeed())
+		secret := &corev1.Secret{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: fixtures.MachineAPINamespace, Name: "raced-user-data"}, secret)).To(Succeed())
+		read := &bootimage.UserData{SecretName: secret.Name, Found: true, Data: secret.Data["userData"], ResourceVersion: secret.ResourceVersion}
+		// Someone changes the Secret after the stub was computed from it.
+		secret.Data["userData"] = []byte(`{"ignition":{"version":"3.2.0"}}`)
+		Expect(k8s.Update(ctx, secret)).To(Succeed())
+
+		err := controllers.UpgradeUserDataForTest(ctx, k8s, record.NewFakeRecorder(10), read)
+		Expect(apierrors.IsConflict(err)).To(BeTrue(), "got %v", err)
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+		Expect(string(secret.Data["userData"])).To(Equal(`{"ignition":{"version":"3.2.0"}}`), "the newer content is kept")
 	})
 
 	It("converts a spec 2 stub that carries content besides the pointer, as the MCO does, and then updates the MachineSet", func() {

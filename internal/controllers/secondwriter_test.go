@@ -64,8 +64,8 @@ var _ = Describe("A second writer", func() {
 		counted := *env
 		counted.Config = rest.CopyConfig(env.Config)
 		counted.Config.Wrap(writes.wrap)
-		mgr, err := counted.StartOperatorWithHooks(seams.Hooks{ContestInterval: interval, ContestedWrites: budget},
-			operator.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: staticImages})
+		mgr, err := counted.StartOperatorWithHooks(seams.Hooks{ContestInterval: interval},
+			operator.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: staticImages, ContestedWrites: budget})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
 		Eventually(amiOf("worker-a")).Should(Equal(fixtures.NewAWSAMIUSEast1))

@@ -53,6 +53,8 @@ type Deps struct {
 	ClusterOperator string
 	// Namespace holds the coreos-bootimages ConfigMap.
 	Namespace string
+	// ContestedWrites rations the status writes while a second writer is seen; 0 is the default.
+	ContestedWrites int
 }
 
 // EventSource is the component name of the operator's Events.
@@ -112,6 +114,7 @@ func Add(mgr ctrl.Manager, deps Deps) error {
 		ClusterAPI: clusterAPI,
 		Status: &status.Writer{
 			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: recorder, Clock: deps.Clock, ClusterOperator: deps.ClusterOperator,
+			ContestedWrites: deps.ContestedWrites,
 		},
 		ClusterOperator: deps.ClusterOperator,
 		reg:             reg,

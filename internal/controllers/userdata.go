@@ -9,12 +9,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/internal/status"
 
 	"github.com/bootimage-operator/bootimage-operator/kube"
 )
@@ -39,18 +41,18 @@ func userData(ctx context.Context, c client.Client, providerSpec []byte) (*booti
 	if err != nil {
 		return nil, err
 	}
-	return &bootimage.UserData{SecretName: name, Found: true, Data: secret.Data["userData"]}, nil
+	return &bootimage.UserData{SecretName: name, Found: true, Data: secret.Data["userData"], ResourceVersion: secret.ResourceVersion}, nil
 }
 
 // upgradeUserData writes d's upgraded stub into the Secret, recording the version it had and when.
-func upgradeUserData(ctx context.Context, c client.Client, recorder record.EventRecorder, now time.Time, namespace, name string, d bootimage.Decision) error {
-	secret := &corev1.Secret{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret); err != nil {
-		return err
-	}
+// The patch carries the resourceVersion of read, the Secret the stub was computed from: a Secret
+// changed since is a conflict, and the object is decided again.
+func upgradeUserData(ctx context.Context, c client.Client, recorder record.EventRecorder, now time.Time, namespace string, read *bootimage.UserData, d bootimage.Decision) error {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: read.SecretName}}
+	name := read.SecretName
 	patch, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{
-			"resourceVersion": secret.ResourceVersion,
+			"resourceVersion": read.ResourceVersion,
 			"annotations": map[string]string{
 				UserDataUpgradedFromAnnotation: d.UserDataVersion,
 				UserDataUpgradedAtAnnotation:   now.UTC().Format(time.RFC3339),
@@ -62,7 +64,8 @@ func upgradeUserData(ctx context.Context, c client.Client, recorder record.Event
 		return err
 	}
 	if err := c.Patch(ctx, secret, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("upgrading user-data Secret %s/%s: %w", namespace, name, err)
+		rule := status.Rule{Verb: "patch", Resource: "secrets", Namespace: namespace}
+		return fmt.Errorf("upgrading user-data Secret %s/%s: %w", namespace, name, status.Forbidden(err, rule))
 	}
 	logf.FromContext(ctx).Info("Upgraded user-data stub", "secret", namespace+"/"+name, "from", d.UserDataVersion, "to", bootimage.UserDataStubVersion)
 	recorder.Eventf(secret, corev1.EventTypeNormal, ReasonUserDataUpgraded, "Upgraded the user-data stub from Ignition %s to %s for the new boot image", d.UserDataVersion, bootimage.UserDataStubVersion)

@@ -18,12 +18,11 @@ type Hooks struct {
 
 	// The operator's waits, shortened so that a spec need not sit through them; zero keeps the
 	// default. CloudErrorGrace, CloudRetryInterval and CloudRecheckInterval time cloud failures
-	// and cloud-dependent skips; ContestInterval and ContestedWrites ration the status writes
-	// while a second writer is seen; CRDPollInterval is how often missing Machine API CRDs are
+	// and cloud-dependent skips; ContestInterval is the window of the status writes' ration while
+	// a second writer is seen (the ration itself is operator.Options.ContestedWrites); CRDPollInterval is how often missing Machine API CRDs are
 	// looked for.
 	CloudErrorGrace, CloudRetryInterval, CloudRecheckInterval time.Duration
 	ContestInterval                                           time.Duration
-	ContestedWrites                                           int
 	CRDPollInterval                                           time.Duration
 }
 

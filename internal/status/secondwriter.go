@@ -35,8 +35,8 @@ const secondWriterHint = "is the MCO's own boot image controller still enabled, 
 type statusContest struct {
 	interval time.Duration
 	budget   int
-	// computed is the status computed for the last write, before any contest report; written is
-	// what was written.
+	// computed is the status computed for the last write that landed, before any contest report;
+	// written is what the API server stored then: the full status, or the fallback of a rejected one.
 	computed, written *operatorv1.MachineConfiguration
 	// lastRevert is when a second writer was last seen; zero when none is.
 	lastRevert  time.Time
@@ -45,23 +45,31 @@ type statusContest struct {
 	announced   string
 }
 
-// withDefaults sets the interval and budget, once: the defaults, or what a spec's seams say.
-func (c *statusContest) withDefaults(hooks seams.Hooks) {
+// withDefaults sets the interval and budget, once: the defaults, the embedder's budget, and the
+// interval a spec's seams may shorten.
+func (c *statusContest) withDefaults(hooks seams.Hooks, budget int) {
 	if c.interval != 0 {
 		return
 	}
 	c.interval, c.budget = DefaultContestInterval, DefaultContestedWrites
+	if budget > 0 {
+		c.budget = budget
+	}
 	if hooks.ContestInterval != 0 {
 		c.interval = hooks.ContestInterval
-	}
-	if hooks.ContestedWrites != 0 {
-		c.budget = hooks.ContestedWrites
 	}
 }
 
 // active reports whether a second writer was seen within the last interval.
 func (c *statusContest) active(now time.Time) bool {
 	return !c.lastRevert.IsZero() && now.Sub(c.lastRevert) < c.interval
+}
+
+// landed records a write the API server took; applied is its answer, nil when nothing was sent.
+func (c *statusContest) landed(computed, applied *operatorv1.MachineConfiguration) {
+	if applied != nil {
+		c.computed, c.written = computed, applied
+	}
 }
 
 // reverted reports whether current lost what this operator wrote although want is what it wrote
@@ -140,7 +148,7 @@ func lastOtherWriter(obj metav1.Object, subresource, field string) string {
 // lost what this operator wrote, and the API server confirms it), then reports it once (log,
 // Warning Event) and on the Degraded condition of want, and says whether the write may go now.
 func (w *Writer) checkStatusContest(ctx context.Context, current, want *operatorv1.MachineConfiguration, withSkew bool) (bool, time.Duration, error) {
-	w.contest.withDefaults(seams.From(ctx))
+	w.contest.withDefaults(seams.From(ctx), w.ContestedWrites)
 	now := w.Clock.Now()
 	if w.contest.reverted(current, want, withSkew) {
 		live := &operatorv1.MachineConfiguration{}
@@ -169,7 +177,6 @@ func (w *Writer) checkStatusContest(ctx context.Context, current, want *operator
 	if !w.contest.active(now) {
 		w.contestMessage = ""
 	}
-	computed := want.DeepCopy()
 	if w.contestMessage != "" {
 		markSecondWriter(want, w.contestMessage)
 	}
@@ -177,9 +184,6 @@ func (w *Writer) checkStatusContest(ctx context.Context, current, want *operator
 		return true, 0, nil // nothing to write
 	}
 	ok, wait := w.contest.allow(now)
-	if ok {
-		w.contest.computed, w.contest.written = computed, want.DeepCopy()
-	}
 	return ok, wait, nil
 }
 

@@ -5,6 +5,7 @@ package status
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -55,6 +56,13 @@ const (
 	ReasonClusterBootImageSkewError = "ClusterBootImageSkewError"
 )
 
+// statusRule is what a status write (server-side apply, a patch) needs.
+var statusRule = Rule{Verb: "patch", Group: operatorv1.GroupName, Resource: "machineconfigurations/status"}
+
+// ForbiddenRetry is how soon a write refused for want of an RBAC rule is tried again: roles change
+// without any event the operator watches.
+const ForbiddenRetry = time.Minute
+
 // FieldManager is this operator's server-side apply field manager: it owns exactly the status
 // fields and condition types it applies, so the MCO's own writer keeps its own.
 const FieldManager = "bootimage-operator"
@@ -73,6 +81,9 @@ type Writer struct {
 	// ClusterOperator, when set, names the ClusterOperator whose Upgradeable condition carries
 	// the skew enforcement guard.
 	ClusterOperator string
+	// ContestedWrites is the status writes allowed per DefaultContestInterval while a second writer
+	// is seen; 0 means DefaultContestedWrites.
+	ContestedWrites int
 
 	// contest backs the writes off while a second writer is seen (secondwriter.go).
 	contest        statusContest
@@ -84,15 +95,27 @@ type Writer struct {
 // Write writes want's part of the status this operator owns when current lacks it. While a second
 // writer rewrites it, want's Degraded condition says so and the writes are rationed: held is true
 // when this write must wait (retry after retryAfter). A status the API rejects is announced once
-// and the part it can take is written instead (see applyStatusRejected).
+// and the part it can take is written instead (see applyStatusRejected). The second writer
+// detector remembers what the API server answered to the write that landed, never what was meant.
 func (w *Writer) Write(ctx context.Context, current, want *operatorv1.MachineConfiguration, withSkew bool) (held bool, retryAfter time.Duration, err error) {
+	computed := want.DeepCopy()
 	if ok, wait, err := w.checkStatusContest(ctx, current, want, withSkew); err != nil || !ok {
 		return true, wait, err
 	}
-	err = applyStatus(ctx, w.Client, current, want, withSkew)
+	applied, err := applyStatus(ctx, w.Client, current, want, withSkew)
 	if err == nil {
 		w.lastRejection = ""
+		w.contest.landed(computed, applied)
 		return false, 0, nil
+	}
+	if forbidden := AsForbidden(err); forbidden != nil {
+		// Nothing landed and no fallback can: say which rule is missing, and look again later.
+		if msg := forbidden.Error(); w.lastRejection != msg {
+			w.lastRejection = msg
+			w.Recorder.Event(current, corev1.EventTypeWarning, ReasonForbidden, msg)
+			logf.FromContext(ctx).Error(err, "Writing MachineConfiguration status", "verb", forbidden.Rule.Verb, "resource", forbidden.Rule.Resource)
+		}
+		return true, ForbiddenRetry, nil
 	}
 	// Keep deciding and writing what can be written: the boot image reconcilers wait only for
 	// observedGeneration, which the fallback write carries.
@@ -101,14 +124,19 @@ func (w *Writer) Write(ctx context.Context, current, want *operatorv1.MachineCon
 		w.Recorder.Event(current, corev1.EventTypeWarning, ReasonStatusRejected, err.Error())
 		logf.FromContext(ctx).Error(err, "Writing MachineConfiguration status")
 	}
-	return false, 0, applyStatusRejected(ctx, w.Client, current, want, err)
+	applied, err = applyStatusRejected(ctx, w.Client, current, want, err)
+	if err == nil {
+		w.contest.landed(computed, applied)
+	}
+	return false, 0, err
 }
 
 // applyStatus applies this operator's part of want's status when it differs from current's:
 // observedGeneration, managedBootImagesStatus, the skew enforcement status (when the gate is on)
 // and the owned conditions. Server-side apply merges conditions by type, so the MCO's own
-// conditions are left alone, and a condition this operator stops applying is removed.
-func applyStatus(ctx context.Context, c client.Client, current, want *operatorv1.MachineConfiguration, withSkew bool) error {
+// conditions are left alone, and a condition this operator stops applying is removed. It returns
+// the object as the API server stored it, nil when nothing was written.
+func applyStatus(ctx context.Context, c client.Client, current, want *operatorv1.MachineConfiguration, withSkew bool) (*operatorv1.MachineConfiguration, error) {
 	status := operatorv1.MachineConfigurationStatus{
 		ObservedGeneration:             want.Status.ObservedGeneration,
 		ManagedBootImagesStatus:        want.Status.ManagedBootImagesStatus,
@@ -123,19 +151,21 @@ func applyStatus(ctx context.Context, c client.Client, current, want *operatorv1
 		status.BootImageSkewEnforcementStatus = operatorv1.BootImageSkewEnforcementStatus{}
 	}
 	if ownedStatusEqual(current, want, withSkew) && meta.FindStatusCondition(current.Status.Conditions, ConditionStatusWritten) == nil {
-		return nil
+		return nil, nil
 	}
-	if err := apply(ctx, c, status); err != nil {
-		return fmt.Errorf("writing status of MachineConfiguration/%s: %w", current.Name, err)
+	applied, err := apply(ctx, c, status)
+	if err != nil {
+		return nil, fmt.Errorf("writing status of MachineConfiguration/%s: %w", current.Name, Forbidden(err, statusRule))
 	}
 	logf.FromContext(ctx).Info("Updated MachineConfiguration status")
-	return nil
+	return applied, nil
 }
 
 // applyStatusRejected applies what can be applied after the API rejected the full status: the
 // effective configuration and observedGeneration (the boot image reconcilers wait for them) and a
-// condition naming the field and the API's message. The skew status is left as it was.
-func applyStatusRejected(ctx context.Context, c client.Client, current, want *operatorv1.MachineConfiguration, rejected error) error {
+// condition naming the field and the API's message. The skew status is left as it was. It returns
+// the object as the API server stored it, nil when nothing was written.
+func applyStatusRejected(ctx context.Context, c client.Client, current, want *operatorv1.MachineConfiguration, rejected error) (*operatorv1.MachineConfiguration, error) {
 	status := operatorv1.MachineConfigurationStatus{
 		ObservedGeneration:      want.Status.ObservedGeneration,
 		ManagedBootImagesStatus: want.Status.ManagedBootImagesStatus,
@@ -157,18 +187,28 @@ func applyStatusRejected(ctx context.Context, c client.Client, current, want *op
 	})
 	if old := meta.FindStatusCondition(current.Status.Conditions, ConditionStatusWritten); old != nil && old.Message == status.Conditions[len(status.Conditions)-1].Message {
 		if ownedStatusEqual(current, want, false) {
-			return nil // written already
+			return nil, nil // written already
 		}
 		status.Conditions[len(status.Conditions)-1].LastTransitionTime = old.LastTransitionTime
 	}
 	return apply(ctx, c, status)
 }
 
-// apply sends status with server-side apply as FieldManager. The apply configuration names only
-// the fields this operator computes, so a field the API adds later is never claimed by accident.
-func apply(ctx context.Context, c client.Client, status operatorv1.MachineConfigurationStatus) error {
+// apply sends status with server-side apply as FieldManager and returns the object the API server
+// answered with. The apply configuration names only the fields this operator computes, so a field
+// the API adds later is never claimed by accident.
+func apply(ctx context.Context, c client.Client, status operatorv1.MachineConfigurationStatus) (*operatorv1.MachineConfiguration, error) {
 	obj := operatorv1ac.MachineConfiguration(kube.MachineConfigurationName).WithStatus(statusApply(status))
-	return c.Status().Apply(ctx, obj, client.FieldOwner(FieldManager), client.ForceOwnership)
+	if err := c.Status().Apply(ctx, obj, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return nil, err
+	}
+	// The client decodes the API server's answer into the apply configuration.
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	stored := &operatorv1.MachineConfiguration{}
+	return stored, json.Unmarshal(raw, stored)
 }
 
 // statusApply is the apply configuration of this operator's part of status.
@@ -262,9 +302,18 @@ func ownedStatusEqual(current, want *operatorv1.MachineConfiguration, withSkew b
 // ReportGuard reports the skew enforcement guard: the upgrade-blocked metric, a Warning Event when
 // it starts blocking, and the Upgradeable condition of the configured ClusterOperator, which is
 // what the cluster-version operator reads.
+//
+// The message lists the MachineSets left behind (skipped) only when the recorded skew is what
+// blocks; when failing updates block, the Degraded message it quotes names the failed ones. It
+// says "Upgrades are blocked" only when this operator sets the block on a ClusterOperator; without
+// one it says which ClusterOperator may carry it: the MCO's status sync evaluates the same guard
+// from this status for the machine-config ClusterOperator.
 func (w *Writer) ReportGuard(ctx context.Context, mc *operatorv1.MachineConfiguration, guard bootimage.SkewGuard, leftBehind []string) error {
-	if guard.Blocked && len(leftBehind) > 0 {
+	if guard.Blocked && !guard.Failing && len(leftBehind) > 0 {
 		guard.Message += fmt.Sprintf(" (MachineSets whose boot images the operator cannot update: %s)", strings.Join(leftBehind[:min(len(leftBehind), bootimage.MaxErrorsInMessage)], ", "))
+	}
+	if guard.Blocked && w.ClusterOperator == "" {
+		guard.Message = strings.Replace(guard.Message, "Upgrades are blocked", "The boot image skew guard fails, which blocks upgrades where the MCO's status sync reads it (machine-config ClusterOperator)", 1)
 	}
 	if guard.Blocked && w.lastGuard != guard.Message {
 		logf.FromContext(ctx).Info("Boot image skew blocks upgrades", "reason", guard.Message)

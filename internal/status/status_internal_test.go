@@ -1,12 +1,16 @@
 package status
 
 import (
+	"context"
 	"encoding/json"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
 )
 
 var _ = Describe("The status apply configuration", func() {
@@ -54,5 +58,31 @@ var _ = Describe("The status apply configuration", func() {
 		status := full
 		status.BootImageSkewEnforcementStatus = operatorv1.BootImageSkewEnforcementStatus{}
 		Expect(asJSON(status)).NotTo(HaveKey("bootImageSkewEnforcementStatus"))
+	})
+})
+
+var _ = Describe("The skew guard's Event", func() {
+	guardEvent := func(w *Writer, guard bootimage.SkewGuard, leftBehind []string) string {
+		recorder := record.NewFakeRecorder(1)
+		w.Recorder = recorder
+		Expect(w.ReportGuard(context.Background(), &operatorv1.MachineConfiguration{}, guard, leftBehind)).To(Succeed())
+		return <-recorder.Events
+	}
+
+	It("names no skipped MachineSets when failing updates are what blocks", func() {
+		msg := guardEvent(&Writer{}, bootimage.SkewGuard{Blocked: true, Failing: true, Message: "Upgrades are blocked because boot image updates are failing: 1 failed: MachineSet openshift-machine-api/broken"}, []string{"custom"})
+		Expect(msg).To(ContainSubstring("openshift-machine-api/broken"))
+		Expect(msg).NotTo(ContainSubstring("custom"))
+	})
+
+	It("names the MachineSets left behind when the recorded skew is what blocks", func() {
+		msg := guardEvent(&Writer{}, bootimage.SkewGuard{Blocked: true, Message: "Upgrades are blocked: the cluster's boot images are from OCP 4.9.0"}, []string{"custom"})
+		Expect(msg).To(ContainSubstring("cannot update: custom"))
+	})
+
+	It("says upgrades are blocked only where it sets the block on a ClusterOperator itself", func() {
+		msg := guardEvent(&Writer{}, bootimage.SkewGuard{Blocked: true, Message: "Upgrades are blocked: the cluster's boot images are from OCP 4.9.0"}, nil)
+		Expect(msg).NotTo(ContainSubstring("Upgrades are blocked"))
+		Expect(msg).To(ContainSubstring("machine-config ClusterOperator"))
 	})
 })

@@ -5,6 +5,7 @@ package rejectedstatus_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
@@ -98,5 +100,24 @@ var _ = Describe("A status the API rejects", func() {
 			}
 			return reasons
 		}).Should(ContainElement(And(HavePrefix(status.ReasonStatusRejected), ContainSubstring(refusal))))
+
+		// The fallback status is what this operator applied: a reconcile that computes the same
+		// status again must not take it for another writer's.
+		before, err := testenv.Reconciles("machineconfiguration")
+		Expect(err).NotTo(HaveOccurred())
+		nudges := 0
+		Eventually(func() (float64, error) {
+			nudges++
+			nudge := fmt.Appendf(nil, `{"metadata":{"annotations":{"example.com/nudge":"%d"}}}`, nudges)
+			Expect(env.Client.Patch(ctx, get(), client.RawPatch(types.MergePatchType, nudge))).To(Succeed())
+			return testenv.Reconciles("machineconfiguration")
+		}).Should(BeNumerically(">=", before+2), "two reconciles after the fallback landed, the second started after the first")
+		Expect(meta.FindStatusCondition(get().Status.Conditions, status.ConditionBootImageUpdateDegraded)).
+			To(HaveField("Reason", Not(Equal(status.ReasonSecondWriter))))
+		events := &corev1.EventList{}
+		Expect(env.Client.List(ctx, events)).To(Succeed())
+		for _, e := range events.Items {
+			Expect(e.Reason).NotTo(Equal(status.ReasonSecondWriter), "%s/%s: %s", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message)
+		}
 	})
 })

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/kube"
+)
+
+// afterGrace turns each Skip TargetImageUnavailable of p into the Error the operator reports once
+// the target has stayed unavailable past bootimage.CloudErrorGrace. The CLI remembers nothing, so
+// it reads the clock from the cluster's own record of the operator's decisions: the Degraded
+// condition of MachineConfiguration/cluster naming the object (the operator's Error already), or
+// the first Event of the object that named the same target (the operator's clock starts with
+// that decision, whose Event it records once). No Event, no Error: the plan then says Skip, as the
+// operator does in the grace period.
+func afterGrace(ctx context.Context, c client.Reader, p Plan, now time.Time) (Plan, error) {
+	mc := &operatorv1.MachineConfiguration{}
+	degraded := ""
+	if err := c.Get(ctx, client.ObjectKey{Name: kube.MachineConfigurationName}, mc); err == nil {
+		if cond := meta.FindStatusCondition(mc.Status.Conditions, bootimage.ConditionBootImageUpdateDegraded); cond != nil {
+			degraded = cond.Message
+		}
+	} else if client.IgnoreNotFound(err) != nil {
+		return p, err
+	}
+	p.Summary = bootimage.Summary{}
+	for i, d := range p.Items {
+		if d.Action == bootimage.Skip && d.Reason == bootimage.ReasonTargetImageUnavailable {
+			since, err := firstSaid(ctx, c, d)
+			if err != nil {
+				return p, err
+			}
+			named := strings.Contains(degraded, d.Kind+" "+d.Namespace+"/"+d.Name+": "+bootimage.ReasonTargetImageUnavailable)
+			if named || (!since.IsZero() && now.Sub(since) >= bootimage.CloudErrorGrace) {
+				p.Items[i] = bootimage.TargetUnavailableTooLong(d, bootimage.CloudErrorGrace)
+			}
+		}
+		p.Summary.Add(p.Items[i])
+	}
+	return p, nil
+}
+
+// firstSaid is when the operator first recorded an Event on d's object with d's reason and
+// target; zero when it has none.
+func firstSaid(ctx context.Context, c client.Reader, d bootimage.Decision) (time.Time, error) {
+	events := &corev1.EventList{}
+	if err := c.List(ctx, events, client.InNamespace(d.Namespace)); err != nil {
+		return time.Time{}, err
+	}
+	var first time.Time
+	for _, e := range events.Items {
+		if e.InvolvedObject.Kind != d.Kind || e.InvolvedObject.Name != d.Name || e.Reason != d.Reason || !strings.Contains(e.Message, d.Target) {
+			continue
+		}
+		at := e.FirstTimestamp.Time
+		if at.IsZero() {
+			at = e.EventTime.Time
+		}
+		if !at.IsZero() && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	return first, nil
+}
