@@ -384,6 +384,6 @@ var _ = Describe("Progress with Cluster API objects", func() {
 		Expect(pass).NotTo(BeNil())
 		Expect(pass.LeftBehind).To(Equal([]string{"MachineDeployment.cluster.x-k8s.io/workers"}))
 		Expect(pass.Errors).To(Equal(1))
-		Expect(p.Counts()).To(HaveSuffix("| Reconciled 2 of 3 CAPI MachineSets and MachineDeployments (1 skipped)"))
+		Expect(p.Counts()).To(HaveSuffix("| Reconciled 2 of 3 CAPI MachineSets and MachineDeployments (1 skipped, 1 failed)"))
 	})
 })

@@ -169,6 +169,30 @@ func ProgressConditions(generation int64, p Progress, warnings []string) (progre
 	return progressing, degraded
 }
 
+// KeepDegraded returns want, or the Degraded condition already written (current) while that one
+// is True, want is not, and an object is not yet decided: after a restart the object in error may
+// simply not be decided again yet, and a Degraded that drops and comes back would tell the
+// ClusterOperator something untrue twice.
+func KeepDegraded(current []metav1.Condition, want metav1.Condition, p Progress) metav1.Condition {
+	old := meta.FindStatusCondition(current, ConditionBootImageUpdateDegraded)
+	if old == nil || old.Status != metav1.ConditionTrue || want.Status == metav1.ConditionTrue || !p.undecided() {
+		return want
+	}
+	kept := *old
+	kept.ObservedGeneration = want.ObservedGeneration
+	return kept
+}
+
+// undecided reports whether an object of any resource has no decision yet.
+func (p Progress) undecided() bool {
+	for _, t := range []Tally{p.MachineSets, p.ControlPlaneMachineSets, p.ClusterAPI} {
+		if t.Decided < t.Total {
+			return true
+		}
+	}
+	return false
+}
+
 // ConfigurationCondition returns BootImageConfigurationDegraded for the problems
 // EffectiveConfiguration found in spec.managedBootImages.
 func ConfigurationCondition(generation int64, problems []string) metav1.Condition {

@@ -17,6 +17,22 @@ func msDecision(name string, action bootimage.Action, reason string) bootimage.D
 }
 
 var _ = Describe("Progress", func() {
+	It("keeps a True Degraded while an object is not yet decided, as after a restart", func() {
+		hotLoop := metav1.Condition{Type: bootimage.ConditionBootImageUpdateDegraded, Status: metav1.ConditionTrue, Reason: bootimage.ReasonBootImageUpdateFailed, Message: "hot loop", ObservedGeneration: 1}
+		undecided := bootimage.Progress{}
+		undecided.MachineSets.Total = 1
+		_, fresh := bootimage.ProgressConditions(2, undecided, nil)
+		Expect(fresh.Status).To(Equal(metav1.ConditionFalse))
+		kept := bootimage.KeepDegraded([]metav1.Condition{hotLoop}, fresh, undecided)
+		Expect(kept).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Message", "hot loop"), HaveField("ObservedGeneration", int64(2))))
+
+		decided := undecided
+		decided.Add(msDecision("a", bootimage.NoChange, bootimage.ReasonUpToDate))
+		_, clean := bootimage.ProgressConditions(2, decided, nil)
+		Expect(bootimage.KeepDegraded([]metav1.Condition{hotLoop}, clean, decided)).To(Equal(clean), "a finished pass without errors clears it")
+		Expect(bootimage.KeepDegraded(nil, fresh, undecided)).To(Equal(fresh), "nothing to keep")
+	})
+
 	It("tallies decisions per resource and names the failed ones, sorted and bounded", func() {
 		p := bootimage.Progress{}
 		p.MachineSets.Total, p.ControlPlaneMachineSets.Total = 9, 1

@@ -131,7 +131,7 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	}
 	progressing, degraded := bootimage.ProgressConditions(mc.Generation, p, messages(warnings))
 	meta.SetStatusCondition(&want.Status.Conditions, progressing)
-	meta.SetStatusCondition(&want.Status.Conditions, degraded)
+	meta.SetStatusCondition(&want.Status.Conditions, bootimage.KeepDegraded(mc.Status.Conditions, degraded, p))
 	requeue := r.counts.Hold(mc.Status.Conditions, want.Status.Conditions)
 
 	skewOn := gates.Enabled(featuregates.BootImageSkewEnforcement)
