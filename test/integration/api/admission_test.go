@@ -78,6 +78,8 @@ var _ = Describe("Shipped ValidatingAdmissionPolicies", Ordered, func() {
 		Expect(k8s.DeleteAllOf(ctx, &configv1.Infrastructure{})).To(Succeed())
 	})
 
+	clusterAPIAdmissionSpecs()
+
 	managers := func(entries ...operatorv1.MachineManager) *operatorv1.MachineConfiguration {
 		return fixtures.MachineConfiguration(&operatorv1.ManagedBootImages{MachineManagers: entries})
 	}
