@@ -47,6 +47,7 @@ type ScaleResult struct {
 	FloorSeconds       float64 `json:"floorSeconds"`
 	Ratio              float64 `json:"ratio"`
 	MachineSetWrites   int     `json:"machineSetWrites"`
+	TemplateCreates    int     `json:"templateCreates,omitempty"`
 	StatusWrites       int     `json:"statusWrites"`
 	IdleSeconds        float64 `json:"idleSeconds"`
 	IdleWrites         int     `json:"idleWrites"`
@@ -95,10 +96,18 @@ func envInt(name string, def int) int {
 func benchmarkScale(b *testing.B, platform configv1.PlatformType) {
 	n := envInt("BENCH_MACHINESETS", 1000)
 	idle := time.Duration(envInt("BENCH_IDLE", 60)) * time.Second
+	benchmarkRun(b, fmt.Sprintf("scale-%s-%d.json", platform, n), func(ctx context.Context) (ScaleResult, error) {
+		return runScale(ctx, b, platform, n, idle)
+	})
+}
+
+// benchmarkRun runs run once per iteration, reports its result as metrics and saves it as
+// bin/<file>.
+func benchmarkRun(b *testing.B, file string, run func(context.Context) (ScaleResult, error)) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	for b.Loop() {
-		res, err := runScale(ctx, b, platform, n, idle)
+		res, err := run(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -106,6 +115,9 @@ func benchmarkScale(b *testing.B, platform configv1.PlatformType) {
 		b.ReportMetric(res.FloorSeconds, "floor-s")
 		b.ReportMetric(res.Ratio, "ratio")
 		b.ReportMetric(float64(res.MachineSetWrites), "machineset-writes")
+		if res.TemplateCreates > 0 {
+			b.ReportMetric(float64(res.TemplateCreates), "template-creates")
+		}
 		b.ReportMetric(float64(res.StatusWrites), "status-writes")
 		b.ReportMetric(float64(res.IdleWrites), "idle-writes")
 		b.ReportMetric(res.PeakRSSMiB, "peak-rss-MiB")
@@ -113,7 +125,7 @@ func benchmarkScale(b *testing.B, platform configv1.PlatformType) {
 		b.ReportMetric(float64(res.DescribeImages), "describe-images")
 		out, _ := json.Marshal(res)
 		b.Logf("scale: %s", out)
-		_ = os.WriteFile(filepath.Join(manifests.RepoRoot(), "bin", fmt.Sprintf("scale-%s-%d.json", platform, n)), out, 0o644)
+		_ = os.WriteFile(filepath.Join(manifests.RepoRoot(), "bin", file), out, 0o644)
 	}
 }
 
@@ -137,17 +149,10 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 	infra := fixtures.Infrastructure(platform)
 	var ec2 *fakecloud.EC2
 	if platform == configv1.AWSPlatformType {
-		ec2 = fakecloud.NewEC2(fixtures.AWSImages())
+		if ec2, err = fakeEC2(ctx, c, dir, infra, &operatorEnv); err != nil {
+			return res, err
+		}
 		defer ec2.Close()
-		caBundle := filepath.Join(dir, "ec2-ca.pem")
-		if err := os.WriteFile(caBundle, ec2.CertificatePEM(), 0o600); err != nil {
-			return res, err
-		}
-		operatorEnv = append(operatorEnv, "SSL_CERT_FILE="+caBundle)
-		infra.Status.PlatformStatus.AWS.ServiceEndpoints = []configv1.AWSServiceEndpoint{{Name: "ec2", URL: ec2.URL}}
-		if err := fixtures.Create(ctx, c, fixtures.AWSCredentialsSecret()); err != nil {
-			return res, err
-		}
 	}
 	if err := fixtures.Create(ctx, c,
 		infra,
@@ -184,7 +189,7 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 		return res, err
 	}
 	defer func() { _ = operator.Process.Kill() }()
-	if err := waitFor(ctx, c, progressingFalse(n)); err != nil {
+	if err := waitFor(ctx, c, progressingFalse(n, 0)); err != nil {
 		return res, fmt.Errorf("waiting for the first pass: %w", err)
 	}
 
@@ -214,7 +219,7 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 	}
 	updated := map[string]bool{}
 	var latest *operatorv1.MachineConfiguration
-	for latest == nil || len(updated) < n || !progressingFalse(n)(latest) {
+	for latest == nil || len(updated) < n || !progressingFalse(n, 0)(latest) {
 		select {
 		case ev, ok := <-sets.ResultChan():
 			if !ok {
@@ -243,27 +248,7 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 	res.DescribeImages = describeImages(ec2) - describeBefore
 
 	// Idle: nothing changes, so nothing may be written.
-	quiet := time.After(idle)
-	for waiting := true; waiting; {
-		select {
-		case ev, ok := <-sets.ResultChan():
-			if !ok {
-				return res, fmt.Errorf("the MachineSet watch ended")
-			}
-			if ev.Type == watch.Modified {
-				res.IdleWrites++
-			}
-		case ev, ok := <-mcs.ResultChan():
-			if !ok {
-				return res, fmt.Errorf("the MachineConfiguration watch ended")
-			}
-			if ev.Type == watch.Modified {
-				res.IdleWrites++
-			}
-		case <-quiet:
-			waiting = false
-		}
-	}
+	res.IdleWrites = writesWithin(idle, sets, mcs)
 
 	if err := operator.Process.Signal(syscall.SIGTERM); err != nil {
 		return res, err
@@ -274,6 +259,24 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 		res.CPUSeconds = time.Duration(usage.Utime.Nano() + usage.Stime.Nano()).Seconds()
 	}
 	return res, nil
+}
+
+// fakeEC2 serves EC2 to the operator: its endpoint in infra, its CA in environ, and the
+// credentials Secret.
+func fakeEC2(ctx context.Context, c client.Client, dir string, infra *configv1.Infrastructure, environ *[]string) (*fakecloud.EC2, error) {
+	ec2 := fakecloud.NewEC2(fixtures.AWSImages())
+	caBundle := filepath.Join(dir, "ec2-ca.pem")
+	if err := os.WriteFile(caBundle, ec2.CertificatePEM(), 0o600); err != nil {
+		ec2.Close()
+		return nil, err
+	}
+	*environ = append(*environ, "SSL_CERT_FILE="+caBundle)
+	infra.Status.PlatformStatus.AWS.ServiceEndpoints = []configv1.AWSServiceEndpoint{{Name: "ec2", URL: ec2.URL}}
+	if err := fixtures.Create(ctx, c, fixtures.AWSCredentialsSecret()); err != nil {
+		ec2.Close()
+		return nil, err
+	}
+	return ec2, nil
 }
 
 // resumingWatch watches list from its current resourceVersion, resuming after a dropped watch.
@@ -302,11 +305,16 @@ func imageOf(ms *machinev1beta1.MachineSet, image func(map[string]any) any) any 
 	return image(ps)
 }
 
-// progressingFalse reports whether mc says a finished pass over n MachineSets.
-func progressingFalse(n int) func(*operatorv1.MachineConfiguration) bool {
+// progressingFalse reports whether mc says a finished pass over n Machine API MachineSets and
+// capi Cluster API MachineSets.
+func progressingFalse(n, capi int) func(*operatorv1.MachineConfiguration) bool {
+	want := fmt.Sprintf("Reconciled %d of %d MAPI MachineSets (0 skipped) | Reconciled 0 of 0 ControlPlaneMachineSets (0 skipped)", n, n)
+	if capi > 0 {
+		want += fmt.Sprintf(" | Reconciled %d of %d CAPI MachineSets and MachineDeployments (0 skipped)", capi, capi)
+	}
 	return func(mc *operatorv1.MachineConfiguration) bool {
 		c := meta.FindStatusCondition(mc.Status.Conditions, status.ConditionBootImageUpdateProgressing)
-		return c != nil && c.Status == metav1.ConditionFalse && c.Message == fmt.Sprintf("Reconciled %d of %d MAPI MachineSets (0 skipped) | Reconciled 0 of 0 ControlPlaneMachineSets (0 skipped)", n, n)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Message == want
 	}
 }
 
