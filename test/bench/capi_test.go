@@ -4,23 +4,19 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/coreos/stream-metadata-go/stream"
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
-	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
@@ -54,17 +50,11 @@ func unstructuredList(apiVersion, kind string) *unstructured.UnstructuredList {
 
 func runCAPIScale(ctx context.Context, b *testing.B, n int, idle time.Duration) (ScaleResult, error) {
 	res := ScaleResult{Platform: "AWS Cluster API", MachineSets: n, IdleSeconds: idle.Seconds()}
-	env, err := testenv.Start(testenv.Options{CAPI: true})
+	env, c, err := startEnv(testenv.Options{CAPI: true})
 	if err != nil {
 		return res, err
 	}
 	defer func() { _ = env.Stop() }()
-	unthrottled := rest.CopyConfig(env.Config)
-	unthrottled.QPS, unthrottled.Burst = -1, 0
-	c, err := client.NewWithWatch(unthrottled, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		return res, err
-	}
 
 	before, after := fixtures.Stream(), fixtures.Stream()
 	before.Architectures["x86_64"].Images.Aws.Regions["us-east-1"] = stream.SingleImage{Release: fixtures.StreamRelease, Image: fixtures.OldAWSAMI}
@@ -110,14 +100,11 @@ func runCAPIScale(ctx context.Context, b *testing.B, n int, idle time.Duration) 
 	}
 	res.FloorSeconds = time.Since(start).Seconds()
 
-	operator, err := startOperator(ctx, env, dir, operatorEnv)
+	operator, err := startOperator(ctx, env, c, dir, operatorEnv, progressingFalse(0, n))
 	if err != nil {
 		return res, err
 	}
 	defer func() { _ = operator.Process.Kill() }()
-	if err := waitFor(ctx, c, progressingFalse(0, n)); err != nil {
-		return res, fmt.Errorf("waiting for the first pass: %w", err)
-	}
 
 	inCAPI := client.InNamespace(bootimage.ClusterAPINamespace)
 	templates, err := resumingWatch(ctx, c, unstructuredList(templateAPIVersion, "AWSMachineTemplate"), inCAPI)
@@ -137,13 +124,7 @@ func runCAPIScale(ctx context.Context, b *testing.B, n int, idle time.Duration) 
 	defer mcs.Stop()
 	describeBefore := describeImages(ec2)
 
-	cm := &corev1.ConfigMap{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: kube.MCONamespace, Name: kube.BootImagesConfigMapName}, cm); err != nil {
-		return res, err
-	}
-	cm.Data = fixtures.BootImagesConfigMap(after, fixtures.ReleaseVersion).Data
-	start = time.Now()
-	if err := c.Update(ctx, cm); err != nil {
+	if start, err = startWave(ctx, c, after); err != nil {
 		return res, err
 	}
 	// An owner is updated once it names a template the wave created with the new AMI; the two
@@ -200,15 +181,7 @@ func runCAPIScale(ctx context.Context, b *testing.B, n int, idle time.Duration) 
 	// Idle: nothing changes, so nothing may be written.
 	res.IdleWrites = writesWithin(idle, templates, owners, mcs)
 
-	if err := operator.Process.Signal(syscall.SIGTERM); err != nil {
-		return res, err
-	}
-	_ = operator.Wait()
-	if usage, ok := operator.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		res.PeakRSSMiB = float64(usage.Maxrss) / 1024
-		res.CPUSeconds = time.Duration(usage.Utime.Nano() + usage.Stime.Nano()).Seconds()
-	}
-	return res, nil
+	return res, stopOperator(operator, &res)
 }
 
 // writesWithin counts the writes the watches see during d.

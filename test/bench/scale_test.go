@@ -131,17 +131,11 @@ func benchmarkRun(b *testing.B, file string, run func(context.Context) (ScaleRes
 
 func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType, n int, idle time.Duration) (ScaleResult, error) {
 	res := ScaleResult{Platform: string(platform), MachineSets: n, IdleSeconds: idle.Seconds()}
-	env, err := testenv.Start(testenv.Options{})
+	env, c, err := startEnv(testenv.Options{})
 	if err != nil {
 		return res, err
 	}
 	defer func() { _ = env.Stop() }()
-	unthrottled := rest.CopyConfig(env.Config)
-	unthrottled.QPS, unthrottled.Burst = -1, 0
-	c, err := client.NewWithWatch(unthrottled, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		return res, err
-	}
 
 	w := waveOf(platform)
 	dir := b.TempDir()
@@ -184,14 +178,11 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 	}
 	res.FloorSeconds = time.Since(start).Seconds()
 
-	operator, err := startOperator(ctx, env, dir, operatorEnv)
+	operator, err := startOperator(ctx, env, c, dir, operatorEnv, progressingFalse(n, 0))
 	if err != nil {
 		return res, err
 	}
 	defer func() { _ = operator.Process.Kill() }()
-	if err := waitFor(ctx, c, progressingFalse(n, 0)); err != nil {
-		return res, fmt.Errorf("waiting for the first pass: %w", err)
-	}
 
 	// Watches that resume where they stopped: the API server drops a watcher that falls behind a
 	// wave of thousands of writes, and every write must be counted.
@@ -208,13 +199,7 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 	describeBefore := describeImages(ec2)
 
 	// The wave: a new stream, as an upgrade writes it.
-	cm := &corev1.ConfigMap{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: kube.MCONamespace, Name: kube.BootImagesConfigMapName}, cm); err != nil {
-		return res, err
-	}
-	cm.Data = fixtures.BootImagesConfigMap(w.after, fixtures.ReleaseVersion).Data
-	start = time.Now()
-	if err := c.Update(ctx, cm); err != nil {
+	if start, err = startWave(ctx, c, w.after); err != nil {
 		return res, err
 	}
 	updated := map[string]bool{}
@@ -250,15 +235,47 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 	// Idle: nothing changes, so nothing may be written.
 	res.IdleWrites = writesWithin(idle, sets, mcs)
 
+	return res, stopOperator(operator, &res)
+}
+
+// startEnv starts a kube-apiserver and etcd, with a client that sends as fast as it can.
+func startEnv(opts testenv.Options) (*testenv.Env, client.WithWatch, error) {
+	env, err := testenv.Start(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	unthrottled := rest.CopyConfig(env.Config)
+	unthrottled.QPS, unthrottled.Burst = -1, 0
+	c, err := client.NewWithWatch(unthrottled, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		_ = env.Stop()
+		return nil, nil, err
+	}
+	return env, c, nil
+}
+
+// startWave writes the stream after to coreos-bootimages, as an upgrade does, and returns when.
+func startWave(ctx context.Context, c client.Client, after *stream.Stream) (time.Time, error) {
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: kube.MCONamespace, Name: kube.BootImagesConfigMapName}, cm); err != nil {
+		return time.Time{}, err
+	}
+	cm.Data = fixtures.BootImagesConfigMap(after, fixtures.ReleaseVersion).Data
+	start := time.Now()
+	return start, c.Update(ctx, cm)
+}
+
+// stopOperator stops the operator and records its peak RSS and CPU time in res.
+func stopOperator(operator *exec.Cmd, res *ScaleResult) error {
 	if err := operator.Process.Signal(syscall.SIGTERM); err != nil {
-		return res, err
+		return err
 	}
 	_ = operator.Wait()
 	if usage, ok := operator.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		res.PeakRSSMiB = float64(usage.Maxrss) / 1024
 		res.CPUSeconds = time.Duration(usage.Utime.Nano() + usage.Stime.Nano()).Seconds()
 	}
-	return res, nil
+	return nil
 }
 
 // fakeEC2 serves EC2 to the operator: its endpoint in infra, its CA in environ, and the
@@ -318,7 +335,7 @@ func progressingFalse(n, capi int) func(*operatorv1.MachineConfiguration) bool {
 	}
 }
 
-// waitFor polls MachineConfiguration/cluster until ok; the first pass is outside the measurement.
+// waitFor polls MachineConfiguration/cluster until ok.
 func waitFor(ctx context.Context, c client.Client, ok func(*operatorv1.MachineConfiguration) bool) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -335,9 +352,10 @@ func waitFor(ctx context.Context, c client.Client, ok func(*operatorv1.MachineCo
 	}
 }
 
-// startOperator builds the operator and runs it against env as its own process, so its memory
-// and CPU are its own.
-func startOperator(ctx context.Context, env *testenv.Env, dir string, environ []string) (*exec.Cmd, error) {
+// startOperator builds the operator, runs it against env as its own process, so its memory and
+// CPU are its own, and returns once MachineConfiguration/cluster says firstPass: the first pass is
+// outside the measurement.
+func startOperator(ctx context.Context, env *testenv.Env, c client.Client, dir string, environ []string, firstPass func(*operatorv1.MachineConfiguration) bool) (*exec.Cmd, error) {
 	bin := filepath.Join(dir, "bootimage-operator")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/bootimage-operator")
 	build.Dir = manifests.RepoRoot()
@@ -356,5 +374,13 @@ func startOperator(ctx context.Context, env *testenv.Env, dir string, environ []
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = logs, logs
-	return cmd, cmd.Start()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	if err := waitFor(ctx, c, firstPass); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("waiting for the operator's first pass: %w", err)
+	}
+	return cmd, nil
 }
