@@ -1,7 +1,8 @@
 // Package bench measures the operator at scale on a real kube-apiserver and etcd: a wave of boot
 // image updates over N MachineSets, against the floor of the same number of round trips sent one
 // after another by an unthrottled client. Run with `make bench` (N from BENCH_MACHINESETS,
-// default 1000; the idle window from BENCH_IDLE, default 60s).
+// default 1000; the idle window from BENCH_IDLE, default 60s). BenchmarkScaleCAPIAWS does the same
+// for Cluster API MachineSets.
 package bench_test
 
 import (
