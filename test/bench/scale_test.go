@@ -1,7 +1,8 @@
 // Package bench measures the operator at scale on a real kube-apiserver and etcd: a wave of boot
 // image updates over N MachineSets, against the floor of the same number of round trips sent one
 // after another by an unthrottled client. Run with `make bench` (N from BENCH_MACHINESETS,
-// default 1000; the idle window from BENCH_IDLE, default 60s).
+// default 1000; the idle window from BENCH_IDLE, default 60s). BenchmarkScaleCAPIAWS does the same
+// for Cluster API MachineSets.
 package bench_test
 
 import (
@@ -47,6 +48,7 @@ type ScaleResult struct {
 	FloorSeconds       float64 `json:"floorSeconds"`
 	Ratio              float64 `json:"ratio"`
 	MachineSetWrites   int     `json:"machineSetWrites"`
+	TemplateCreates    int     `json:"templateCreates,omitempty"`
 	StatusWrites       int     `json:"statusWrites"`
 	IdleSeconds        float64 `json:"idleSeconds"`
 	IdleWrites         int     `json:"idleWrites"`
@@ -95,10 +97,18 @@ func envInt(name string, def int) int {
 func benchmarkScale(b *testing.B, platform configv1.PlatformType) {
 	n := envInt("BENCH_MACHINESETS", 1000)
 	idle := time.Duration(envInt("BENCH_IDLE", 60)) * time.Second
+	benchmarkRun(b, fmt.Sprintf("scale-%s-%d.json", platform, n), func(ctx context.Context) (ScaleResult, error) {
+		return runScale(ctx, b, platform, n, idle)
+	})
+}
+
+// benchmarkRun runs run once per iteration, reports its result as metrics and saves it as
+// bin/<file>.
+func benchmarkRun(b *testing.B, file string, run func(context.Context) (ScaleResult, error)) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	for b.Loop() {
-		res, err := runScale(ctx, b, platform, n, idle)
+		res, err := run(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -106,6 +116,9 @@ func benchmarkScale(b *testing.B, platform configv1.PlatformType) {
 		b.ReportMetric(res.FloorSeconds, "floor-s")
 		b.ReportMetric(res.Ratio, "ratio")
 		b.ReportMetric(float64(res.MachineSetWrites), "machineset-writes")
+		if res.TemplateCreates > 0 {
+			b.ReportMetric(float64(res.TemplateCreates), "template-creates")
+		}
 		b.ReportMetric(float64(res.StatusWrites), "status-writes")
 		b.ReportMetric(float64(res.IdleWrites), "idle-writes")
 		b.ReportMetric(res.PeakRSSMiB, "peak-rss-MiB")
@@ -113,23 +126,17 @@ func benchmarkScale(b *testing.B, platform configv1.PlatformType) {
 		b.ReportMetric(float64(res.DescribeImages), "describe-images")
 		out, _ := json.Marshal(res)
 		b.Logf("scale: %s", out)
-		_ = os.WriteFile(filepath.Join(manifests.RepoRoot(), "bin", fmt.Sprintf("scale-%s-%d.json", platform, n)), out, 0o644)
+		_ = os.WriteFile(filepath.Join(manifests.RepoRoot(), "bin", file), out, 0o644)
 	}
 }
 
 func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType, n int, idle time.Duration) (ScaleResult, error) {
 	res := ScaleResult{Platform: string(platform), MachineSets: n, IdleSeconds: idle.Seconds()}
-	env, err := testenv.Start(testenv.Options{})
+	env, c, err := startEnv(testenv.Options{})
 	if err != nil {
 		return res, err
 	}
 	defer func() { _ = env.Stop() }()
-	unthrottled := rest.CopyConfig(env.Config)
-	unthrottled.QPS, unthrottled.Burst = -1, 0
-	c, err := client.NewWithWatch(unthrottled, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		return res, err
-	}
 
 	w := waveOf(platform)
 	dir := b.TempDir()
@@ -137,17 +144,10 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 	infra := fixtures.Infrastructure(platform)
 	var ec2 *fakecloud.EC2
 	if platform == configv1.AWSPlatformType {
-		ec2 = fakecloud.NewEC2(fixtures.AWSImages())
+		if ec2, err = fakeEC2(ctx, c, dir, infra, &operatorEnv); err != nil {
+			return res, err
+		}
 		defer ec2.Close()
-		caBundle := filepath.Join(dir, "ec2-ca.pem")
-		if err := os.WriteFile(caBundle, ec2.CertificatePEM(), 0o600); err != nil {
-			return res, err
-		}
-		operatorEnv = append(operatorEnv, "SSL_CERT_FILE="+caBundle)
-		infra.Status.PlatformStatus.AWS.ServiceEndpoints = []configv1.AWSServiceEndpoint{{Name: "ec2", URL: ec2.URL}}
-		if err := fixtures.Create(ctx, c, fixtures.AWSCredentialsSecret()); err != nil {
-			return res, err
-		}
 	}
 	if err := fixtures.Create(ctx, c,
 		infra,
@@ -179,14 +179,11 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 	}
 	res.FloorSeconds = time.Since(start).Seconds()
 
-	operator, err := startOperator(ctx, env, dir, operatorEnv)
+	operator, err := startOperator(ctx, env, c, dir, operatorEnv, progressingFalse(n, 0))
 	if err != nil {
 		return res, err
 	}
 	defer func() { _ = operator.Process.Kill() }()
-	if err := waitFor(ctx, c, progressingFalse(n)); err != nil {
-		return res, fmt.Errorf("waiting for the first pass: %w", err)
-	}
 
 	// Watches that resume where they stopped: the API server drops a watcher that falls behind a
 	// wave of thousands of writes, and every write must be counted.
@@ -203,18 +200,12 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 	describeBefore := describeImages(ec2)
 
 	// The wave: a new stream, as an upgrade writes it.
-	cm := &corev1.ConfigMap{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: kube.MCONamespace, Name: kube.BootImagesConfigMapName}, cm); err != nil {
-		return res, err
-	}
-	cm.Data = fixtures.BootImagesConfigMap(w.after, fixtures.ReleaseVersion).Data
-	start = time.Now()
-	if err := c.Update(ctx, cm); err != nil {
+	if start, err = startWave(ctx, c, w.after); err != nil {
 		return res, err
 	}
 	updated := map[string]bool{}
 	var latest *operatorv1.MachineConfiguration
-	for latest == nil || len(updated) < n || !progressingFalse(n)(latest) {
+	for latest == nil || len(updated) < n || !progressingFalse(n, 0)(latest) {
 		select {
 		case ev, ok := <-sets.ResultChan():
 			if !ok {
@@ -243,37 +234,67 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 	res.DescribeImages = describeImages(ec2) - describeBefore
 
 	// Idle: nothing changes, so nothing may be written.
-	quiet := time.After(idle)
-	for waiting := true; waiting; {
-		select {
-		case ev, ok := <-sets.ResultChan():
-			if !ok {
-				return res, fmt.Errorf("the MachineSet watch ended")
-			}
-			if ev.Type == watch.Modified {
-				res.IdleWrites++
-			}
-		case ev, ok := <-mcs.ResultChan():
-			if !ok {
-				return res, fmt.Errorf("the MachineConfiguration watch ended")
-			}
-			if ev.Type == watch.Modified {
-				res.IdleWrites++
-			}
-		case <-quiet:
-			waiting = false
-		}
-	}
+	res.IdleWrites = writesWithin(idle, sets, mcs)
 
+	return res, stopOperator(operator, &res)
+}
+
+// startEnv starts a kube-apiserver and etcd, with a client that sends as fast as it can.
+func startEnv(opts testenv.Options) (*testenv.Env, client.WithWatch, error) {
+	env, err := testenv.Start(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	unthrottled := rest.CopyConfig(env.Config)
+	unthrottled.QPS, unthrottled.Burst = -1, 0
+	c, err := client.NewWithWatch(unthrottled, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		_ = env.Stop()
+		return nil, nil, err
+	}
+	return env, c, nil
+}
+
+// startWave writes the stream after to coreos-bootimages, as an upgrade does, and returns when.
+func startWave(ctx context.Context, c client.Client, after *stream.Stream) (time.Time, error) {
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: kube.MCONamespace, Name: kube.BootImagesConfigMapName}, cm); err != nil {
+		return time.Time{}, err
+	}
+	cm.Data = fixtures.BootImagesConfigMap(after, fixtures.ReleaseVersion).Data
+	start := time.Now()
+	return start, c.Update(ctx, cm)
+}
+
+// stopOperator stops the operator and records its peak RSS and CPU time in res.
+func stopOperator(operator *exec.Cmd, res *ScaleResult) error {
 	if err := operator.Process.Signal(syscall.SIGTERM); err != nil {
-		return res, err
+		return err
 	}
 	_ = operator.Wait()
 	if usage, ok := operator.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		res.PeakRSSMiB = float64(usage.Maxrss) / 1024
 		res.CPUSeconds = time.Duration(usage.Utime.Nano() + usage.Stime.Nano()).Seconds()
 	}
-	return res, nil
+	return nil
+}
+
+// fakeEC2 serves EC2 to the operator: its endpoint in infra, its CA in environ, and the
+// credentials Secret.
+func fakeEC2(ctx context.Context, c client.Client, dir string, infra *configv1.Infrastructure, environ *[]string) (*fakecloud.EC2, error) {
+	ec2 := fakecloud.NewEC2(fixtures.AWSImages())
+	caBundle := filepath.Join(dir, "ec2-ca.pem")
+	if err := os.WriteFile(caBundle, ec2.CertificatePEM(), 0o600); err != nil {
+		ec2.Close()
+		return nil, err
+	}
+	*environ = append(*environ, "SSL_CERT_FILE="+caBundle)
+	infra.Status.PlatformStatus.AWS.ServiceEndpoints = []configv1.AWSServiceEndpoint{{Name: "ec2", URL: ec2.URL}}
+	if err := fixtures.Create(ctx, c, fixtures.AWSCredentialsSecret()); err != nil {
+		ec2.Close()
+		return nil, err
+	}
+	return ec2, nil
 }
 
 // resumingWatch watches list from its current resourceVersion, resuming after a dropped watch.
@@ -302,15 +323,20 @@ func imageOf(ms *machinev1beta1.MachineSet, image func(map[string]any) any) any 
 	return image(ps)
 }
 
-// progressingFalse reports whether mc says a finished pass over n MachineSets.
-func progressingFalse(n int) func(*operatorv1.MachineConfiguration) bool {
+// progressingFalse reports whether mc says a finished pass over n Machine API MachineSets and
+// capi Cluster API MachineSets.
+func progressingFalse(n, capi int) func(*operatorv1.MachineConfiguration) bool {
+	want := fmt.Sprintf("Reconciled %d of %d MAPI MachineSets (0 skipped) | Reconciled 0 of 0 ControlPlaneMachineSets (0 skipped)", n, n)
+	if capi > 0 {
+		want += fmt.Sprintf(" | Reconciled %d of %d CAPI MachineSets and MachineDeployments (0 skipped)", capi, capi)
+	}
 	return func(mc *operatorv1.MachineConfiguration) bool {
 		c := meta.FindStatusCondition(mc.Status.Conditions, status.ConditionBootImageUpdateProgressing)
-		return c != nil && c.Status == metav1.ConditionFalse && c.Message == fmt.Sprintf("Reconciled %d of %d MAPI MachineSets (0 skipped) | Reconciled 0 of 0 ControlPlaneMachineSets (0 skipped)", n, n)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Message == want
 	}
 }
 
-// waitFor polls MachineConfiguration/cluster until ok; the first pass is outside the measurement.
+// waitFor polls MachineConfiguration/cluster until ok.
 func waitFor(ctx context.Context, c client.Client, ok func(*operatorv1.MachineConfiguration) bool) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -327,9 +353,10 @@ func waitFor(ctx context.Context, c client.Client, ok func(*operatorv1.MachineCo
 	}
 }
 
-// startOperator builds the operator and runs it against env as its own process, so its memory
-// and CPU are its own.
-func startOperator(ctx context.Context, env *testenv.Env, dir string, environ []string) (*exec.Cmd, error) {
+// startOperator builds the operator, runs it against env as its own process, so its memory and
+// CPU are its own, and returns once MachineConfiguration/cluster says firstPass: the first pass is
+// outside the measurement.
+func startOperator(ctx context.Context, env *testenv.Env, c client.Client, dir string, environ []string, firstPass func(*operatorv1.MachineConfiguration) bool) (*exec.Cmd, error) {
 	bin := filepath.Join(dir, "bootimage-operator")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/bootimage-operator")
 	build.Dir = manifests.RepoRoot()
@@ -348,5 +375,13 @@ func startOperator(ctx context.Context, env *testenv.Env, dir string, environ []
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = logs, logs
-	return cmd, cmd.Start()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	if err := waitFor(ctx, c, firstPass); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("waiting for the operator's first pass: %w", err)
+	}
+	return cmd, nil
 }

@@ -36,7 +36,7 @@ var _ = Describe("Cluster API CRDs installed after the operator started, without
 			fixtures.Infrastructure(configv1.AWSPlatformType),
 			fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, []configv1.FeatureGateName{fg.ManagedBootImagesAWSCAPI}, nil),
 			fixtures.ClusterVersion(fixtures.ReleaseVersion, true),
-			fixtures.MachineConfiguration(&operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{capiManager(operatorv1.MachineSets, operatorv1.All)}}),
+			fixtures.MachineConfiguration(&operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{fixtures.ClusterAPIManager(operatorv1.MachineSets, operatorv1.All)}}),
 			fixtures.BootImagesConfigMap(fixtures.Stream(), fixtures.ReleaseVersion),
 		)).To(Succeed())
 		mgr, err := own.StartOperatorWithHooks(seams.Hooks{CRDPollInterval: 100 * time.Millisecond},
@@ -50,8 +50,8 @@ var _ = Describe("Cluster API CRDs installed after the operator started, without
 		Expect(err).NotTo(HaveOccurred())
 		_, err = envtest.InstallCRDs(own.Config, envtest.CRDInstallOptions{CRDs: crds})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(own.Client.Create(ctx, object(fmt.Sprintf(awsTemplate, oldTemplate, fixtures.OldAWSAMI)))).To(Succeed())
-		owner := capiOwner("MachineSet", "w-1a", oldTemplate)
+		Expect(own.Client.Create(ctx, fixtures.AWSMachineTemplate(oldTemplate, fixtures.OldAWSAMI))).To(Succeed())
+		owner := fixtures.ClusterAPIOwner("MachineSet", "w-1a", oldTemplate)
 		Expect(own.Client.Create(ctx, owner)).To(Succeed())
 		Eventually(func() string {
 			got := owner.DeepCopy()

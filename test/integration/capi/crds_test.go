@@ -3,27 +3,17 @@ package capi_test
 import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
+	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
-
-// object decodes a YAML manifest into an unstructured object in openshift-cluster-api.
-func object(manifest string) *unstructured.Unstructured {
-	GinkgoHelper()
-	u := &unstructured.Unstructured{}
-	Expect(yaml.Unmarshal([]byte(manifest), &u.Object)).To(Succeed())
-	u.SetNamespace(testenv.CAPINamespace)
-	return u
-}
 
 // The ground the Cluster API specs stand on: the providers' own CRDs, served as OpenShift serves
 // them, with their schemas (pruning, required fields) enforced.
 var _ = Describe("Cluster API CRDs", func() {
 	DescribeTable("serve the objects the operator reads and writes",
 		func(manifest string) {
-			obj := object(manifest)
+			obj := fixtures.ClusterAPIObject(manifest)
 			Expect(k8s.Create(ctx, obj)).To(Succeed())
 			DeferCleanup(func() { Expect(k8s.Delete(ctx, obj)).To(Succeed()) })
 		},

@@ -25,39 +25,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
 
-const (
-	oldTemplate = "w-1a-0a1b2c3d"
-	// capacityReservationPreference is a field of CAPA's template this operator's code never names.
-	awsTemplate = `
-apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
-kind: AWSMachineTemplate
-metadata:
-  name: %s
-  labels: {machine.openshift.io/cluster-api-machineset: w-1a}
-spec:
-  template:
-    spec:
-      instanceType: m6i.xlarge
-      ami: {id: %s}
-      capacityReservationPreference: Open
-      additionalTags: {team: compute}`
-)
-
-func capiOwner(kind, name, template string) *unstructured.Unstructured {
-	return object(fmt.Sprintf(`
-apiVersion: cluster.x-k8s.io/v1beta2
-kind: %s
-metadata: {name: %s}
-spec:
-  clusterName: demo
-  selector: {matchLabels: {pool: %s}}
-  template:
-    metadata: {labels: {pool: %s}}
-    spec:
-      clusterName: demo
-      bootstrap: {dataSecretName: worker-user-data}
-      infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: AWSMachineTemplate, name: %s}`, kind, name, name, name, template))
-}
+const oldTemplate = "w-1a-0a1b2c3d"
 
 func get(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	GinkgoHelper()
@@ -151,7 +119,7 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 
 	BeforeAll(func() {
 		capiEntries := &operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{
-			capiManager(operatorv1.MachineSets, operatorv1.All), capiManager(bootimage.MachineDeployments, operatorv1.All),
+			fixtures.ClusterAPIManager(operatorv1.MachineSets, operatorv1.All), fixtures.ClusterAPIManager(bootimage.MachineDeployments, operatorv1.All),
 		}}
 		Expect(fixtures.Create(ctx, k8s,
 			fixtures.Infrastructure(configv1.AWSPlatformType),
@@ -165,11 +133,11 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 	})
 
 	It("copies the template with the new AMI, keeps every other field, and points the MachineSet at it: one create, one patch", func() {
-		Expect(k8s.Create(ctx, object(fmt.Sprintf(awsTemplate, oldTemplate, fixtures.OldAWSAMI)))).To(Succeed())
+		Expect(k8s.Create(ctx, fixtures.AWSMachineTemplate(oldTemplate, fixtures.OldAWSAMI))).To(Succeed())
 		templates, err := env.WatchWrites(ctx, list("infrastructure.cluster.x-k8s.io/v1beta2", "AWSMachineTemplate"), client.InNamespace(testenv.CAPINamespace))
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(templates.Stop)
-		owner := capiOwner("MachineSet", "w-1a", oldTemplate)
+		owner := fixtures.ClusterAPIOwner("MachineSet", "w-1a", oldTemplate)
 		Expect(k8s.Create(ctx, owner)).To(Succeed())
 		owners, err := env.WatchWrites(ctx, list("cluster.x-k8s.io/v1beta2", "MachineSet"), client.InNamespace(testenv.CAPINamespace))
 		Expect(err).NotTo(HaveOccurred())
@@ -200,7 +168,7 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 	})
 
 	It("reuses the copy a pass made before it stopped short of the patch", func() {
-		owner := get(capiOwner("MachineSet", "w-1a", ""))
+		owner := get(fixtures.ClusterAPIOwner("MachineSet", "w-1a", ""))
 		copyName := templateOf(owner)()
 		// What a crash between the two writes leaves: the copy, and the owner on the old template.
 		stop()
@@ -218,11 +186,11 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 	})
 
 	It("never overwrites a template of the copy's name with other content", func() {
-		owner := get(capiOwner("MachineSet", "w-1a", ""))
+		owner := get(fixtures.ClusterAPIOwner("MachineSet", "w-1a", ""))
 		copyName := templateOf(owner)()
 		stop()
 		Expect(k8s.Delete(ctx, template(copyName))).To(Succeed())
-		Eventually(func() error { return k8s.Create(ctx, object(fmt.Sprintf(awsTemplate, copyName, fixtures.CustomAMI))) }).Should(Succeed())
+		Eventually(func() error { return k8s.Create(ctx, fixtures.AWSMachineTemplate(copyName, fixtures.CustomAMI)) }).Should(Succeed())
 		Expect(unstructured.SetNestedField(owner.Object, oldTemplate, "spec", "template", "spec", "infrastructureRef", "name")).To(Succeed())
 		Expect(k8s.Update(ctx, owner)).To(Succeed())
 		start()
@@ -237,7 +205,7 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 	})
 
 	It("leaves a mirrored MachineSet to the side in charge", func() {
-		Expect(k8s.Create(ctx, object(fmt.Sprintf(awsTemplate, "m-1b-0a1b2c3d", fixtures.OldAWSAMI)))).To(Succeed())
+		Expect(k8s.Create(ctx, fixtures.AWSMachineTemplate("m-1b-0a1b2c3d", fixtures.OldAWSAMI))).To(Succeed())
 		twin := fixtures.MachineSet("m-1b", fixtures.AWSProviderSpec("us-east-1", fixtures.NewAWSAMIUSEast1))
 		Expect(k8s.Create(ctx, twin)).To(Succeed())
 		// The migration controller's steps: MachineAPI, Migrating, ClusterAPI (the CRD refuses a
@@ -248,7 +216,7 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 			Expect(k8s.Status().Update(ctx, twin)).To(Succeed())
 		}
 		authority(machinev1beta1.MachineAuthorityMachineAPI)
-		owner := capiOwner("MachineSet", "m-1b", "m-1b-0a1b2c3d")
+		owner := fixtures.ClusterAPIOwner("MachineSet", "m-1b", "m-1b-0a1b2c3d")
 		Expect(k8s.Create(ctx, owner)).To(Succeed())
 		Eventually(events("MachineSet", "m-1b")).Should(ContainElement(HavePrefix(bootimage.ReasonAuthorityMachineAPI + ": ")))
 
@@ -262,8 +230,8 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 
 	DescribeTable("leaves alone what another controller writes",
 		func(name string, mutate func(*unstructured.Unstructured), reason string) {
-			Expect(k8s.Create(ctx, object(fmt.Sprintf(awsTemplate, name+"-0a1b2c3d", fixtures.OldAWSAMI)))).To(Succeed())
-			owner := capiOwner("MachineSet", name, name+"-0a1b2c3d")
+			Expect(k8s.Create(ctx, fixtures.AWSMachineTemplate(name+"-0a1b2c3d", fixtures.OldAWSAMI))).To(Succeed())
+			owner := fixtures.ClusterAPIOwner("MachineSet", name, name+"-0a1b2c3d")
 			mutate(owner)
 			Expect(k8s.Create(ctx, owner)).To(Succeed())
 			Eventually(events("MachineSet", name)).Should(ContainElement(HavePrefix(reason + ": ")))
@@ -282,10 +250,10 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 
 	It("takes the Cluster owner reference every OpenShift Cluster API object has as normal", func() {
 		cluster := []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: "demo", UID: "u-2", BlockOwnerDeletion: ptr.To(true)}}
-		t := object(fmt.Sprintf(awsTemplate, "o-cluster-0a1b2c3d", fixtures.OldAWSAMI))
+		t := fixtures.AWSMachineTemplate("o-cluster-0a1b2c3d", fixtures.OldAWSAMI)
 		t.SetOwnerReferences(cluster)
 		Expect(k8s.Create(ctx, t)).To(Succeed())
-		owner := capiOwner("MachineSet", "o-cluster", "o-cluster-0a1b2c3d")
+		owner := fixtures.ClusterAPIOwner("MachineSet", "o-cluster", "o-cluster-0a1b2c3d")
 		owner.SetOwnerReferences(cluster)
 		Expect(k8s.Create(ctx, owner)).To(Succeed())
 		Eventually(templateOf(owner)).ShouldNot(Equal("o-cluster-0a1b2c3d"))
@@ -295,8 +263,8 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 	})
 
 	It("waits for a MachineDeployment's rollout, then updates it and says how many machines it replaces", func() {
-		Expect(k8s.Create(ctx, object(fmt.Sprintf(awsTemplate, "d-0a1b2c3d", fixtures.OldAWSAMI)))).To(Succeed())
-		md := capiOwner("MachineDeployment", "d", "d-0a1b2c3d")
+		Expect(k8s.Create(ctx, fixtures.AWSMachineTemplate("d-0a1b2c3d", fixtures.OldAWSAMI))).To(Succeed())
+		md := fixtures.ClusterAPIOwner("MachineDeployment", "d", "d-0a1b2c3d")
 		Expect(k8s.Create(ctx, md)).To(Succeed())
 		Eventually(events("MachineDeployment", "d")).Should(ContainElement(HavePrefix(bootimage.ReasonMachineDeploymentRollingOut + ": ")))
 		Expect(templateOf(md)()).To(Equal("d-0a1b2c3d"))
@@ -313,10 +281,10 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 	})
 
 	It("deletes only this operator's copies that nothing uses, once they are old enough", func() {
-		owner := get(capiOwner("MachineSet", "w-1a", ""))
+		owner := get(fixtures.ClusterAPIOwner("MachineSet", "w-1a", ""))
 		current := templateOf(owner)()
 		ours := func(name string) *unstructured.Unstructured {
-			t := object(fmt.Sprintf(awsTemplate, name, fixtures.OldAWSAMI))
+			t := fixtures.AWSMachineTemplate(name, fixtures.OldAWSAMI)
 			t.SetLabels(map[string]string{bootimage.TemplateCopyLabel: "true"})
 			t.SetAnnotations(map[string]string{bootimage.TemplateOwnerAnnotation: "MachineSet/w-1a"})
 			return t
@@ -324,7 +292,7 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 		unused, usedByMachine := ours("w-1a-aaaaaaaaaa"), ours("w-1a-bbbbbbbbbb")
 		Expect(k8s.Create(ctx, unused)).To(Succeed())
 		Expect(k8s.Create(ctx, usedByMachine)).To(Succeed())
-		machine := object(`
+		machine := fixtures.ClusterAPIObject(`
 apiVersion: cluster.x-k8s.io/v1beta2
 kind: Machine
 metadata:
@@ -353,10 +321,3 @@ spec:
 		}).Should(MatchError(ContainSubstring("not found")))
 	})
 })
-
-// capiManager is a Cluster API (cluster.x-k8s.io) entry.
-func capiManager(resource operatorv1.MachineManagerMachineSetsResourceType, mode operatorv1.MachineManagerSelectorMode) operatorv1.MachineManager {
-	m := fixtures.MachineManager(resource, mode, nil)
-	m.APIGroup = bootimage.ClusterAPIGroup
-	return m
-}
