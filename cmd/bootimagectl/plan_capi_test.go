@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,11 +12,13 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
+	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
 
 // capiTemplate is an AWSMachineTemplate with ami, in openshift-cluster-api.
@@ -146,5 +149,48 @@ var _ = Describe("bootimagectl plan on files with Cluster API objects", func() {
 		Expect(code).To(Equal(2))
 		Expect(stderr).To(ContainSubstring("machine.yaml, document 1: Machine m: not a kind the plan reads"))
 		Expect(stderr).To(ContainSubstring("cluster.x-k8s.io MachineSet, MachineDeployment"))
+	})
+})
+
+var _ = Describe("bootimagectl plan on a cluster with Cluster API objects", Ordered, func() {
+	ctx := context.Background()
+	var env *testenv.Env
+	var kubeconfig string
+	BeforeAll(func() {
+		env = testenv.StartForSpecs(testenv.Options{CAPI: true})
+		kubeconfig = filepath.Join(GinkgoT().TempDir(), "kubeconfig")
+		Expect(env.WriteKubeconfig(kubeconfig)).To(Succeed())
+		Expect(fixtures.Create(ctx, env.Client, capiCluster(fg.ManagedBootImagesAWSCAPI)...)).To(Succeed())
+		twin := &machinev1beta1.MachineSet{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: fixtures.MachineAPINamespace, Name: "twinned"}, twin)).To(Succeed())
+		twin.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityMachineAPI
+		Expect(env.Client.Status().Update(ctx, twin)).To(Succeed())
+		objs, err := decodeAll(scheme, "capi.yaml", strings.NewReader(capiObjects()))
+		Expect(err).NotTo(HaveOccurred())
+		for _, o := range objs {
+			u := o.(*unstructured.Unstructured)
+			status := u.Object["status"]
+			Expect(env.Client.Create(ctx, u)).To(Succeed())
+			if s, ok := status.(map[string]any); ok && len(s) > 0 {
+				u.Object["status"] = s
+				Expect(env.Client.Status().Update(ctx, u)).To(Succeed())
+			}
+		}
+	})
+
+	It("reads them, with their templates and twins, and decides as for the same objects in files", func() {
+		dir := GinkgoT().TempDir()
+		writeYAML(filepath.Join(dir, "cluster.yaml"), capiCluster(fg.ManagedBootImagesAWSCAPI)...)
+		Expect(os.WriteFile(filepath.Join(dir, "capi.yaml"), []byte(capiObjects()), 0o600)).To(Succeed())
+		images := writeAMIs()
+
+		code, out, stderr := runCLI("plan", "--kubeconfig", kubeconfig, "--aws-images", images, "-o", "json")
+		Expect(stderr).To(BeEmpty())
+		Expect(code).To(Equal(0), out)
+		live := parsePlan(out)
+		_, out, _ = runCLI("plan", "-f", dir, "--aws-images", images, "-o", "json")
+		Expect(live.Items).To(Equal(parsePlan(out).Items))
+		Expect(live.Items).To(ContainElement(And(HaveField("Name", "md"), HaveField("Action", bootimage.Update), HaveField("Rolls", HaveValue(Equal(3))))))
+		Expect(live.Summary).To(Equal(bootimage.Summary{Update: 2, NoChange: 1, Skip: 1}))
 	})
 })
