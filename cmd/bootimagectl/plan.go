@@ -17,13 +17,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"github.com/bootimage-operator/bootimage-operator/cpms"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/internal/capi"
 	"github.com/bootimage-operator/bootimage-operator/kube"
 )
 
@@ -131,11 +131,11 @@ func fromCluster(ctx context.Context, c client.Client) (planInputs, error) {
 	for i := range secrets.Items {
 		objs = append(objs, &secrets.Items[i])
 	}
-	capi, err := clusterAPIFromCluster(ctx, c)
+	clusterAPI, err := clusterAPIFromCluster(ctx, c)
 	if err != nil {
 		return planInputs{}, err
 	}
-	in := fromObjects(append(objs, capi...))
+	in := fromObjects(append(objs, clusterAPI...))
 	arch, err := kube.ControlPlaneArch(ctx, c, runtime.GOARCH)
 	if err != nil {
 		return planInputs{}, err
@@ -163,7 +163,7 @@ func clusterAPIFromCluster(ctx context.Context, c client.Client) ([]client.Objec
 		for i := range list.Items {
 			owner := &list.Items[i]
 			objs = append(objs, owner)
-			t, err := clusterAPITemplate(ctx, c, owner)
+			t, err := capi.Template(ctx, c.RESTMapper(), c, owner)
 			if err != nil {
 				return nil, err
 			}
@@ -173,29 +173,6 @@ func clusterAPIFromCluster(ctx context.Context, c client.Client) ([]client.Objec
 		}
 	}
 	return objs, nil
-}
-
-// clusterAPITemplate reads the template owner names; nil when its reference is unreadable, its
-// kind not served or it is not found (the decision then says so).
-func clusterAPITemplate(ctx context.Context, c client.Client, owner *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	ref, err := bootimage.InfrastructureRef(owner)
-	if err != nil {
-		return nil, nil
-	}
-	mapping, err := c.RESTMapper().RESTMapping(schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind})
-	if apimeta.IsNoMatchError(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	t := &unstructured.Unstructured{}
-	t.SetGroupVersionKind(mapping.GroupVersionKind)
-	err = c.Get(ctx, client.ObjectKey{Namespace: owner.GetNamespace(), Name: ref.Name}, t)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	return t, err
 }
 
 // clusterAPIObject reduces a Cluster API MachineSet or MachineDeployment with its template and,
