@@ -217,7 +217,7 @@ var _ = Describe("Cluster API objects", func() {
 		d := decideCAPI(configv1.AWSPlatformType, "MachineDeployment", awsTemplateSpec, func(_ *bootimage.Cluster, o *bootimage.Object) { o.Machines, o.RollingOut = 7, false })
 		Expect(d.Action).To(Equal(bootimage.Update))
 		Expect(d.Rolls).To(HaveValue(Equal(7)))
-		Expect(d.Message).To(HaveSuffix("rolls out MachineDeployment worker-a: replaces its 7 machines"))
+		Expect(d.Message).To(HaveSuffix("; rolls 7 machines: a MachineDeployment replaces every Machine it owns when its template changes"))
 		out, err := json.Marshal(d)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(out)).To(ContainSubstring(`"rolls":7`))

@@ -73,7 +73,7 @@ func Decide(ctx context.Context, cluster Cluster, obj Object) (Decision, error) 
 		return d.with(Skip, ReasonMachineDeploymentRollingOut, "MachineDeployment %s is still rolling out (status.observedGeneration behind metadata.generation, or condition RollingOut True): its boot image is updated once the rollout ends, not in the middle of it", obj.Name), nil
 	}
 	if d.Action == Update && d.Rolls != nil {
-		d.Message += fmt.Sprintf("; rolls out MachineDeployment %s: replaces its %d machines", obj.Name, *d.Rolls)
+		d.Message += fmt.Sprintf("; rolls %d machines: a MachineDeployment replaces every Machine it owns when its template changes", *d.Rolls)
 	}
 	return d, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,8 +12,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
 )
 
 // loadFiles reads every YAML or JSON document of paths (files, folders of *.yaml, *.yml and
@@ -121,8 +125,21 @@ func typed(scheme *runtime.Scheme, u *unstructured.Unstructured) ([]client.Objec
 	if gvk.Kind == "" {
 		return nil, fmt.Errorf("document has no kind")
 	}
+	if clusterAPIKinds[gvk.GroupKind()] {
+		// No Cluster API type is compiled in: kept as read, as the operator reads them, with
+		// numbers as int64 as a client decodes them (YAML gives float64).
+		data, err := json.Marshal(u.Object)
+		if err != nil {
+			return nil, err
+		}
+		obj, _, err := unstructured.UnstructuredJSONScheme.Decode(data, nil, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %v", gvk.Kind, u.GetName(), err)
+		}
+		return []client.Object{obj.(*unstructured.Unstructured)}, nil
+	}
 	if !wanted[gvk.Kind] {
-		return nil, fmt.Errorf("%s %s: not a kind the plan reads (%s)", gvk.Kind, u.GetName(), wantedKinds)
+		return nil, fmt.Errorf("%s %s: not a kind the plan reads (%s; %s)", gvk.Kind, u.GetName(), wantedKinds, clusterAPIKindNames)
 	}
 	obj, err := scheme.New(gvk)
 	if err != nil {
@@ -136,6 +153,19 @@ func typed(scheme *runtime.Scheme, u *unstructured.Unstructured) ([]client.Objec
 
 // wantedKinds are the kinds a plan reads.
 const wantedKinds = "Infrastructure, FeatureGate, ClusterVersion, MachineConfiguration, ConfigMap, MachineSet, ControlPlaneMachineSet, Secret, Node"
+
+// clusterAPIKindNames are the Cluster API kinds a plan reads (clusterAPIKinds).
+const clusterAPIKindNames = "cluster.x-k8s.io MachineSet, MachineDeployment; infrastructure.cluster.x-k8s.io AWSMachineTemplate, GCPMachineTemplate, AzureMachineTemplate"
+
+// clusterAPIKinds are the Cluster API kinds a plan reads, by group: the owners and the
+// infrastructure machine templates of the managed platforms.
+var clusterAPIKinds = map[schema.GroupKind]bool{
+	{Group: string(bootimage.ClusterAPIGroup), Kind: bootimage.KindMachineSet}:        true,
+	{Group: string(bootimage.ClusterAPIGroup), Kind: bootimage.KindMachineDeployment}: true,
+	{Group: bootimage.InfrastructureGroup, Kind: "AWSMachineTemplate"}:                true,
+	{Group: bootimage.InfrastructureGroup, Kind: "GCPMachineTemplate"}:                true,
+	{Group: bootimage.InfrastructureGroup, Kind: "AzureMachineTemplate"}:              true,
+}
 
 var wanted = func() map[string]bool {
 	m := map[string]bool{}

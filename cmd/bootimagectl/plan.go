@@ -15,12 +15,15 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"github.com/bootimage-operator/bootimage-operator/cpms"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/internal/capi"
 	"github.com/bootimage-operator/bootimage-operator/kube"
 )
 
@@ -34,6 +37,10 @@ type planInputs struct {
 	machineSets []*machinev1beta1.MachineSet
 	cpms        []*machinev1.ControlPlaneMachineSet
 	secrets     map[string]*corev1.Secret
+	// clusterAPI are the Cluster API MachineSets and MachineDeployments of openshift-cluster-api,
+	// and templates the infrastructure machine templates they name, by templateKey.
+	clusterAPI []*unstructured.Unstructured
+	templates  map[templateKey]*unstructured.Unstructured
 	// controlPlaneArch is the control plane's architecture (bootimage.ControlPlaneArch).
 	controlPlaneArch string
 	// live says the inputs are a cluster's, read whole: a Secret missing from secrets does not
@@ -44,8 +51,11 @@ type planInputs struct {
 	vcenters *cloud.VCenters
 }
 
+// templateKey names an infrastructure machine template.
+type templateKey struct{ namespace, kind, name string }
+
 func fromObjects(objs []client.Object) planInputs {
-	in := planInputs{secrets: map[string]*corev1.Secret{}}
+	in := planInputs{secrets: map[string]*corev1.Secret{}, templates: map[templateKey]*unstructured.Unstructured{}}
 	var nodeLabels []map[string]string
 	for _, o := range objs {
 		switch t := o.(type) {
@@ -69,6 +79,13 @@ func fromObjects(objs []client.Object) planInputs {
 			in.secrets[t.Name] = t
 		case *corev1.Node:
 			nodeLabels = append(nodeLabels, t.Labels)
+		case *unstructured.Unstructured:
+			switch {
+			case t.GroupVersionKind().Group == bootimage.InfrastructureGroup:
+				in.templates[templateKey{t.GetNamespace(), t.GetKind(), t.GetName()}] = t
+			case t.GetNamespace() == bootimage.ClusterAPINamespace:
+				in.clusterAPI = append(in.clusterAPI, t)
+			}
 		}
 	}
 	// Without a control-plane node in the input, the plan assumes this machine's architecture.
@@ -77,7 +94,7 @@ func fromObjects(objs []client.Object) planInputs {
 }
 
 // fromCluster reads the plan's inputs from a cluster.
-func fromCluster(ctx context.Context, c client.Reader) (planInputs, error) {
+func fromCluster(ctx context.Context, c client.Client) (planInputs, error) {
 	var objs []client.Object
 	singletons := []struct {
 		key client.ObjectKey
@@ -114,13 +131,66 @@ func fromCluster(ctx context.Context, c client.Reader) (planInputs, error) {
 	for i := range secrets.Items {
 		objs = append(objs, &secrets.Items[i])
 	}
-	in := fromObjects(objs)
+	clusterAPI, err := clusterAPIFromCluster(ctx, c)
+	if err != nil {
+		return planInputs{}, err
+	}
+	in := fromObjects(append(objs, clusterAPI...))
 	arch, err := kube.ControlPlaneArch(ctx, c, runtime.GOARCH)
 	if err != nil {
 		return planInputs{}, err
 	}
 	in.controlPlaneArch, in.live = arch, true
 	return in, nil
+}
+
+// clusterAPIFromCluster reads the Cluster API MachineSets and MachineDeployments of
+// openshift-cluster-api and the template each names, as the operator reads them; none when the
+// Cluster API is not served.
+func clusterAPIFromCluster(ctx context.Context, c client.Client) ([]client.Object, error) {
+	var objs []client.Object
+	for _, kind := range []string{bootimage.KindMachineSet, bootimage.KindMachineDeployment} {
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion(bootimage.ClusterAPIVersion)
+		list.SetKind(kind + "List")
+		err := c.List(ctx, list, client.InNamespace(bootimage.ClusterAPINamespace))
+		if apimeta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			owner := &list.Items[i]
+			objs = append(objs, owner)
+			t, err := capi.Template(ctx, c.RESTMapper(), c, owner)
+			if err != nil {
+				return nil, err
+			}
+			if t != nil {
+				objs = append(objs, t)
+			}
+		}
+	}
+	return objs, nil
+}
+
+// clusterAPIObject reduces a Cluster API MachineSet or MachineDeployment with its template and,
+// for a MachineSet, the authority of its Machine API twin, as the operator's reconciler does.
+func (in planInputs) clusterAPIObject(owner *unstructured.Unstructured) bootimage.Object {
+	var template *unstructured.Unstructured
+	if ref, err := bootimage.InfrastructureRef(owner); err == nil {
+		template = in.templates[templateKey{owner.GetNamespace(), ref.Kind, ref.Name}]
+	}
+	var twin *machinev1beta1.MachineAuthority
+	if owner.GetKind() == bootimage.KindMachineSet {
+		for _, ms := range in.machineSets {
+			if ms.Namespace == bootimage.MachineAPINamespace && ms.Name == owner.GetName() {
+				twin = &ms.Status.AuthoritativeAPI
+			}
+		}
+	}
+	return bootimage.ClusterAPIObject(owner, template, twin)
 }
 
 // Plan is the output of `bootimagectl plan`.
@@ -210,6 +280,12 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, images boot
 	for _, ms := range in.machineSets {
 		decide(bootimage.MachineSetObject(ms), nil)
 	}
+	// As the operator, which starts its Cluster API controllers only while the gate is on.
+	if objs.Gates != nil && objs.Gates.Enabled(featuregates.ManagedBootImagesAWSCAPI) {
+		for _, owner := range in.clusterAPI {
+			decide(in.clusterAPIObject(owner), nil)
+		}
+	}
 	for _, c := range in.cpms {
 		decide(cpms.Object(c), func(d bootimage.Decision, next bootimage.Attempts) bootimage.Decision { return cpms.Decide(c, d, next) })
 	}
@@ -272,14 +348,14 @@ func printPlan(w io.Writer, p Plan, format string) error {
 	if format == "wide" {
 		fmt.Fprintln(tw, "KIND\tNAME\tPLATFORM\tARCH\tACTION\tREASON\tCURRENT\tTARGET\tMESSAGE")
 		for _, d := range p.Items {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Kind, d.Name, d.Platform, orDash(d.Arch), d.Action, d.Reason, orDash(d.Current), orDash(d.Target), d.Message)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", strings.TrimSuffix(d.Kind+"."+d.APIGroup, "."), d.Name, d.Platform, orDash(d.Arch), d.Action, d.Reason, orDash(d.Current), orDash(d.Target), d.Message)
 		}
 	} else {
 		// Fits 120 columns for the usual names: kind and name as kubectl's resource/name, RHCOS GCP
 		// images by name; the message is in -o wide.
 		fmt.Fprintln(tw, "NAME\tACTION\tREASON\tCURRENT\tTARGET")
 		for _, d := range p.Items {
-			fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\n", strings.ToLower(d.Kind), d.Name, d.Action, d.Reason, orDash(shortImage(d.Current)), orDash(shortImage(d.Target)))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", resourceName(d), d.Action, d.Reason, orDash(shortImage(d.Current)), orDash(shortImage(d.Target)))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -288,6 +364,14 @@ func printPlan(w io.Writer, p Plan, format string) error {
 	s := p.Summary
 	if _, err := fmt.Fprintf(w, "\n%d to update, %d up to date, %d skipped, %d errors\n", s.Update, s.NoChange, s.Skip, s.Error); err != nil {
 		return err
+	}
+	for _, d := range p.Items {
+		// Said under the table too: the row's message is in -o wide only.
+		if format == "table" && d.Action == bootimage.Update && d.Rolls != nil {
+			if _, err := fmt.Fprintf(w, "%s rolls %d machines: all its Machines are replaced\n", resourceName(d), *d.Rolls); err != nil {
+				return err
+			}
+		}
 	}
 	if format == "table" && s.Error+s.Skip > 0 {
 		if _, err := fmt.Fprintln(w, "Why each was skipped or failed: -o wide"); err != nil {
@@ -300,6 +384,16 @@ func printPlan(w io.Writer, p Plan, format string) error {
 		}
 	}
 	return nil
+}
+
+// resourceName names d's object as kubectl does: kind/name, with the API group for Cluster API
+// objects, whose kinds the Machine API shares.
+func resourceName(d bootimage.Decision) string {
+	kind := strings.ToLower(d.Kind)
+	if d.APIGroup == string(bootimage.ClusterAPIGroup) {
+		kind += "." + d.APIGroup
+	}
+	return kind + "/" + d.Name
 }
 
 // shortImage drops the project path of an RHCOS GCP image, the one long image form.

@@ -35,7 +35,8 @@ func newPlanCommand(cluster *clusterFlags, stdout io.Writer) *cobra.Command {
 		Use:   "plan",
 		Short: "Boot image decisions for every MachineSet and the ControlPlaneMachineSet",
 		Long: `Plan prints the decision the operator takes for every MachineSet in openshift-machine-api and
-the ControlPlaneMachineSet: Update, NoChange, Skip or Error, with the reason, the current image
+the ControlPlaneMachineSet, and, while gate ManagedBootImagesAWSCAPI is on, for every Cluster API
+MachineSet and MachineDeployment in openshift-cluster-api: Update, NoChange, Skip or Error, with the reason, the current image
 and the target. It reads the cluster (or files, with -f) and writes nothing.
 
 Exit status: 0 when the plan was computed, 1 when an item is an Error (a failed cloud lookup
@@ -52,7 +53,7 @@ unusable. Every input the operator reads that is missing is named in a note.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringArrayVarP(&o.files, "filename", "f", nil, "A YAML or JSON file, a folder of them, or - for stdin (repeatable), to plan instead of the cluster: Infrastructure, FeatureGate, ClusterVersion, MachineConfiguration, ConfigMap, MachineSet, ControlPlaneMachineSet, Secret, Node, and Lists of them; other kinds and unknown fields are refused. Always offline.")
+	fs.StringArrayVarP(&o.files, "filename", "f", nil, "A YAML or JSON file, a folder of them, or - for stdin (repeatable), to plan instead of the cluster: Infrastructure, FeatureGate, ClusterVersion, MachineConfiguration, ConfigMap, MachineSet, ControlPlaneMachineSet, Secret, Node, Cluster API MachineSet, MachineDeployment and AWS/GCP/AzureMachineTemplate, and Lists of them; other kinds and unknown fields are refused. Always offline.")
 	fs.BoolVar(&o.offline, "offline", false, "Look no image up in a cloud: only in --aws-images.")
 	fs.StringVar(&o.awsImages, "aws-images", "", "AMIs to classify AWS images with, instead of EC2: the output of `aws ec2 describe-images` ({\"Images\": [...]}), or a JSON array of {imageId, ownerId, name, description, creationDate, region, state}.")
 	fs.StringVar(&o.vcenterCA, "vcenter-ca", "", "PEM CAs to trust for vCenter (default: the system's). vCenter is only read.")

@@ -203,28 +203,10 @@ func (r *ClusterAPIReconciler) updateTemplate(ctx context.Context, owner, templa
 	return d, false, err
 }
 
-// template reads the infrastructure machine template owner names, as it is on the server; nil when
-// the reference is unreadable or the template is not found (the decision says so).
+// template reads the infrastructure machine template owner names, live: templates are not
+// cached, and only the one named is needed.
 func (r *ClusterAPIReconciler) template(ctx context.Context, owner *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	ref, err := bootimage.InfrastructureRef(owner)
-	if err != nil {
-		return nil, nil
-	}
-	mapping, err := r.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind})
-	if apimeta.IsNoMatchError(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	t := &unstructured.Unstructured{}
-	t.SetGroupVersionKind(mapping.GroupVersionKind)
-	// A live read: templates are not cached, and only the one named is needed.
-	err = r.Reader.Get(ctx, client.ObjectKey{Namespace: owner.GetNamespace(), Name: ref.Name}, t)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	return t, err
+	return capi.Template(ctx, r.Client.RESTMapper(), r.Reader, owner)
 }
 
 // twin returns the status.authoritativeAPI of the Machine API MachineSet of owner's name, nil for a
