@@ -161,8 +161,14 @@ var _ = Describe("Shipped ValidatingAdmissionPolicies", Ordered, func() {
 		managersPatch := func(entries ...string) func() error {
 			return patch(`{"managedBootImages":{"machineManagers":[` + strings.Join(entries, ",") + `]}}`)
 		}
-		// Changing the refused entry is refused, once the API server sees the new Infrastructure.
-		Eventually(managersPatch(msPartial)).Should(MatchError(ContainSubstring("this cluster runs on BareMetal")))
+		// Changing the refused entry is refused, once the API server sees the new Infrastructure:
+		// wait with dry runs, since a change let through before that would be stored and ratchet.
+		Eventually(func() error {
+			mc := &operatorv1.MachineConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
+			return k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType,
+				[]byte(`{"spec":{"managedBootImages":{"machineManagers":[`+msPartial+`]}}}`)), client.DryRunAll)
+		}).Should(MatchError(ContainSubstring("this cluster runs on BareMetal")))
+		Expect(managersPatch(msPartial)()).To(MatchError(ContainSubstring("this cluster runs on BareMetal")))
 		// An unrelated spec change goes through, the refused entry unchanged.
 		Expect(patch(`{"logLevel":"Debug"}`)()).To(Succeed())
 		// So does adding an opt-out beside it.
