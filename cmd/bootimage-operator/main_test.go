@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -24,16 +21,12 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
-	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2/textlogger"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -119,7 +112,9 @@ var _ = Describe("The operator process on a real API server, with only the shipp
 		Expect(clientcmd.WriteToFile(*kc, asOperator)).To(Succeed())
 
 		probe, metricsAddr := freeAddress(), freeAddress()
-		certDir, servingCA := servingCert()
+		certDir := GinkgoT().TempDir()
+		servingCA, err := testenv.ServingCert(certDir)
+		Expect(err).NotTo(HaveOccurred())
 		runCtx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() {
@@ -187,23 +182,34 @@ var _ = Describe("The operator process on a real API server, with only the shipp
 		}).Should(ContainElement(HaveField("Reason", "BootImageUpdated")))
 
 		By("refusing metrics to a caller without a token or without the right to get /metrics")
-		Expect(scrape(metricsAddr, servingCA, "").status).To(Equal(http.StatusUnauthorized))
-		operatorToken := serviceAccountToken(env, "openshift-machine-config-operator", "bootimage-operator")
-		Expect(scrape(metricsAddr, servingCA, operatorToken).status).To(Equal(http.StatusForbidden))
+		scrape := func(token string) testenv.Scraped {
+			GinkgoHelper()
+			got, err := testenv.Scrape(metricsAddr, servingCA, token)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(got.ProtoMajor).To(Equal(1), "HTTP/2 is off")
+			return got
+		}
+		Expect(scrape("").Status).To(Equal(http.StatusUnauthorized))
+		operatorToken, err := env.ServiceAccountToken(ctx, "openshift-machine-config-operator", "bootimage-operator")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(scrape(operatorToken).Status).To(Equal(http.StatusForbidden))
 
 		By("serving Prometheus, with its ServiceAccount token, every metric the alerts read")
-		prometheusToken := serviceAccountToken(env, "openshift-monitoring", "prometheus-k8s")
+		prometheusToken, err := env.ServiceAccountToken(ctx, "openshift-monitoring", "prometheus-k8s")
+		Expect(err).NotTo(HaveOccurred())
 		var families map[string]*dto.MetricFamily
 		Eventually(func(g Gomega) {
-			got := scrape(metricsAddr, servingCA, prometheusToken)
-			g.Expect(got.status).To(Equal(http.StatusOK))
-			families = got.families
-			g.Expect(value(families, "bootimage_updates_total", "kind", "MachineSet")).To(BeNumerically(">=", 1))
-			g.Expect(value(families, "bootimage_decisions", "kind", "MachineSet", "action", "NoChange", "reason", "UpToDate")).To(BeEquivalentTo(1))
-			g.Expect(value(families, "bootimage_decisions", "kind", "MachineSet", "action", "Error", "reason", "InvalidArchitecture")).To(BeEquivalentTo(1))
-			g.Expect(value(families, "bootimage_errors_total", "kind", "MachineSet", "reason", "InvalidArchitecture")).To(BeNumerically(">=", 1))
-			g.Expect(value(families, "bootimage_degraded")).To(BeEquivalentTo(1))
-			g.Expect(value(families, "bootimage_last_successful_reconcile_timestamp_seconds")).To(BeNumerically(">", 0))
+			got, err := testenv.Scrape(metricsAddr, servingCA, prometheusToken)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got.Status).To(Equal(http.StatusOK))
+			families = got.Families
+			value := got.Value
+			g.Expect(value("bootimage_updates_total", "kind", "MachineSet")).To(BeNumerically(">=", 1))
+			g.Expect(value("bootimage_decisions", "kind", "MachineSet", "action", "NoChange", "reason", "UpToDate")).To(BeEquivalentTo(1))
+			g.Expect(value("bootimage_decisions", "kind", "MachineSet", "action", "Error", "reason", "InvalidArchitecture")).To(BeEquivalentTo(1))
+			g.Expect(value("bootimage_errors_total", "kind", "MachineSet", "reason", "InvalidArchitecture")).To(BeNumerically(">=", 1))
+			g.Expect(value("bootimage_degraded")).To(BeEquivalentTo(1))
+			g.Expect(value("bootimage_last_successful_reconcile_timestamp_seconds")).To(BeNumerically(">", 0))
 		}).Should(Succeed())
 		// Defined by bootimage/cloud and exported once a cloud API is called, which this GCP
 		// cluster without credentials never does.
@@ -221,83 +227,6 @@ var _ = Describe("The operator process on a real API server, with only the shipp
 		Expect(lease.Spec.HolderIdentity).To(Or(BeNil(), PointTo(BeEmpty())), "released on shutdown")
 	})
 })
-
-// servingCert writes a serving certificate for 127.0.0.1 as a serving-cert Secret would be
-// mounted, and returns the folder and the CA to trust.
-func servingCert() (string, []byte) {
-	GinkgoHelper()
-	cert, key, err := certutil.GenerateSelfSignedCertKey("localhost", []net.IP{net.ParseIP("127.0.0.1")}, nil)
-	Expect(err).NotTo(HaveOccurred())
-	dir := GinkgoT().TempDir()
-	Expect(os.WriteFile(filepath.Join(dir, "tls.crt"), cert, 0o600)).To(Succeed())
-	Expect(os.WriteFile(filepath.Join(dir, "tls.key"), key, 0o600)).To(Succeed())
-	return dir, cert
-}
-
-// serviceAccountToken asks the API server for a token of the ServiceAccount, as a kubelet does
-// for a pod that runs as it.
-func serviceAccountToken(env *testenv.Env, namespace, name string) string {
-	GinkgoHelper()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(600))}}
-	Expect(env.Client.SubResource("token").Create(context.Background(), sa, req)).To(Succeed())
-	return req.Status.Token
-}
-
-type scraped struct {
-	status   int
-	families map[string]*dto.MetricFamily
-}
-
-// scrape GETs /metrics as Prometheus does: over TLS verified with ca, with token as bearer token.
-func scrape(addr string, ca []byte, token string) scraped {
-	GinkgoHelper()
-	roots := x509.NewCertPool()
-	Expect(roots.AppendCertsFromPEM(ca)).To(BeTrue())
-	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true}}
-	req, err := http.NewRequest(http.MethodGet, "https://"+addr+"/metrics", nil)
-	Expect(err).NotTo(HaveOccurred())
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return scraped{} // not listening yet
-	}
-	defer resp.Body.Close()
-	Expect(resp.ProtoMajor).To(Equal(1), "HTTP/2 is off")
-	if resp.StatusCode != http.StatusOK {
-		return scraped{status: resp.StatusCode}
-	}
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	Expect(err).NotTo(HaveOccurred())
-	return scraped{status: resp.StatusCode, families: families}
-}
-
-// value returns the value of the series of metric name with the given label name/value pairs, or
-// nil when there is none.
-func value(families map[string]*dto.MetricFamily, name string, labelPairs ...string) any {
-	want := map[string]string{}
-	for i := 0; i+1 < len(labelPairs); i += 2 {
-		want[labelPairs[i]] = labelPairs[i+1]
-	}
-	for _, m := range families[name].GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		if maps.Equal(have, want) {
-			switch {
-			case m.Counter != nil:
-				return m.Counter.GetValue()
-			case m.Gauge != nil:
-				return m.Gauge.GetValue()
-			}
-		}
-	}
-	return nil
-}
 
 // alertMetrics returns the operator's metric names that the shipped PrometheusRule's expressions
 // read. Prometheus's own rule parser checks the rules in test/manifests, a module of its own so

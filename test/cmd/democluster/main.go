@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -51,50 +52,18 @@ func run() error {
 	// the control plane is still stopped below.
 	signal.Ignore(syscall.SIGPIPE)
 
-	say("Starting kube-apiserver and etcd")
-	env, err := testenv.Start(testenv.Options{FeatureSet: manifests.TechPreviewNoUpgrade})
+	d, err := start(ctx, filepath.Join(manifests.RepoRoot(), "bin", "demo"))
 	if err != nil {
 		return err
 	}
-	defer func() {
-		say("Stopping kube-apiserver and etcd")
-		_ = env.Stop()
-	}()
+	defer d.stop()
+	printBanner(d.seeded, d.ec2.URL, d.kubeconfig, d.caBundle)
+	go printEvents(ctx, d.env)
+	go printProgress(ctx, d.env)
 
-	// EC2 for the demo: a local endpoint speaking the EC2 Query API, which the operator reaches
-	// through the real SDK, as on AWS, via the Infrastructure's ec2 service endpoint.
-	ec2 := fakecloud.NewEC2(append(fixtures.AWSImages(), nextRHCOSAMI))
-	defer ec2.Close()
-	dir := filepath.Join(manifests.RepoRoot(), "bin", "demo")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	caBundle := filepath.Join(dir, "ec2-ca.pem")
-	if err := os.WriteFile(caBundle, ec2.CertificatePEM(), 0o600); err != nil {
-		return err
-	}
-	seeded, err := seed(ctx, env, ec2.URL)
-	if err != nil {
-		return fmt.Errorf("seeding the demo cluster: %w", err)
-	}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := env.WriteKubeconfig(kubeconfig); err != nil {
-		return err
-	}
-	printBanner(seeded, ec2.URL, kubeconfig, caBundle)
-
-	go printEvents(ctx, env)
-	go printProgress(ctx, env)
-
-	operator := exec.CommandContext(ctx, filepath.Join(manifests.RepoRoot(), "bin", "bootimage-operator"),
-		"--kubeconfig", kubeconfig,
-		"--release-version", fixtures.ReleaseVersion,
-		"--metrics-bind-address", "0",
-		"--health-probe-bind-address", "127.0.0.1:18081",
-	)
+	operator := d.operator(ctx, filepath.Join(manifests.RepoRoot(), "bin", "bootimage-operator"),
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "127.0.0.1:18081")
 	operator.Stdout, operator.Stderr = os.Stdout, os.Stderr
-	// The operator trusts the system's CAs, as in a pod where the cluster's bundle is mounted there.
-	operator.Env = append(os.Environ(), "SSL_CERT_FILE="+caBundle)
 	// Ctrl-C reaches the operator through the terminal; cancel covers other stops.
 	operator.Cancel = func() error { return operator.Process.Signal(os.Interrupt) }
 	say("Starting the operator (Ctrl-C stops everything)")
@@ -102,6 +71,62 @@ func run() error {
 		return fmt.Errorf("operator: %w", err)
 	}
 	return nil
+}
+
+// demo is a running demo cluster: its control plane, its fake EC2 and the files a second
+// terminal needs.
+type demo struct {
+	env                  *testenv.Env
+	ec2                  *fakecloud.EC2
+	seeded               []client.Object
+	kubeconfig, caBundle string
+}
+
+// start starts kube-apiserver, etcd and the fake EC2, seeds the demo cluster and writes the
+// kubeconfig and the EC2 CA into dir.
+func start(ctx context.Context, dir string) (_ *demo, err error) {
+	say("Starting kube-apiserver and etcd")
+	d := &demo{}
+	if d.env, err = testenv.Start(testenv.Options{FeatureSet: manifests.TechPreviewNoUpgrade}); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			d.stop()
+		}
+	}()
+	// EC2 for the demo: a local endpoint speaking the EC2 Query API, which the operator reaches
+	// through the real SDK, as on AWS, via the Infrastructure's ec2 service endpoint.
+	d.ec2 = fakecloud.NewEC2(append(fixtures.AWSImages(), nextRHCOSAMI))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	d.caBundle = filepath.Join(dir, "ec2-ca.pem")
+	if err := os.WriteFile(d.caBundle, d.ec2.CertificatePEM(), 0o600); err != nil {
+		return nil, err
+	}
+	if d.seeded, err = seed(ctx, d.env, d.ec2.URL); err != nil {
+		return nil, fmt.Errorf("seeding the demo cluster: %w", err)
+	}
+	d.kubeconfig = filepath.Join(dir, "kubeconfig")
+	return d, d.env.WriteKubeconfig(d.kubeconfig)
+}
+
+// operator returns the command that runs the operator binary against the demo cluster, with
+// args added to the demo's own.
+func (d *demo) operator(ctx context.Context, binary string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, binary, append([]string{"--kubeconfig", d.kubeconfig, "--release-version", fixtures.ReleaseVersion}, args...)...)
+	// The operator trusts the system's CAs, as in a pod where the cluster's bundle is mounted there.
+	cmd.Env = append(os.Environ(), "SSL_CERT_FILE="+d.caBundle)
+	return cmd
+}
+
+func (d *demo) stop() {
+	if d.ec2 != nil {
+		d.ec2.Close()
+	}
+	say("Stopping kube-apiserver and etcd")
+	_ = d.env.Stop()
 }
 
 // nextRHCOSAMI is a newer RHCOS AMI in us-east-1 than the stream's, for "roll the stream".
@@ -246,7 +271,7 @@ func printSummary(ctx context.Context, c client.Client) {
 	if c.List(ctx, sets, client.InNamespace(fixtures.MachineAPINamespace)) != nil || c.List(ctx, cps, client.InNamespace(fixtures.MachineAPINamespace)) != nil {
 		return
 	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "    KIND\tNAME\tBOOT IMAGE")
 	for _, ms := range sets.Items {
 		fmt.Fprintf(tw, "    MachineSet\t%s\t%s\n", ms.Name, amiOf(ms.Spec.Template.Spec.ProviderSpec.Value))
@@ -271,6 +296,9 @@ func amiOf(v *runtime.RawExtension) string {
 	return ps.AMI.ID
 }
 
+// out is where the demo speaks: the terminal, or a test's log.
+var out io.Writer = os.Stdout
+
 func say(format string, args ...any) {
-	fmt.Printf("==> "+format+"\n", args...)
+	fmt.Fprintf(out, "==> "+format+"\n", args...)
 }
