@@ -6,7 +6,6 @@ import (
 	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,7 +33,7 @@ func afterGrace(ctx context.Context, c client.Reader, p Plan, now time.Time) (Pl
 	p.Summary = bootimage.Summary{}
 	for i, d := range p.Items {
 		if d.Action == bootimage.Skip && d.Reason == bootimage.ReasonTargetImageUnavailable {
-			since, err := firstSaid(ctx, c, d)
+			since, err := kube.FirstSaid(ctx, c, d)
 			if err != nil {
 				return p, err
 			}
@@ -46,27 +45,4 @@ func afterGrace(ctx context.Context, c client.Reader, p Plan, now time.Time) (Pl
 		p.Summary.Add(p.Items[i])
 	}
 	return p, nil
-}
-
-// firstSaid is when the operator first recorded an Event on d's object with d's reason and
-// target; zero when it has none.
-func firstSaid(ctx context.Context, c client.Reader, d bootimage.Decision) (time.Time, error) {
-	events := &corev1.EventList{}
-	if err := c.List(ctx, events, client.InNamespace(d.Namespace)); err != nil {
-		return time.Time{}, err
-	}
-	var first time.Time
-	for _, e := range events.Items {
-		if e.InvolvedObject.Kind != d.Kind || e.InvolvedObject.Name != d.Name || e.Reason != d.Reason || !strings.Contains(e.Message, d.Target) {
-			continue
-		}
-		at := e.FirstTimestamp.Time
-		if at.IsZero() {
-			at = e.EventTime.Time
-		}
-		if !at.IsZero() && (first.IsZero() || at.Before(first)) {
-			first = at
-		}
-	}
-	return first, nil
 }

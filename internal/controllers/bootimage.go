@@ -22,6 +22,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/internal/vsphereimport"
+	"github.com/bootimage-operator/bootimage-operator/kube"
 )
 
 // Cloud timings. A lookup that fails is retried when the cloud adapter's failure backoff says
@@ -208,7 +209,7 @@ func (s bootImages) forbidden(ctx context.Context, live client.Object, err error
 
 // done reports d and says when to look again (see lasting).
 func (s bootImages) done(ctx context.Context, live client.Object, d bootimage.Decision, inputs string) ctrl.Result {
-	d, recheck := s.lasting(timings(ctx), d.Kind, client.ObjectKeyFromObject(live), d)
+	d, recheck := s.lasting(ctx, timings(ctx), d.Kind, client.ObjectKeyFromObject(live), d)
 	report(ctx, s.Recorder, s.Tracker, s.Metrics, live, d, inputs)
 	s.Metrics.markReconciled(s.Clock.Now())
 	return ctrl.Result{RequeueAfter: recheck}
@@ -217,9 +218,19 @@ func (s bootImages) done(ctx context.Context, live client.Object, d bootimage.De
 // lasting turns a stream target the cloud has kept unavailable for longer than the cloud grace
 // period into an Error, which degrades, and says when to look again: within the grace period at
 // its end, then every retry interval until the image appears; other cloud-dependent skips at the
-// recheck interval.
-func (s bootImages) lasting(t cloudTimings, kind string, key types.NamespacedName, d bootimage.Decision) (bootimage.Decision, time.Duration) {
-	memory, lasted := s.Tracker.Memory(kind, key).TargetUnavailable(d, s.Clock.Now())
+// recheck interval. A clock this process has not started yet starts where the cluster's Events
+// say the decision was first taken (kube.FirstSaid), as bootimagectl plan reads it, so a restart
+// neither restarts the grace period nor disagrees with the plan.
+func (s bootImages) lasting(ctx context.Context, t cloudTimings, kind string, key types.NamespacedName, d bootimage.Decision) (bootimage.Decision, time.Duration) {
+	memory := s.Tracker.Memory(kind, key)
+	if d.Action == bootimage.Skip && d.Reason == bootimage.ReasonTargetImageUnavailable && memory.Unavailable != d.Target {
+		if since, err := kube.FirstSaid(ctx, s.Reader, d); err == nil && !since.IsZero() && since.Before(s.Clock.Now()) {
+			memory.Unavailable, memory.UnavailableSince = d.Target, since
+		} else if err != nil {
+			logf.FromContext(ctx).Error(err, "Cannot read when the target was first unavailable; the cloud grace period starts now")
+		}
+	}
+	memory, lasted := memory.TargetUnavailable(d, s.Clock.Now())
 	s.Tracker.Remember(kind, key, memory)
 	if d.Action != bootimage.Skip || d.Reason != bootimage.ReasonTargetImageUnavailable {
 		if d.CloudDependent() {

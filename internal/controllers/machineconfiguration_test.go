@@ -58,7 +58,10 @@ func cleanCluster() {
 		Expect(k8s.DeleteAllOf(ctx, obj)).To(Succeed())
 	}
 	Expect(k8s.DeleteAllOf(ctx, &machinev1beta1.MachineSet{}, client.InNamespace(fixtures.MachineAPINamespace))).To(Succeed())
-	Expect(k8s.DeleteAllOf(ctx, &corev1.Event{}, client.InNamespace("default"))).To(Succeed())
+	// Events too: the operator reads when a decision was first said from them (kube.FirstSaid).
+	for _, ns := range []string{"default", fixtures.MachineAPINamespace} {
+		Expect(k8s.DeleteAllOf(ctx, &corev1.Event{}, client.InNamespace(ns))).To(Succeed())
+	}
 }
 
 func startOperator(opts operator.Options) *testenv.Manager {

@@ -120,4 +120,40 @@ var _ = Describe("A stream image the cloud keeps unavailable", func() {
 		Eventually(amiOf("worker-a")).Should(Equal(fixtures.NewAWSAMIUSEast1))
 		Eventually(condition(status.ConditionBootImageUpdateDegraded)).Should(HaveField("Status", metav1.ConditionFalse))
 	})
+
+	It("keeps the grace period across a restart: it runs from the first Event that said Skip", func() {
+		const missing = "ami-0deadbeefdeadbeef"
+		server := fakecloud.NewEC2(fixtures.AWSImages())
+		DeferCleanup(server.Close)
+		awsClusterAt(server)
+		s := fixtures.Stream()
+		s.Architectures["x86_64"].Images.Aws.Regions["us-east-1"] = stream.SingleImage{Release: fixtures.StreamRelease, Image: missing}
+		cm := bootImagesConfigMap()
+		cm.Data = fixtures.BootImagesConfigMap(s, "4.20.3").Data
+		Expect(k8s.Update(ctx, cm)).To(Succeed())
+		Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet("worker-a", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)))).To(Succeed())
+		hooks := seams.Hooks{CloudErrorGrace: time.Hour, CloudRetryInterval: time.Second}
+		mgr := startOperatorWithHooks(operator.Options{CloudRootCAs: server.RootCAs()}, hooks)
+		skipped := "TargetImageUnavailable: Boot image update skipped: target AMI " + missing + " is not found in us-east-1"
+		Eventually(machineSetEvents("worker-a")).Should(ContainElement(skipped))
+		Expect(mgr.Stop()).To(Succeed())
+
+		By("restarting as if the first Skip had been said an hour and a minute ago")
+		events := &corev1.EventList{}
+		Expect(k8s.List(ctx, events, client.InNamespace(fixtures.MachineAPINamespace))).To(Succeed())
+		aged := 0
+		for i := range events.Items {
+			if e := &events.Items[i]; e.Reason+": "+e.Message == skipped {
+				e.FirstTimestamp = metav1.NewTime(time.Now().Add(-time.Hour - time.Minute))
+				Expect(k8s.Update(ctx, e)).To(Succeed())
+				aged++
+			}
+		}
+		Expect(aged).To(Equal(1))
+		mgr = startOperatorWithHooks(operator.Options{CloudRootCAs: server.RootCAs()}, hooks)
+		DeferCleanup(mgr.Stop)
+		Eventually(condition(status.ConditionBootImageUpdateDegraded), "30s").Should(And(
+			HaveField("Status", metav1.ConditionTrue),
+			HaveField("Message", ContainSubstring("MachineSet openshift-machine-api/worker-a: TargetImageUnavailable: target AMI "+missing+" is not found in us-east-1 for more than 1h0m0s"))))
+	})
 })
