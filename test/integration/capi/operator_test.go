@@ -148,7 +148,7 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 		Expect(field(copied.Object, "spec", "template", "spec", "ami", "id")).To(Equal(fixtures.NewAWSAMIUSEast1))
 		Expect(field(copied.Object, "spec", "template", "spec", "capacityReservationPreference")).To(Equal("Open"))
 		Expect(field(copied.Object, "spec", "template", "spec", "additionalTags")).To(Equal(map[string]any{"team": "compute"}))
-		Expect(copied.GetLabels()).To(Equal(map[string]string{bootimage.TemplateCopyLabel: "true"}), "not cluster-capi-operator's label")
+		Expect(copied.GetLabels()).To(Equal(bootimage.TemplateCopyLabels("MachineSet", "w-1a")), "not cluster-capi-operator's label")
 		Expect(get(owner).GetAnnotations()).To(HaveKey(bootimage.AttemptsAnnotation), "the bookkeeping rides in the same patch")
 		Eventually(events("MachineSet", "w-1a")).Should(ContainElement(ContainSubstring("BootImageUpdated: Updated boot image from " + fixtures.OldAWSAMI + " to " + fixtures.NewAWSAMIUSEast1)))
 
@@ -283,15 +283,21 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 	It("deletes only this operator's copies that nothing uses, once they are old enough", func() {
 		owner := get(fixtures.ClusterAPIOwner("MachineSet", "w-1a", ""))
 		current := templateOf(owner)()
-		ours := func(name string) *unstructured.Unstructured {
+		copyFor := func(name string, labels map[string]string, owner string) *unstructured.Unstructured {
 			t := fixtures.AWSMachineTemplate(name, fixtures.OldAWSAMI)
-			t.SetLabels(map[string]string{bootimage.TemplateCopyLabel: "true"})
-			t.SetAnnotations(map[string]string{bootimage.TemplateOwnerAnnotation: "MachineSet/w-1a"})
+			t.SetLabels(labels)
+			t.SetAnnotations(map[string]string{bootimage.TemplateOwnerAnnotation: owner})
 			return t
 		}
+		ours := func(name string) *unstructured.Unstructured {
+			return copyFor(name, bootimage.TemplateCopyLabels("MachineSet", "w-1a"), "MachineSet/w-1a")
+		}
 		unused, usedByMachine := ours("w-1a-aaaaaaaaaa"), ours("w-1a-bbbbbbbbbb")
+		// Selected by w-1a's label, but the annotation, which decides, names another owner.
+		labelledOnly := copyFor("w-1a-cccccccccc", bootimage.TemplateCopyLabels("MachineSet", "w-1a"), "MachineSet/w-9z")
 		Expect(k8s.Create(ctx, unused)).To(Succeed())
 		Expect(k8s.Create(ctx, usedByMachine)).To(Succeed())
+		Expect(k8s.Create(ctx, labelledOnly)).To(Succeed())
 		machine := fixtures.ClusterAPIObject(`
 apiVersion: cluster.x-k8s.io/v1beta2
 kind: Machine
@@ -311,6 +317,7 @@ spec:
 		resync()
 		Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(unused), template(unused.GetName())) }).Should(MatchError(ContainSubstring("not found")))
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(usedByMachine), template(usedByMachine.GetName()))).To(Succeed(), "a Machine was cloned from it")
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(labelledOnly), template(labelledOnly.GetName()))).To(Succeed(), "its annotation names another owner")
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: testenv.CAPINamespace, Name: current}, template(current))).To(Succeed(), "the one in use")
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: testenv.CAPINamespace, Name: oldTemplate}, template(oldTemplate))).To(Succeed(), "cluster-capi-operator's, never ours to delete")
 
@@ -320,4 +327,5 @@ spec:
 			return k8s.Get(ctx, client.ObjectKeyFromObject(usedByMachine), template(usedByMachine.GetName()))
 		}).Should(MatchError(ContainSubstring("not found")))
 	})
+
 })
