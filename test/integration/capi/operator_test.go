@@ -9,6 +9,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -104,12 +105,15 @@ func idle(obj *unstructured.Unstructured, controller string) {
 
 var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 	var mgr *testenv.Manager
+	// metrics are those of the operator started last.
+	var metrics *prometheus.Registry
 	clk := clocktesting.NewFakeClock(time.Now())
 	start := func() {
 		GinkgoHelper()
 		var err error
+		metrics = prometheus.NewRegistry()
 		mgr, err = env.StartOperatorWithHooks(seams.Hooks{CRDPollInterval: 100 * time.Millisecond},
-			operator.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: &cloud.Static{AMIs: fixtures.AWSImages()}, Clock: clk})
+			operator.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: &cloud.Static{AMIs: fixtures.AWSImages()}, Clock: clk, Metrics: metrics})
 		Expect(err).NotTo(HaveOccurred())
 	}
 	stop := func() {
@@ -328,4 +332,23 @@ spec:
 		}).Should(MatchError(ContainSubstring("not found")))
 	})
 
+	It("counts Cluster API objects apart from Machine API ones in its metrics", func() {
+		metric := func(name string, labels ...string) func() (float64, error) {
+			return func() (float64, error) { return testenv.Metric(metrics, name, labels...) }
+		}
+		machineAPIUpdates, err := metric("bootimage_updates_total", "kind", "MachineSet")()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(k8s.Create(ctx, fixtures.AWSMachineTemplate("o-metrics-0a1b2c3d", fixtures.OldAWSAMI))).To(Succeed())
+		owner := fixtures.ClusterAPIOwner("MachineSet", "o-metrics", "o-metrics-0a1b2c3d")
+		Expect(k8s.Create(ctx, owner)).To(Succeed())
+		Eventually(templateOf(owner)).ShouldNot(Equal("o-metrics-0a1b2c3d"))
+
+		Eventually(metric("bootimage_updates_total", "kind", "MachineSet.cluster.x-k8s.io")).Should(BeNumerically(">=", 1))
+		Eventually(metric("bootimage_decisions", "kind", "MachineSet.cluster.x-k8s.io", "action", "NoChange", "reason", bootimage.ReasonUpToDate)).Should(BeNumerically(">=", 1))
+		// A MachineDeployment whose controller has not caught up yet: skipped until its rollout ends.
+		Expect(k8s.Create(ctx, fixtures.ClusterAPIOwner("MachineDeployment", "o-metrics-md", "o-metrics-0a1b2c3d"))).To(Succeed())
+		Eventually(metric("bootimage_decisions", "kind", "MachineDeployment.cluster.x-k8s.io", "action", "Skip", "reason", bootimage.ReasonMachineDeploymentRollingOut)).
+			Should(BeNumerically(">=", 1), "MachineDeployments are counted too")
+		Expect(metric("bootimage_updates_total", "kind", "MachineSet")()).To(Equal(machineAPIUpdates), "not counted as a Machine API MachineSet")
+	})
 })
