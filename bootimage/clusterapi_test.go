@@ -14,6 +14,8 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
@@ -275,7 +277,8 @@ var _ = Describe("Template copies", func() {
 		Expect(copied.GetKind()).To(Equal("AWSMachineTemplate"))
 		Expect(copied.GetNamespace()).To(Equal("openshift-cluster-api"))
 		Expect(copied.GetName()).To(MatchRegexp(`^worker-a-[0-9a-f]{10}$`))
-		Expect(copied.GetLabels()).To(Equal(map[string]string{"cluster.x-k8s.io/cluster-name": "demo-x7k2p", bootimage.TemplateCopyLabel: "true"}))
+		Expect(copied.GetLabels()).To(Equal(map[string]string{"cluster.x-k8s.io/cluster-name": "demo-x7k2p", bootimage.TemplateCopyLabel: "true",
+			bootimage.TemplateOwnerLabel: bootimage.TemplateCopyLabels("MachineSet", "worker-a")[bootimage.TemplateOwnerLabel]}))
 		Expect(copied.GetAnnotations()).To(Equal(map[string]string{bootimage.TemplateOwnerAnnotation: "MachineSet/worker-a", bootimage.CopiedFromAnnotation: "worker-a-1a2b3c4d"}))
 		Expect(copied.GetOwnerReferences()).To(Equal([]metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: "demo-x7k2p", UID: "u1"}}))
 		Expect(copied.GetResourceVersion()).To(BeEmpty())
@@ -341,6 +344,29 @@ var _ = Describe("Template copies", func() {
 		Expect(err).NotTo(HaveOccurred())
 		_, err = p.Apply(raw)
 		Expect(err).To(HaveOccurred(), "the precondition fails")
+	})
+
+	It("selects an owner's copies by a label that fits a label value, and tells owners apart", func() {
+		long := strings.Repeat("w", 253)
+		labels := bootimage.TemplateCopyLabels("MachineSet", long)
+		Expect(metavalidation.ValidateLabels(labels, field.NewPath("labels"))).To(BeEmpty())
+		Expect(labels[bootimage.TemplateOwnerLabel]).NotTo(Equal(bootimage.TemplateCopyLabels("MachineDeployment", long)[bootimage.TemplateOwnerLabel]))
+		Expect(labels[bootimage.TemplateOwnerLabel]).NotTo(Equal(bootimage.TemplateCopyLabels("MachineSet", long+"x")[bootimage.TemplateOwnerLabel]))
+	})
+
+	It("takes as an owner's copies only those its annotation names, but the one in use", func() {
+		copyOf := func(name, owner string) unstructured.Unstructured {
+			t := unstructured.Unstructured{}
+			t.SetName(name)
+			t.SetAnnotations(map[string]string{bootimage.TemplateOwnerAnnotation: owner})
+			return t
+		}
+		all := []unstructured.Unstructured{copyOf("a-1", "MachineSet/a"), copyOf("a-2", "MachineSet/a"), copyOf("a-3", "MachineDeployment/a"), copyOf("b-1", "MachineSet/b")}
+		var names []string
+		for _, t := range bootimage.TemplateCopiesOf(all, "MachineSet", "a", "a-2") {
+			names = append(names, t.GetName())
+		}
+		Expect(names).To(Equal([]string{"a-1"}))
 	})
 
 	DescribeTable("which old templates may be deleted",

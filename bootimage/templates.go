@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -20,8 +21,12 @@ import (
 const (
 	// TemplateCopyLabel marks the templates this operator created; only they are ever deleted.
 	TemplateCopyLabel = "bootimage.openshift.io/template-copy"
-	// TemplateOwnerAnnotation on a copy names the object it was made for: <Kind>/<name>.
+	// TemplateOwnerAnnotation on a copy names the object it was made for: <Kind>/<name>. It is
+	// what a delete checks.
 	TemplateOwnerAnnotation = "bootimage.openshift.io/template-owner"
+	// TemplateOwnerLabel on a copy is a hash of <Kind>/<name> of the object it was made for (a
+	// name does not fit a label value), so that an owner's copies are selected by the API server.
+	TemplateOwnerLabel = "bootimage.openshift.io/template-owner-hash"
 	// CopiedFromAnnotation on a copy names the template it was copied from.
 	CopiedFromAnnotation = "bootimage.openshift.io/copied-from"
 
@@ -77,7 +82,7 @@ func TemplateCopy(template *unstructured.Unstructured, d Decision) (*unstructure
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[TemplateCopyLabel] = "true"
+	maps.Copy(labels, TemplateCopyLabels(d.Kind, d.Name))
 	owners := out.GetOwnerReferences()
 	for i := range owners {
 		owners[i].BlockOwnerDeletion = nil
@@ -94,6 +99,13 @@ func TemplateCopy(template *unstructured.Unstructured, d Decision) (*unstructure
 	}
 	out.SetName(name)
 	return out, nil
+}
+
+// TemplateCopyLabels are the labels of the copies made for the owner of kind and name, and the
+// selector of that owner's copies.
+func TemplateCopyLabels(kind, name string) map[string]string {
+	sum := sha256.Sum256([]byte(kind + "/" + name))
+	return map[string]string{TemplateCopyLabel: "true", TemplateOwnerLabel: hex.EncodeToString(sum[:])[:40]}
 }
 
 // TemplateCopyName is the name of the copy of template made for the owner of kind and name:
@@ -144,6 +156,18 @@ type TemplateUse struct {
 	Owners []TemplateRef
 	// ClonedFrom are the annotations of every Machine and infrastructure machine (AWSMachine, ...).
 	ClonedFrom []map[string]string
+}
+
+// TemplateCopiesOf returns the copies among templates that TemplateOwnerAnnotation says were made
+// for the owner of kind and name, but current, the one it names now.
+func TemplateCopiesOf(templates []unstructured.Unstructured, kind, name, current string) []unstructured.Unstructured {
+	var out []unstructured.Unstructured
+	for _, t := range templates {
+		if t.GetAnnotations()[TemplateOwnerAnnotation] == kind+"/"+name && t.GetName() != current {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // DeletableTemplates returns, sorted by name, the templates that may be deleted: our own copies

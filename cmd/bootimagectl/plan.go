@@ -219,7 +219,34 @@ func (in planInputs) missing() []string {
 	if in.mc == nil && !in.live {
 		notes = append(notes, "No MachineConfiguration/cluster among the inputs: planned with the default selection")
 	}
+	// The twin's status.authoritativeAPI decides a mirrored MachineSet (AuthorityMachineAPI,
+	// Migrating): say which were planned without one.
+	for _, name := range in.missingTwins() {
+		notes = append(notes, fmt.Sprintf("No MachineSet %s/%s: the Cluster API one is planned as having no twin", bootimage.MachineAPINamespace, name))
+	}
 	return notes
+}
+
+// missingTwins names, from files, the Cluster API MachineSets whose Machine API twin is not among
+// the inputs: a live plan reads the twin from the cluster, where its absence means there is none.
+func (in planInputs) missingTwins() []string {
+	if in.live {
+		return nil
+	}
+	present := map[string]bool{}
+	for _, ms := range in.machineSets {
+		if ms.Namespace == bootimage.MachineAPINamespace {
+			present[ms.Name] = true
+		}
+	}
+	var names []string
+	for _, o := range in.clusterAPI {
+		if o.GetKind() == bootimage.KindMachineSet && o.GetNamespace() == bootimage.ClusterAPINamespace && !present[o.GetName()] {
+			names = append(names, o.GetName())
+		}
+	}
+	sort.Strings(names)
+	return names
 }
 
 // plan decides for every MachineSet and ControlPlaneMachineSet with the operator's code.

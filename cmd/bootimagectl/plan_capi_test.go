@@ -14,6 +14,7 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
@@ -35,33 +36,23 @@ spec:
 `, name, ami)
 }
 
-// capiOwner is a Cluster API MachineSet or MachineDeployment of openshift-cluster-api naming the
-// AWSMachineTemplate template; status is its status, as YAML.
-func capiOwner(kind, name, template, status string) string {
-	return fmt.Sprintf(`---
-apiVersion: cluster.x-k8s.io/v1beta2
-kind: %s
-metadata: {name: %s, namespace: openshift-cluster-api, generation: 1}
-spec:
-  clusterName: demo
-  selector: {matchLabels: {pool: %s}}
-  template:
-    metadata: {labels: {pool: %s}}
-    spec:
-      clusterName: demo
-      bootstrap: {dataSecretName: worker-user-data}
-      infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: AWSMachineTemplate, name: %s}
-status: %s
-`, kind, name, name, name, template, status)
+// capiOwner is fixtures.ClusterAPIOwner as a YAML document, at generation 1, with status.
+func capiOwner(kind, name, template string, status map[string]any) string {
+	o := fixtures.ClusterAPIOwner(kind, name, template)
+	o.SetGeneration(1)
+	o.Object["status"] = status
+	data, err := yaml.Marshal(o.Object)
+	Expect(err).NotTo(HaveOccurred())
+	return "---\n" + string(data)
 }
 
 // capiObjects are a Cluster API-only MachineSet and a MachineDeployment of 3 Machines with an old
 // AMI, and a Cluster API MachineSet whose Machine API twin is in charge.
 func capiObjects() string {
 	return capiTemplate("w-1a-old", fixtures.OldAWSAMI) +
-		capiOwner(bootimage.KindMachineSet, "capi-only", "w-1a-old", "{}") +
-		capiOwner(bootimage.KindMachineDeployment, "md", "w-1a-old", "{observedGeneration: 1, replicas: 3}") +
-		capiOwner(bootimage.KindMachineSet, "twinned", "w-1a-old", "{}")
+		capiOwner(bootimage.KindMachineSet, "capi-only", "w-1a-old", map[string]any{}) +
+		capiOwner(bootimage.KindMachineDeployment, "md", "w-1a-old", map[string]any{"observedGeneration": int64(1), "replicas": int64(3)}) +
+		capiOwner(bootimage.KindMachineSet, "twinned", "w-1a-old", map[string]any{})
 }
 
 // capiCluster is an AWS cluster with gate ManagedBootImagesAWSCAPI on, every Cluster API object
@@ -139,6 +130,42 @@ var _ = Describe("bootimagectl plan on files with Cluster API objects", func() {
 		Expect(stderr).To(BeEmpty())
 		Expect(code).To(Equal(0), out)
 		Expect(parsePlan(out).Items).To(ConsistOf(HaveField("Name", "twinned")))
+	})
+
+	It("names in a note the Cluster API MachineSets whose Machine API twin is not in the files", func() {
+		write(fg.ManagedBootImagesAWSCAPI)
+		code, out, _ := runCLI("plan", "-f", dir, "--aws-images", images, "-o", "json")
+		Expect(code).To(Equal(0), out)
+		Expect(parsePlan(out).Notes).To(ContainElement("No MachineSet openshift-machine-api/capi-only: the Cluster API one is planned as having no twin"))
+		Expect(parsePlan(out).Notes).NotTo(ContainElement(ContainSubstring("twinned")), "its twin is in the files")
+		Expect(parsePlan(out).Notes).NotTo(ContainElement(ContainSubstring("/md:")), "a MachineDeployment has no twin")
+	})
+
+	It("leaves both sides of a migrating MachineSet alone", func() {
+		write(fg.ManagedBootImagesAWSCAPI)
+		twin := fixtures.MachineSet("moving", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI))
+		twin.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityMigrating
+		writeYAML(filepath.Join(dir, "moving.yaml"), twin)
+		Expect(os.WriteFile(filepath.Join(dir, "moving-capi.yaml"), []byte(capiOwner(bootimage.KindMachineSet, "moving", "w-1a-old", map[string]any{})), 0o600)).To(Succeed())
+		code, out, _ := runCLI("plan", "-f", dir, "--aws-images", images, "-o", "json")
+		Expect(code).To(Equal(0), out)
+		Expect(parsePlan(out).Items).To(ContainElements(
+			And(HaveField("Kind", "MachineSet"), HaveField("APIGroup", "cluster.x-k8s.io"), HaveField("Name", "moving"), HaveField("Action", bootimage.Skip), HaveField("Reason", bootimage.ReasonMigrating)),
+			And(HaveField("Kind", "MachineSet"), HaveField("Namespace", "openshift-machine-api"), HaveField("Name", "moving"), HaveField("Action", bootimage.Skip), HaveField("Reason", bootimage.ReasonMigrating)),
+		))
+	})
+
+	It("waits for a MachineDeployment's rollout in progress", func() {
+		write(fg.ManagedBootImagesAWSCAPI)
+		rolling := capiOwner(bootimage.KindMachineDeployment, "rolling", "w-1a-old", map[string]any{
+			"observedGeneration": int64(1), "replicas": int64(2),
+			"conditions": []any{map[string]any{"type": "RollingOut", "status": "True", "reason": "RollingOut", "message": "", "lastTransitionTime": "2026-12-01T00:00:00Z"}},
+		})
+		Expect(os.WriteFile(filepath.Join(dir, "rolling.yaml"), []byte(rolling), 0o600)).To(Succeed())
+		code, out, _ := runCLI("plan", "-f", dir, "--aws-images", images, "-o", "json")
+		Expect(code).To(Equal(0), out)
+		Expect(parsePlan(out).Items).To(ContainElement(And(HaveField("Kind", "MachineDeployment"), HaveField("Name", "rolling"),
+			HaveField("Action", bootimage.Skip), HaveField("Reason", bootimage.ReasonMachineDeploymentRollingOut), HaveField("Rolls", HaveValue(Equal(2))))))
 	})
 
 	It("refuses a Cluster API kind it does not read, naming the ones it does", func() {

@@ -164,7 +164,7 @@ func (s bootImages) update(ctx context.Context, live client.Object, read *bootim
 		return fmt.Errorf("patching boot image of %s %s: %w", d.Kind, key, status.Forbidden(err, rule))
 	}
 	s.Tracker.Remember(d.Kind, key, s.Tracker.Memory(d.Kind, key).Patch(next))
-	s.Metrics.countUpdate(d.Kind)
+	s.Metrics.countUpdate(d)
 	s.Templates.Recorded(vsphereimport.Waiter{Kind: d.Kind, Name: key})
 	logf.FromContext(ctx).Info("Updated boot image", "from", d.Current, "to", d.Target)
 	if d.Rolls != nil {

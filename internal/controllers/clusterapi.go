@@ -11,6 +11,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -93,7 +94,9 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 
 // collectGarbage deletes the copies this operator made for owner that nothing uses any more
 // (bootimage.DeletableTemplates), and says when to look again for those still in use or too
-// young. Idle, it costs one list of this operator's copies.
+// young. Idle, it costs one list that the API server narrows to owner's copies (by
+// bootimage.TemplateOwnerLabel; the owner annotation is what decides); what uses templates is
+// read only when one of them is old enough to go.
 func (r *ClusterAPIReconciler) collectGarbage(ctx context.Context, owner *unstructured.Unstructured) (time.Duration, error) {
 	ref, err := bootimage.InfrastructureRef(owner)
 	if err != nil {
@@ -103,26 +106,25 @@ func (r *ClusterAPIReconciler) collectGarbage(ctx context.Context, owner *unstru
 	if err != nil {
 		return 0, nil
 	}
-	ns := client.InNamespace(owner.GetNamespace())
 	copies := &unstructured.UnstructuredList{}
 	copies.SetGroupVersionKind(mapping.GroupVersionKind.GroupVersion().WithKind(ref.Kind + "List"))
-	if err := r.Reader.List(ctx, copies, ns, client.MatchingLabels{bootimage.TemplateCopyLabel: "true"}); err != nil {
+	if err := r.Reader.List(ctx, copies, client.InNamespace(owner.GetNamespace()), client.MatchingLabels(bootimage.TemplateCopyLabels(r.Kind, owner.GetName()))); err != nil {
 		return 0, err
 	}
-	mine := copies.Items[:0]
-	for _, t := range copies.Items {
-		if t.GetAnnotations()[bootimage.TemplateOwnerAnnotation] == r.Kind+"/"+owner.GetName() && t.GetName() != ref.Name {
-			mine = append(mine, t)
-		}
-	}
+	mine := bootimage.TemplateCopiesOf(copies.Items, r.Kind, owner.GetName(), ref.Name)
 	if len(mine) == 0 {
 		return 0, nil
 	}
-	use, err := r.templateUse(ctx, owner.GetNamespace(), strings.TrimSuffix(ref.Kind, "Template"), mapping.GroupVersionKind.Version)
-	if err != nil {
-		return 0, err
+	now := r.Clock.Now()
+	var deletable []string
+	// Nothing in use can be deletable, so without an old enough copy there is nothing to read.
+	if len(bootimage.DeletableTemplates(mine, bootimage.TemplateUse{}, now)) > 0 {
+		use, err := r.templateUse(ctx, owner.GetNamespace(), strings.TrimSuffix(ref.Kind, "Template"), mapping.GroupVersionKind.Version)
+		if err != nil {
+			return 0, err
+		}
+		deletable = bootimage.DeletableTemplates(mine, use, now)
 	}
-	deletable := bootimage.DeletableTemplates(mine, use, r.Clock.Now())
 	for i := range mine {
 		if !slices.Contains(deletable, mine[i].GetName()) {
 			continue
@@ -138,37 +140,36 @@ func (r *ClusterAPIReconciler) collectGarbage(ctx context.Context, owner *unstru
 	return 0, nil
 }
 
-// templateUse lists what may still need a template of namespace: every Cluster API MachineSet's
-// and MachineDeployment's reference, and the cloned-from annotations of every Machine and
-// infrastructure machine (of kind machineKind in the templates' version).
+// templateUse reads what may still need a template of namespace, from the API server: every
+// Cluster API MachineSet's and MachineDeployment's reference, and the cloned-from annotations of
+// every Machine and infrastructure machine (of kind machineKind in the templates' version), of
+// which only the metadata is read.
 func (r *ClusterAPIReconciler) templateUse(ctx context.Context, namespace, machineKind, version string) (bootimage.TemplateUse, error) {
 	var use bootimage.TemplateUse
-	each := func(gvk schema.GroupVersionKind, f func(*unstructured.Unstructured)) error {
-		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(gvk)
-		if err := r.Reader.List(ctx, l, client.InNamespace(namespace)); err != nil && !apimeta.IsNoMatchError(err) {
-			return err
-		}
-		for i := range l.Items {
-			f(&l.Items[i])
-		}
-		return nil
-	}
 	for _, kind := range []string{bootimage.KindMachineSet, bootimage.KindMachineDeployment} {
-		if err := each(ClusterAPIGroupVersion.WithKind(kind+"List"), func(o *unstructured.Unstructured) {
-			if ref, err := bootimage.InfrastructureRef(o); err == nil {
-				use.Owners = append(use.Owners, ref)
-			}
-		}); err != nil {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(ClusterAPIGroupVersion.WithKind(kind + "List"))
+		if err := r.Reader.List(ctx, l, client.InNamespace(namespace)); err != nil && !apimeta.IsNoMatchError(err) {
 			return use, err
 		}
+		for i := range l.Items {
+			if ref, err := bootimage.InfrastructureRef(&l.Items[i]); err == nil {
+				use.Owners = append(use.Owners, ref)
+			}
+		}
 	}
-	clonedFrom := func(o *unstructured.Unstructured) { use.ClonedFrom = append(use.ClonedFrom, o.GetAnnotations()) }
-	if err := each(ClusterAPIGroupVersion.WithKind("MachineList"), clonedFrom); err != nil {
-		return use, err
+	infra := schema.GroupVersion{Group: bootimage.InfrastructureGroup, Version: version}
+	for _, gvk := range []schema.GroupVersionKind{ClusterAPIGroupVersion.WithKind("MachineList"), infra.WithKind(machineKind + "List")} {
+		l := &metav1.PartialObjectMetadataList{}
+		l.SetGroupVersionKind(gvk)
+		if err := r.Reader.List(ctx, l, client.InNamespace(namespace)); err != nil && !apimeta.IsNoMatchError(err) {
+			return use, err
+		}
+		for i := range l.Items {
+			use.ClonedFrom = append(use.ClonedFrom, l.Items[i].GetAnnotations())
+		}
 	}
-	infra := schema.GroupVersionKind{Group: bootimage.InfrastructureGroup, Version: version, Kind: machineKind + "List"}
-	return use, each(infra, clonedFrom)
+	return use, nil
 }
 
 // updateTemplate creates the template copy d asks for (or finds the one an earlier pass made) and

@@ -29,11 +29,11 @@ func NewMetrics() *Metrics {
 	m := &Metrics{
 		updatesTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bootimage_updates_total",
-			Help: "Boot image updates written, by kind of object.",
+			Help: "Boot image updates written, by kind of object (Kind.group for Cluster API objects).",
 		}, []string{"kind"}),
 		errorsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bootimage_errors_total",
-			Help: "Decisions that became Error, by kind of object and reason.",
+			Help: "Decisions that became Error, by kind of object (Kind.group for Cluster API objects) and reason.",
 		}, []string{"kind", "reason"}),
 		lastSuccessfulReconcile: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "bootimage_last_successful_reconcile_timestamp_seconds",
@@ -61,13 +61,23 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.updatesTotal, m.errorsTotal, m.lastSuccessfulReconcile, m.degradedGauge, m.upgradeBlockedGauge, m.decisions}
 }
 
-// trackedKinds are the kinds of object whose decisions the Tracker holds.
+// trackedKinds are the kinds of Machine API object whose decisions the Tracker holds.
 var trackedKinds = []string{machineSetKind, cpmsKind}
 
 const machineSetKind = "MachineSet"
 
+// metricKind is the kind label of d's object: its kind for the Machine API (the series the
+// shipped alerts know), Kind.group as kubectl spells it for Cluster API objects, so that a Cluster
+// API MachineSet never counts as a Machine API one.
+func metricKind(d bootimage.Decision) string {
+	if d.APIGroup == string(bootimage.ClusterAPIGroup) {
+		return d.Kind + "." + d.APIGroup
+	}
+	return d.Kind
+}
+
 var decisionsDesc = prometheus.NewDesc("bootimage_decisions",
-	"Objects by the operator's current decision for them.", []string{"kind", "action", "reason"}, nil)
+	"Objects by the operator's current decision for them, by kind (Kind.group for Cluster API objects).", []string{"kind", "action", "reason"}, nil)
 
 // decisionCollector counts the Tracker's decisions when Prometheus scrapes, so the gauge always
 // agrees with the status conditions, which are computed from the same decisions.
@@ -90,9 +100,10 @@ func (c *decisionCollector) Collect(ch chan<- prometheus.Metric) {
 		reason string
 	}
 	counts := map[series]int{}
-	for _, kind := range trackedKinds {
+	// Cluster API MachineSets are tracked as MachineSets; metricKind tells them apart.
+	for _, kind := range append(trackedKinds, bootimage.KindMachineDeployment) {
 		for _, d := range t.Latest(kind) {
-			counts[series{kind, d.Action, d.Reason}]++
+			counts[series{metricKind(d), d.Action, d.Reason}]++
 		}
 	}
 	for s, n := range counts {
@@ -107,17 +118,17 @@ func (m *Metrics) exportDecisions(t *Tracker) {
 	}
 }
 
-// countUpdate counts a boot image written to an object of kind.
-func (m *Metrics) countUpdate(kind string) {
+// countUpdate counts a boot image written, as d decided.
+func (m *Metrics) countUpdate(d bootimage.Decision) {
 	if m != nil {
-		m.updatesTotal.WithLabelValues(kind).Inc()
+		m.updatesTotal.WithLabelValues(metricKind(d)).Inc()
 	}
 }
 
 // countError counts a decision that became Error.
 func (m *Metrics) countError(d bootimage.Decision) {
 	if m != nil {
-		m.errorsTotal.WithLabelValues(d.Kind, d.Reason).Inc()
+		m.errorsTotal.WithLabelValues(metricKind(d), d.Reason).Inc()
 	}
 }
 

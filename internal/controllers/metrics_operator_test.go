@@ -9,38 +9,16 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
+	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
 
 // metric returns the value of the series of name with labels among the metrics of reg, where
 // the operator registered them; 0 when there is none.
 func metric(reg prometheus.Gatherer, name string, labels ...string) func() float64 {
 	return func() float64 {
-		families, err := reg.Gather()
+		v, err := testenv.Metric(reg, name, labels...)
 		Expect(err).NotTo(HaveOccurred())
-		for _, f := range families {
-			if f.GetName() != name {
-				continue
-			}
-		series:
-			for _, m := range f.GetMetric() {
-				have := map[string]string{}
-				for _, l := range m.GetLabel() {
-					have[l.GetName()] = l.GetValue()
-				}
-				for i := 0; i+1 < len(labels); i += 2 {
-					if have[labels[i]] != labels[i+1] {
-						continue series
-					}
-				}
-				switch {
-				case m.GetCounter() != nil:
-					return m.GetCounter().GetValue()
-				case m.GetGauge() != nil:
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-		return 0
+		return v
 	}
 }
 

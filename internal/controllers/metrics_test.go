@@ -23,8 +23,13 @@ var _ = Describe("Metrics", func() {
 		return bootimage.Decision{Kind: kind, Namespace: kube.MachineAPINamespace, Name: name, Action: action, Reason: reason, Message: message}
 	}
 
-	It("count the tracked decisions by kind, action and reason when scraped", func() {
+	It("count the tracked decisions by kind, action and reason when scraped, Cluster API objects apart", func() {
 		tracker := NewTracker()
+		capiDecision := func(kind, name string) bootimage.Decision {
+			return bootimage.Decision{Kind: kind, APIGroup: string(bootimage.ClusterAPIGroup), Namespace: bootimage.ClusterAPINamespace, Name: name, Action: bootimage.NoChange, Reason: bootimage.ReasonUpToDate}
+		}
+		tracker.Record(capiDecision(machineSetKind, "c"), "v1")
+		tracker.Record(capiDecision(bootimage.KindMachineDeployment, "d"), "v1")
 		tracker.Record(decision(machineSetKind, "a", bootimage.Skip, bootimage.ReasonNotSelected, "not selected"), "v1")
 		tracker.Record(decision(machineSetKind, "b", bootimage.Skip, bootimage.ReasonNotSelected, "not selected"), "v1")
 		tracker.Record(decision(machineSetKind, "c", bootimage.NoChange, bootimage.ReasonUpToDate, ""), "v1")
@@ -34,12 +39,14 @@ var _ = Describe("Metrics", func() {
 
 		collector.tracker.Store(tracker)
 		exported := func(series ...string) error {
-			header := "# HELP bootimage_decisions Objects by the operator's current decision for them.\n# TYPE bootimage_decisions gauge\n"
+			header := "# HELP bootimage_decisions Objects by the operator's current decision for them, by kind (Kind.group for Cluster API objects).\n# TYPE bootimage_decisions gauge\n"
 			return testutil.CollectAndCompare(collector, strings.NewReader(header+strings.Join(series, "\n")+"\n"))
 		}
 		Expect(exported(
 			`bootimage_decisions{action="Error",kind="ControlPlaneMachineSet",reason="HotLoopDetected"} 1`,
 			`bootimage_decisions{action="NoChange",kind="MachineSet",reason="UpToDate"} 1`,
+			`bootimage_decisions{action="NoChange",kind="MachineSet.cluster.x-k8s.io",reason="UpToDate"} 1`,
+			`bootimage_decisions{action="NoChange",kind="MachineDeployment.cluster.x-k8s.io",reason="UpToDate"} 1`,
 			`bootimage_decisions{action="Skip",kind="MachineSet",reason="NotSelected"} 2`,
 		)).To(Succeed())
 
@@ -47,6 +54,8 @@ var _ = Describe("Metrics", func() {
 		Expect(exported(
 			`bootimage_decisions{action="Error",kind="ControlPlaneMachineSet",reason="HotLoopDetected"} 1`,
 			`bootimage_decisions{action="NoChange",kind="MachineSet",reason="UpToDate"} 1`,
+			`bootimage_decisions{action="NoChange",kind="MachineSet.cluster.x-k8s.io",reason="UpToDate"} 1`,
+			`bootimage_decisions{action="NoChange",kind="MachineDeployment.cluster.x-k8s.io",reason="UpToDate"} 1`,
 			`bootimage_decisions{action="Skip",kind="MachineSet",reason="NotSelected"} 1`,
 		)).To(Succeed())
 	})

@@ -9,6 +9,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -104,12 +105,15 @@ func idle(obj *unstructured.Unstructured, controller string) {
 
 var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 	var mgr *testenv.Manager
+	// metrics are those of the operator started last.
+	var metrics *prometheus.Registry
 	clk := clocktesting.NewFakeClock(time.Now())
 	start := func() {
 		GinkgoHelper()
 		var err error
+		metrics = prometheus.NewRegistry()
 		mgr, err = env.StartOperatorWithHooks(seams.Hooks{CRDPollInterval: 100 * time.Millisecond},
-			operator.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: &cloud.Static{AMIs: fixtures.AWSImages()}, Clock: clk})
+			operator.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: &cloud.Static{AMIs: fixtures.AWSImages()}, Clock: clk, Metrics: metrics})
 		Expect(err).NotTo(HaveOccurred())
 	}
 	stop := func() {
@@ -148,7 +152,7 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 		Expect(field(copied.Object, "spec", "template", "spec", "ami", "id")).To(Equal(fixtures.NewAWSAMIUSEast1))
 		Expect(field(copied.Object, "spec", "template", "spec", "capacityReservationPreference")).To(Equal("Open"))
 		Expect(field(copied.Object, "spec", "template", "spec", "additionalTags")).To(Equal(map[string]any{"team": "compute"}))
-		Expect(copied.GetLabels()).To(Equal(map[string]string{bootimage.TemplateCopyLabel: "true"}), "not cluster-capi-operator's label")
+		Expect(copied.GetLabels()).To(Equal(bootimage.TemplateCopyLabels("MachineSet", "w-1a")), "not cluster-capi-operator's label")
 		Expect(get(owner).GetAnnotations()).To(HaveKey(bootimage.AttemptsAnnotation), "the bookkeeping rides in the same patch")
 		Eventually(events("MachineSet", "w-1a")).Should(ContainElement(ContainSubstring("BootImageUpdated: Updated boot image from " + fixtures.OldAWSAMI + " to " + fixtures.NewAWSAMIUSEast1)))
 
@@ -283,15 +287,21 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 	It("deletes only this operator's copies that nothing uses, once they are old enough", func() {
 		owner := get(fixtures.ClusterAPIOwner("MachineSet", "w-1a", ""))
 		current := templateOf(owner)()
-		ours := func(name string) *unstructured.Unstructured {
+		copyFor := func(name string, labels map[string]string, owner string) *unstructured.Unstructured {
 			t := fixtures.AWSMachineTemplate(name, fixtures.OldAWSAMI)
-			t.SetLabels(map[string]string{bootimage.TemplateCopyLabel: "true"})
-			t.SetAnnotations(map[string]string{bootimage.TemplateOwnerAnnotation: "MachineSet/w-1a"})
+			t.SetLabels(labels)
+			t.SetAnnotations(map[string]string{bootimage.TemplateOwnerAnnotation: owner})
 			return t
 		}
+		ours := func(name string) *unstructured.Unstructured {
+			return copyFor(name, bootimage.TemplateCopyLabels("MachineSet", "w-1a"), "MachineSet/w-1a")
+		}
 		unused, usedByMachine := ours("w-1a-aaaaaaaaaa"), ours("w-1a-bbbbbbbbbb")
+		// Selected by w-1a's label, but the annotation, which decides, names another owner.
+		labelledOnly := copyFor("w-1a-cccccccccc", bootimage.TemplateCopyLabels("MachineSet", "w-1a"), "MachineSet/w-9z")
 		Expect(k8s.Create(ctx, unused)).To(Succeed())
 		Expect(k8s.Create(ctx, usedByMachine)).To(Succeed())
+		Expect(k8s.Create(ctx, labelledOnly)).To(Succeed())
 		machine := fixtures.ClusterAPIObject(`
 apiVersion: cluster.x-k8s.io/v1beta2
 kind: Machine
@@ -311,6 +321,7 @@ spec:
 		resync()
 		Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(unused), template(unused.GetName())) }).Should(MatchError(ContainSubstring("not found")))
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(usedByMachine), template(usedByMachine.GetName()))).To(Succeed(), "a Machine was cloned from it")
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(labelledOnly), template(labelledOnly.GetName()))).To(Succeed(), "its annotation names another owner")
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: testenv.CAPINamespace, Name: current}, template(current))).To(Succeed(), "the one in use")
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: testenv.CAPINamespace, Name: oldTemplate}, template(oldTemplate))).To(Succeed(), "cluster-capi-operator's, never ours to delete")
 
@@ -319,5 +330,25 @@ spec:
 		Eventually(func() error {
 			return k8s.Get(ctx, client.ObjectKeyFromObject(usedByMachine), template(usedByMachine.GetName()))
 		}).Should(MatchError(ContainSubstring("not found")))
+	})
+
+	It("counts Cluster API objects apart from Machine API ones in its metrics", func() {
+		metric := func(name string, labels ...string) func() (float64, error) {
+			return func() (float64, error) { return testenv.Metric(metrics, name, labels...) }
+		}
+		machineAPIUpdates, err := metric("bootimage_updates_total", "kind", "MachineSet")()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(k8s.Create(ctx, fixtures.AWSMachineTemplate("o-metrics-0a1b2c3d", fixtures.OldAWSAMI))).To(Succeed())
+		owner := fixtures.ClusterAPIOwner("MachineSet", "o-metrics", "o-metrics-0a1b2c3d")
+		Expect(k8s.Create(ctx, owner)).To(Succeed())
+		Eventually(templateOf(owner)).ShouldNot(Equal("o-metrics-0a1b2c3d"))
+
+		Eventually(metric("bootimage_updates_total", "kind", "MachineSet.cluster.x-k8s.io")).Should(BeNumerically(">=", 1))
+		Eventually(metric("bootimage_decisions", "kind", "MachineSet.cluster.x-k8s.io", "action", "NoChange", "reason", bootimage.ReasonUpToDate)).Should(BeNumerically(">=", 1))
+		// A MachineDeployment whose controller has not caught up yet: skipped until its rollout ends.
+		Expect(k8s.Create(ctx, fixtures.ClusterAPIOwner("MachineDeployment", "o-metrics-md", "o-metrics-0a1b2c3d"))).To(Succeed())
+		Eventually(metric("bootimage_decisions", "kind", "MachineDeployment.cluster.x-k8s.io", "action", "Skip", "reason", bootimage.ReasonMachineDeploymentRollingOut)).
+			Should(BeNumerically(">=", 1), "MachineDeployments are counted too")
+		Expect(metric("bootimage_updates_total", "kind", "MachineSet")()).To(Equal(machineAPIUpdates), "not counted as a Machine API MachineSet")
 	})
 })
