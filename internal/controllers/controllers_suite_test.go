@@ -11,8 +11,6 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2/textlogger"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -25,14 +23,11 @@ var (
 )
 
 func TestControllers(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(30 * time.Second)
-	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
-	RunSpecs(t, "controllers on a real kube-apiserver")
+	testenv.RunSpecs(t, "controllers on a real kube-apiserver", testenv.Waits{Timeout: 30 * time.Second, Polling: 50 * time.Millisecond})
 }
 
 var _ = BeforeSuite(func() {
-	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(GinkgoWriter), textlogger.Verbosity(1))))
+	testenv.LogToGinkgo(1)
 	env = testenv.StartForSpecs(testenv.Options{})
 	k8s = env.Client
 })

@@ -32,9 +32,7 @@ var (
 )
 
 func TestLegacyCRD(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(30 * time.Second)
-	RunSpecs(t, "operator on a MachineConfiguration CRD that predates the CPMS rule")
+	testenv.RunSpecs(t, "operator on a MachineConfiguration CRD that predates the CPMS rule", testenv.Waits{Timeout: 30 * time.Second})
 }
 
 var _ = BeforeSuite(func() {

@@ -34,9 +34,7 @@ var (
 )
 
 func TestRejectedStatus(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(30 * time.Second)
-	RunSpecs(t, "operator on a MachineConfiguration CRD that refuses its skew status")
+	testenv.RunSpecs(t, "operator on a MachineConfiguration CRD that refuses its skew status", testenv.Waits{Timeout: 30 * time.Second})
 }
 
 var _ = BeforeSuite(func() {
