@@ -2,13 +2,11 @@ package controllers_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -108,8 +106,5 @@ func writtenDuringResync(writes *testenv.Writes, obj client.Object, controller s
 // the informers' periodic resync would.
 func resync() {
 	GinkgoHelper()
-	infra := &configv1.Infrastructure{}
-	Expect(k8s.Get(ctx, client.ObjectKey{Name: "cluster"}, infra)).To(Succeed())
-	infra.Status.APIServerInternalURL = fmt.Sprintf("https://api-int.resync-%d.example.com:6443", time.Now().UnixNano())
-	Expect(k8s.Status().Update(ctx, infra)).To(Succeed())
+	Expect(testenv.Resync(ctx, k8s)).To(Succeed())
 }
