@@ -6,6 +6,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
@@ -38,5 +39,16 @@ func StartForSpecs(opts Options) *Env {
 	env, err := Start(opts)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	ginkgo.DeferCleanup(env.Stop)
+	return env
+}
+
+// StartForSpecsChangingCRDs is StartForSpecs with every CRD passed through change before it is
+// installed; change returns how many changes it made, and none fails the suite with expected,
+// what the suite expects of the shipped CRDs: it would otherwise run on the APIs it means to vary.
+func StartForSpecsChangingCRDs(expected string, change func(*apiextensionsv1.CustomResourceDefinition) int) *Env {
+	ginkgo.GinkgoHelper()
+	changed := 0
+	env := StartForSpecs(Options{MutateCRD: func(crd *apiextensionsv1.CustomResourceDefinition) { changed += change(crd) }})
+	gomega.Expect(changed).To(gomega.BeNumerically(">", 0), expected)
 	return env
 }
