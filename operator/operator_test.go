@@ -34,10 +34,7 @@ import (
 )
 
 func TestOperator(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(60 * time.Second)
-	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	RunSpecs(t, "operator embedded in another manager")
+	testenv.RunSpecs(t, "operator embedded in another manager", testenv.Waits{Timeout: 60 * time.Second, Polling: 100 * time.Millisecond})
 }
 
 // serviceAccount is the identity the shipped RBAC (manifests.RBACFile) grants.

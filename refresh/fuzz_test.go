@@ -10,6 +10,7 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 
 	"github.com/bootimage-operator/bootimage-operator/refresh"
+	"github.com/bootimage-operator/bootimage-operator/refresh/internal/fuzzed"
 )
 
 // FuzzDecide parses two configs and decides: never a panic.
@@ -20,16 +21,8 @@ func FuzzDecide(f *testing.F) {
 	f.Add([]byte(`{"ignition":{"version":"3.2.0"},"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["a"]},{"name":"admin"}]}}`), []byte(`{"ignition":{"version":"3.2.0"},"passwd":{"users":[{"name":"core"}]},"storage":{"links":[{"path":"/etc/l","target":"/x"}]}}`))
 	policies := refresh.DefaultPolicies()
 	f.Fuzz(func(t *testing.T, oldRaw, newRaw []byte) {
-		oldCfg, err := refresh.Parse(oldRaw)
-		if err != nil {
-			return
-		}
-		newCfg, err := refresh.Parse(newRaw)
-		if err != nil {
-			return
-		}
-		changes, err := refresh.Diff(oldCfg, newCfg)
-		if err != nil {
+		newCfg, changes, ok := fuzzed.Changes(oldRaw, newRaw)
+		if !ok {
 			return
 		}
 		if res := refresh.Decide(changes, policies); len(res.Changes) != len(changes) {

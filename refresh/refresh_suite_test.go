@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
-	"encoding/json"
 	"net/url"
 	"testing"
 
@@ -80,11 +79,3 @@ func decide(old, new refresh.Config, policies refresh.Policies) refresh.Result {
 	Expect(err).NotTo(HaveOccurred())
 	return refresh.Decide(changes, policies)
 }
-
-func ignitionJSON(c refresh.Config) []byte {
-	out, err := json.Marshal(refresh.SpecOf(c).Ignition)
-	Expect(err).NotTo(HaveOccurred())
-	return out
-}
-
-func dir(path string) ign.Directory { return ign.Directory{Node: ign.Node{Path: path}} }

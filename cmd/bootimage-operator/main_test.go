@@ -39,9 +39,7 @@ import (
 )
 
 func TestOperator(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(60 * time.Second)
-	RunSpecs(t, "bootimage-operator process")
+	testenv.RunSpecs(t, "bootimage-operator process", testenv.Waits{Timeout: 60 * time.Second})
 }
 
 var _ = Describe("Startup failures", func() {

@@ -11,7 +11,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -175,14 +174,7 @@ var _ = Describe("bootimagectl finds the cluster as kubectl does", Ordered, func
 		ec2 := fakecloud.NewEC2(fixtures.AWSImages())
 		DeferCleanup(ec2.Close)
 		ec2.Unavailable.Store(true)
-		caBundle := filepath.Join(dir, "ec2.pem")
-		Expect(os.WriteFile(caBundle, ec2.CertificatePEM(), 0o600)).To(Succeed())
-		GinkgoT().Setenv("SSL_CERT_FILE", caBundle)
-		infra := &configv1.Infrastructure{}
-		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, infra)).To(Succeed())
-		withEndpoint := infra.DeepCopy()
-		withEndpoint.Status.PlatformStatus.AWS.ServiceEndpoints = []configv1.AWSServiceEndpoint{{Name: "ec2", URL: ec2.URL}}
-		Expect(fixtures.SetStatus(ctx, env.Client, infra, withEndpoint)).To(Succeed())
+		useEC2(ctx, env, ec2)
 		Expect(fixtures.Create(ctx, env.Client, fixtures.AWSCredentialsSecret())).To(Succeed())
 
 		code, out, stderr := runCLI("plan", "--kubeconfig", kubeconfig, "-o", "json")
@@ -202,13 +194,7 @@ var _ = Describe("bootimagectl finds the cluster as kubectl does", Ordered, func
 })
 
 var _ = Describe("bootimagectl refresh plan on files", func() {
-	var dir string
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		Expect(os.WriteFile(p, []byte(content), 0o600)).To(Succeed())
-		return p
-	}
-	BeforeEach(func() { dir = GinkgoT().TempDir() })
+	write := specFiles()
 
 	It("names an unknown field of a MachineConfig, as on a cluster", func() {
 		old := write("old.json", `{"ignition":{"version":"3.2.0"}}`)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -104,16 +103,7 @@ var _ = Describe("bootimagectl plan on a cluster", Ordered, func() {
 		// south's AMI is RHCOS in its region, which the stream does not list.
 		ec2 := fakecloud.NewEC2(append(fixtures.AWSImages(), bootimage.AWSImage{ImageID: fixtures.OldAWSAMI, OwnerID: bootimage.RHCOSOwner, Region: "ap-south-1", State: "available"}))
 		DeferCleanup(ec2.Close)
-		// The CLI trusts the fake endpoint the way an admin trusts a private one.
-		caBundle := filepath.Join(GinkgoT().TempDir(), "ca.pem")
-		Expect(os.WriteFile(caBundle, ec2.CertificatePEM(), 0o600)).To(Succeed())
-		GinkgoT().Setenv("SSL_CERT_FILE", caBundle)
-
-		infra := &configv1.Infrastructure{}
-		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, infra)).To(Succeed())
-		withEndpoint := infra.DeepCopy()
-		withEndpoint.Status.PlatformStatus.AWS.ServiceEndpoints = []configv1.AWSServiceEndpoint{{Name: "ec2", URL: ec2.URL}}
-		Expect(fixtures.SetStatus(ctx, env.Client, infra, withEndpoint)).To(Succeed())
+		useEC2(ctx, env, ec2)
 		arm := fixtures.MachineSet("arm", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI))
 		arm.Annotations[bootimage.ArchAnnotation] = "kubernetes.io/arch=arm64"
 		Expect(fixtures.Create(ctx, env.Client,

@@ -19,8 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/klog/v2/textlogger"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -30,18 +28,16 @@ import (
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
+	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
 
 func TestBootimagectl(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(30 * time.Second)
-	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
-	RunSpecs(t, "bootimagectl")
+	testenv.RunSpecs(t, "bootimagectl", testenv.Waits{Timeout: 30 * time.Second, Polling: 50 * time.Millisecond})
 }
 
 // The operator's log, for the specs that run it.
 var _ = BeforeSuite(func() {
-	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(GinkgoWriter))))
+	testenv.LogToGinkgo(0)
 })
 
 var scheme = kube.NewScheme()

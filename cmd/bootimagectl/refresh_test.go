@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
-	"os"
-	"path/filepath"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -13,13 +11,7 @@ import (
 )
 
 var _ = Describe("bootimagectl refresh plan", func() {
-	var dir string
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		Expect(os.WriteFile(p, []byte(content), 0o600)).To(Succeed())
-		return p
-	}
-	BeforeEach(func() { dir = GinkgoT().TempDir() })
+	write := specFiles()
 
 	It("prints the outcome, ordered actions and each change's rule as JSON", func() {
 		old := write("old.json", `{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/containers/policy.json","contents":{"source":"data:,%7B%7D"}}]}}`)

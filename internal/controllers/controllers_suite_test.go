@@ -2,17 +2,13 @@ package controllers_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2/textlogger"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -25,14 +21,11 @@ var (
 )
 
 func TestControllers(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(30 * time.Second)
-	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
-	RunSpecs(t, "controllers on a real kube-apiserver")
+	testenv.RunSpecs(t, "controllers on a real kube-apiserver", testenv.Waits{Timeout: 30 * time.Second, Polling: 50 * time.Millisecond})
 }
 
 var _ = BeforeSuite(func() {
-	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(GinkgoWriter), textlogger.Verbosity(1))))
+	testenv.LogToGinkgo(1)
 	env = testenv.StartForSpecs(testenv.Options{})
 	k8s = env.Client
 })
@@ -113,8 +106,5 @@ func writtenDuringResync(writes *testenv.Writes, obj client.Object, controller s
 // the informers' periodic resync would.
 func resync() {
 	GinkgoHelper()
-	infra := &configv1.Infrastructure{}
-	Expect(k8s.Get(ctx, client.ObjectKey{Name: "cluster"}, infra)).To(Succeed())
-	infra.Status.APIServerInternalURL = fmt.Sprintf("https://api-int.resync-%d.example.com:6443", time.Now().UnixNano())
-	Expect(k8s.Status().Update(ctx, infra)).To(Succeed())
+	Expect(testenv.Resync(ctx, k8s)).To(Succeed())
 }

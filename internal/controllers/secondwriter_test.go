@@ -103,39 +103,21 @@ var _ = Describe("A second writer", func() {
 		done := make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Add(2)
-		go func() {
-			defer GinkgoRecover()
-			defer wg.Done()
-			for tick := time.NewTicker(time.Second); ; {
-				select {
-				case <-done:
-					return
-				case <-tick.C:
-				}
-				mc := &operatorv1.MachineConfiguration{}
-				if k8s.Get(ctx, client.ObjectKey{Name: "cluster"}, mc) == nil {
-					mc.Status = *stale.DeepCopy()
-					if err := k8s.Status().Update(ctx, mc, client.FieldOwner("machine-config-operator")); err != nil {
-						GinkgoWriter.Printf("second writer: %v\n", err)
-					}
+		everySecond(done, &wg, func() {
+			mc := &operatorv1.MachineConfiguration{}
+			if k8s.Get(ctx, client.ObjectKey{Name: "cluster"}, mc) == nil {
+				mc.Status = *stale.DeepCopy()
+				if err := k8s.Status().Update(ctx, mc, client.FieldOwner("machine-config-operator")); err != nil {
+					GinkgoWriter.Printf("second writer: %v\n", err)
 				}
 			}
-		}()
+		})
 		// As the MCO's own boot image controller still running (on other boot images): another
 		// RHCOS image, every second.
 		other := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"template":{"spec":{"providerSpec":{"value":{"ami":{"id":"`+fixtures.OldAWSAMI+`"}}}}}}}`))
-		go func() {
-			defer GinkgoRecover()
-			defer wg.Done()
-			for tick := time.NewTicker(time.Second); ; {
-				select {
-				case <-done:
-					return
-				case <-tick.C:
-				}
-				_ = k8s.Patch(ctx, getMachineSet("worker-a"), other, client.FieldOwner("machine-set-boot-image-controller"))
-			}
-		}()
+		everySecond(done, &wg, func() {
+			_ = k8s.Patch(ctx, getMachineSet("worker-a"), other, client.FieldOwner("machine-set-boot-image-controller"))
+		})
 		DeferCleanup(func() { close(done); wg.Wait() })
 		statusBefore := writes.status.Load()
 
@@ -158,3 +140,22 @@ var _ = Describe("A second writer", func() {
 		GinkgoWriter.Printf("operator writes over %s: %d status (bound %d), %d MachineSet (bound %d)\n", window, writes.status.Load()-statusBefore, bound, writes.machineSet.Load(), bootimage.HotLoopLimit)
 	})
 })
+
+// everySecond calls write once a second until done is closed, as another writer on the cluster
+// would, in a goroutine wg waits for.
+func everySecond(done <-chan struct{}, wg *sync.WaitGroup, write func()) {
+	go func() {
+		defer GinkgoRecover()
+		defer wg.Done()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			write()
+		}
+	}()
+}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/refresh"
 	"github.com/bootimage-operator/bootimage-operator/refresh/hypershift"
+	"github.com/bootimage-operator/bootimage-operator/refresh/internal/fuzzed"
 )
 
 // FuzzDecideWithNoRebootPaths decides two fuzzed configs with a fuzzed list: a list may relax file
@@ -18,16 +19,8 @@ func FuzzDecideWithNoRebootPaths(f *testing.F) {
 	allowed := hypershift.AllowedServices(policies)
 	generated := hypershift.NoRebootPathsFromPolicies(policies)
 	f.Fuzz(func(t *testing.T, oldRaw, newRaw, pathsRaw []byte) {
-		oldCfg, err := refresh.Parse(oldRaw)
-		if err != nil {
-			return
-		}
-		newCfg, err := refresh.Parse(newRaw)
-		if err != nil {
-			return
-		}
-		changes, err := refresh.Diff(oldCfg, newCfg)
-		if err != nil {
+		_, changes, ok := fuzzed.Changes(oldRaw, newRaw)
+		if !ok {
 			return
 		}
 		res := refresh.Decide(changes, policies)

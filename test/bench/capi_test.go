@@ -117,16 +117,11 @@ func runCAPIScale(ctx context.Context, b *testing.B, n int, idle time.Duration) 
 		return res, err
 	}
 	defer owners.Stop()
-	mcs, err := resumingWatch(ctx, c, &operatorv1.MachineConfigurationList{})
+	wave, err := startMeasuredWave(ctx, c, ec2, after)
 	if err != nil {
 		return res, err
 	}
-	defer mcs.Stop()
-	describeBefore := describeImages(ec2)
-
-	if start, err = startWave(ctx, c, after); err != nil {
-		return res, err
-	}
+	defer wave.mcs.Stop()
 	// An owner is updated once it names a template the wave created with the new AMI; the two
 	// watches may deliver the create and the patch in either order.
 	amiOf, templateOf := map[string]any{}, map[string]string{}
@@ -162,7 +157,7 @@ func runCAPIScale(ctx context.Context, b *testing.B, n int, idle time.Duration) 
 				res.MachineSetWrites++
 				templateOf[ms.GetName()], _, _ = unstructured.NestedString(ms.Object, "spec", "template", "spec", "infrastructureRef", "name")
 			}
-		case ev, ok := <-mcs.ResultChan():
+		case ev, ok := <-wave.mcs.ResultChan():
 			if !ok {
 				return res, fmt.Errorf("the MachineConfiguration watch ended")
 			}
@@ -174,14 +169,7 @@ func runCAPIScale(ctx context.Context, b *testing.B, n int, idle time.Duration) 
 			return res, fmt.Errorf("wave: %d of %d Cluster API MachineSets updated: %w", updated(), n, ctx.Err())
 		}
 	}
-	res.ConvergenceSeconds = time.Since(start).Seconds()
-	res.Ratio = res.ConvergenceSeconds / res.FloorSeconds
-	res.DescribeImages = describeImages(ec2) - describeBefore
-
-	// Idle: nothing changes, so nothing may be written.
-	res.IdleWrites = writesWithin(idle, templates, owners, mcs)
-
-	return res, stopOperator(operator, &res)
+	return res, wave.finish(&res, idle, operator, templates, owners)
 }
 
 // writesWithin counts the writes the watches see during d.

@@ -192,17 +192,12 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 		return res, err
 	}
 	defer sets.Stop()
-	mcs, err := resumingWatch(ctx, c, &operatorv1.MachineConfigurationList{})
+	// The wave: a new stream, as an upgrade writes it.
+	wave, err := startMeasuredWave(ctx, c, ec2, w.after)
 	if err != nil {
 		return res, err
 	}
-	defer mcs.Stop()
-	describeBefore := describeImages(ec2)
-
-	// The wave: a new stream, as an upgrade writes it.
-	if start, err = startWave(ctx, c, w.after); err != nil {
-		return res, err
-	}
+	defer wave.mcs.Stop()
 	updated := map[string]bool{}
 	var latest *operatorv1.MachineConfiguration
 	for latest == nil || len(updated) < n || !progressingFalse(n, 0)(latest) {
@@ -217,7 +212,7 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 					updated[ms.Name] = true
 				}
 			}
-		case ev, ok := <-mcs.ResultChan():
+		case ev, ok := <-wave.mcs.ResultChan():
 			if !ok {
 				return res, fmt.Errorf("the MachineConfiguration watch ended")
 			}
@@ -229,14 +224,43 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 			return res, fmt.Errorf("wave: %d of %d MachineSets updated: %w", len(updated), n, ctx.Err())
 		}
 	}
-	res.ConvergenceSeconds = time.Since(start).Seconds()
+	return res, wave.finish(&res, idle, operator, sets)
+}
+
+// measuredWave is a wave of new boot images under measurement.
+type measuredWave struct {
+	// mcs watches MachineConfigurations from before the wave.
+	mcs            watch.Interface
+	start          time.Time
+	ec2            *fakecloud.EC2
+	describeBefore int64
+}
+
+// startMeasuredWave starts watching MachineConfigurations, then the wave (see startWave).
+func startMeasuredWave(ctx context.Context, c client.WithWatch, ec2 *fakecloud.EC2, after *stream.Stream) (*measuredWave, error) {
+	mcs, err := resumingWatch(ctx, c, &operatorv1.MachineConfigurationList{})
+	if err != nil {
+		return nil, err
+	}
+	wave := &measuredWave{mcs: mcs, ec2: ec2, describeBefore: describeImages(ec2)}
+	if wave.start, err = startWave(ctx, c, after); err != nil {
+		mcs.Stop()
+		return nil, err
+	}
+	return wave, nil
+}
+
+// finish records in res the wave's convergence and DescribeImages calls, then the writes the
+// watches and the wave's see while idle, and stops the operator.
+func (wave *measuredWave) finish(res *ScaleResult, idle time.Duration, operator *exec.Cmd, watches ...watch.Interface) error {
+	res.ConvergenceSeconds = time.Since(wave.start).Seconds()
 	res.Ratio = res.ConvergenceSeconds / res.FloorSeconds
-	res.DescribeImages = describeImages(ec2) - describeBefore
+	res.DescribeImages = describeImages(wave.ec2) - wave.describeBefore
 
 	// Idle: nothing changes, so nothing may be written.
-	res.IdleWrites = writesWithin(idle, sets, mcs)
+	res.IdleWrites = writesWithin(idle, append(watches, wave.mcs)...)
 
-	return res, stopOperator(operator, &res)
+	return stopOperator(operator, res)
 }
 
 // startEnv starts a kube-apiserver and etcd, with a client that sends as fast as it can.

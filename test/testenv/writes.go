@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -140,4 +141,16 @@ func Reconciles(controller string) (float64, error) {
 		}
 	}
 	return total, nil
+}
+
+// Resync makes every controller take its objects again without changing what they decide on, as
+// the informers' periodic resync would: it changes a field of Infrastructure/cluster that every
+// controller watches and no decision reads.
+func Resync(ctx context.Context, c client.Client) error {
+	infra := &configv1.Infrastructure{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err != nil {
+		return err
+	}
+	infra.Status.APIServerInternalURL = fmt.Sprintf("https://api-int.resync-%d.example.com:6443", time.Now().UnixNano())
+	return c.Status().Update(ctx, infra)
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -18,9 +17,7 @@ var (
 )
 
 func TestAPI(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(30 * time.Second)
-	RunSpecs(t, "API suite: the real kube-apiserver and openshift/api CRDs")
+	testenv.RunSpecs(t, "API suite: the real kube-apiserver and openshift/api CRDs", testenv.Waits{Timeout: 30 * time.Second})
 }
 
 var _ = BeforeSuite(func() {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -19,9 +18,7 @@ var (
 )
 
 func TestCAPI(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(30 * time.Second)
-	RunSpecs(t, "Cluster API suite: the real kube-apiserver with the cluster-api, CAPA, CAPG and CAPZ CRDs")
+	testenv.RunSpecs(t, "Cluster API suite: the real kube-apiserver with the cluster-api, CAPA, CAPG and CAPZ CRDs", testenv.Waits{Timeout: 30 * time.Second})
 }
 
 var _ = BeforeSuite(func() {

@@ -1,7 +1,6 @@
 package capi_test
 
 import (
-	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -82,10 +81,7 @@ func list(apiVersion, kind string) *unstructured.UnstructuredList {
 // resync makes every controller take its objects again without changing what they decide on.
 func resync() {
 	GinkgoHelper()
-	infra := &configv1.Infrastructure{}
-	Expect(k8s.Get(ctx, client.ObjectKey{Name: "cluster"}, infra)).To(Succeed())
-	infra.Status.APIServerInternalURL = fmt.Sprintf("https://api-int.resync-%d.example.com:6443", time.Now().UnixNano())
-	Expect(k8s.Status().Update(ctx, infra)).To(Succeed())
+	Expect(testenv.Resync(ctx, k8s)).To(Succeed())
 }
 
 // idle asserts that a resync of controller writes nothing to obj.

@@ -39,9 +39,7 @@ const mccServiceAccount = "machine-config-controller"
 var ctx = context.Background()
 
 func TestEmbeddedRBAC(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(30 * time.Second)
-	RunSpecs(t, "operator.AddToManager under the machine-config-controller's RBAC")
+	testenv.RunSpecs(t, "operator.AddToManager under the machine-config-controller's RBAC", testenv.Waits{Timeout: 30 * time.Second})
 }
 
 // mccRules are the rules of the MCC's ClusterRole at 7ff337a4 on what the operator reads or

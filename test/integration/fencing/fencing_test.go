@@ -22,7 +22,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -50,14 +49,11 @@ var (
 )
 
 func TestFencing(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(60 * time.Second)
-	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	RunSpecs(t, "a deposed leader makes no write")
+	testenv.RunSpecs(t, "a deposed leader makes no write", testenv.Waits{Timeout: 60 * time.Second, Polling: 100 * time.Millisecond})
 }
 
 var _ = BeforeSuite(func() {
-	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(GinkgoWriter), textlogger.Verbosity(1))))
+	testenv.LogToGinkgo(1)
 	env = testenv.StartForSpecs(testenv.Options{})
 	Expect(fixtures.Create(ctx, env.Client, fixtures.GCPCluster()...)).To(Succeed())
 })

@@ -16,8 +16,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2/textlogger"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -31,10 +29,7 @@ import (
 )
 
 func TestNoMachineAPI(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(60 * time.Second)
-	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	RunSpecs(t, "operator on a cluster without the Machine API")
+	testenv.RunSpecs(t, "operator on a cluster without the Machine API", testenv.Waits{Timeout: 60 * time.Second, Polling: 100 * time.Millisecond})
 }
 
 func machineAPI(crd *apiextensionsv1.CustomResourceDefinition) bool {
@@ -44,7 +39,7 @@ func machineAPI(crd *apiextensionsv1.CustomResourceDefinition) bool {
 var _ = Describe("A cluster without the Machine API CRDs", func() {
 	It("starts, stays up, says why MachineSets wait, and manages them once the CRDs are installed", func() {
 		ctx := context.Background()
-		ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(GinkgoWriter), textlogger.Verbosity(1))))
+		testenv.LogToGinkgo(1)
 		env := testenv.StartForSpecs(testenv.Options{SkipCRD: machineAPI})
 		k8s := env.Client
 		Expect(fixtures.Create(ctx, k8s,

@@ -34,17 +34,15 @@ var (
 )
 
 func TestRejectedStatus(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(30 * time.Second)
-	RunSpecs(t, "operator on a MachineConfiguration CRD that refuses its skew status")
+	testenv.RunSpecs(t, "operator on a MachineConfiguration CRD that refuses its skew status", testenv.Waits{Timeout: 30 * time.Second})
 }
 
 var _ = BeforeSuite(func() {
-	added := 0
-	env = testenv.StartForSpecs(testenv.Options{MutateCRD: func(crd *apiextensionsv1.CustomResourceDefinition) {
+	env = testenv.StartForSpecsChangingCRDs("the CRD has the skew enforcement status this suite constrains", func(crd *apiextensionsv1.CustomResourceDefinition) int {
 		if crd.Spec.Names.Kind != "MachineConfiguration" {
-			return
+			return 0
 		}
+		added := 0
 		for _, v := range crd.Spec.Versions {
 			status := v.Schema.OpenAPIV3Schema.Properties["status"]
 			skew, ok := status.Properties["bootImageSkewEnforcementStatus"]
@@ -58,8 +56,8 @@ var _ = BeforeSuite(func() {
 			v.Schema.OpenAPIV3Schema.Properties["status"] = status
 			added++
 		}
-	}})
-	Expect(added).To(BeNumerically(">", 0), "the CRD has the skew enforcement status this suite constrains")
+		return added
+	})
 })
 
 var _ = Describe("A status the API rejects", func() {
