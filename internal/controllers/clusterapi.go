@@ -75,8 +75,11 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 	}
 	if d.Action == bootimage.Update {
 		var moved bool
-		if d, moved, err = r.updateTemplate(ctx, owner, template, d, next); err != nil || moved {
-			return ctrl.Result{Requeue: moved}, err
+		if d, moved, err = r.updateTemplate(ctx, owner, template, d, next); err != nil {
+			return ctrl.Result{}, err
+		} else if moved {
+			// The owner's watch brings the change that moved it; this is the backstop.
+			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
 	}
 	res := r.done(ctx, owner, d, in.version)
