@@ -86,35 +86,45 @@ var _ = Describe("One cluster-level problem is one message", func() {
 	})
 })
 
+// missingAMI is a stream AMI that the fake EC2 does not have in us-east-1.
+const missingAMI = "ami-0deadbeefdeadbeef"
+
+// missingTargetCluster is an AWS cluster on a fake EC2 whose stream names missingAMI in us-east-1,
+// with MachineSet worker-a there on an old RHCOS AMI.
+func missingTargetCluster() *fakecloud.EC2 {
+	GinkgoHelper()
+	server := fakecloud.NewEC2(fixtures.AWSImages())
+	DeferCleanup(server.Close)
+	awsClusterAt(server)
+	s := fixtures.Stream()
+	s.Architectures["x86_64"].Images.Aws.Regions["us-east-1"] = stream.SingleImage{Release: fixtures.StreamRelease, Image: missingAMI}
+	cm := bootImagesConfigMap()
+	cm.Data = fixtures.BootImagesConfigMap(s, "4.20.3").Data
+	Expect(k8s.Update(ctx, cm)).To(Succeed())
+	Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet("worker-a", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)))).To(Succeed())
+	return server
+}
+
 var _ = Describe("A stream image the cloud keeps unavailable", func() {
 	BeforeEach(func() {
 		DeferCleanup(func() { Expect(k8s.DeleteAllOf(ctx, &corev1.Event{}, client.InNamespace("default"))).To(Succeed()) })
 	})
 
 	It("is a Skip at first, and Degraded naming the AMI and the region once it lasts past the cloud grace period", func() {
-		const missing = "ami-0deadbeefdeadbeef"
-		server := fakecloud.NewEC2(fixtures.AWSImages())
-		DeferCleanup(server.Close)
-		awsClusterAt(server)
-		s := fixtures.Stream()
-		s.Architectures["x86_64"].Images.Aws.Regions["us-east-1"] = stream.SingleImage{Release: fixtures.StreamRelease, Image: missing}
-		cm := bootImagesConfigMap()
-		cm.Data = fixtures.BootImagesConfigMap(s, "4.20.3").Data
-		Expect(k8s.Update(ctx, cm)).To(Succeed())
-		Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet("worker-a", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)))).To(Succeed())
+		server := missingTargetCluster()
 		mgr := startOperatorWithHooks(operator.Options{CloudRootCAs: server.RootCAs()}, seams.Hooks{CloudErrorGrace: 2 * time.Second, CloudRetryInterval: time.Second})
 		DeferCleanup(mgr.Stop)
 
-		Eventually(machineSetEvents("worker-a")).Should(ContainElement("TargetImageUnavailable: Boot image update skipped: target AMI " + missing + " is not found in us-east-1"))
+		Eventually(machineSetEvents("worker-a")).Should(ContainElement("TargetImageUnavailable: Boot image update skipped: target AMI " + missingAMI + " is not found in us-east-1"))
 		Eventually(condition(status.ConditionBootImageUpdateDegraded), "30s").Should(And(
 			HaveField("Status", metav1.ConditionTrue),
-			HaveField("Message", And(ContainSubstring("MachineSet openshift-machine-api/worker-a: TargetImageUnavailable: target AMI "+missing+" is not found in us-east-1 for more than 2s"),
+			HaveField("Message", And(ContainSubstring("MachineSet openshift-machine-api/worker-a: TargetImageUnavailable: target AMI "+missingAMI+" is not found in us-east-1 for more than 2s"),
 				ContainSubstring("new machines keep booting "+fixtures.OldAWSAMI)))))
-		Eventually(machineSetEvents("worker-a")).Should(ContainElement(HavePrefix("TargetImageUnavailable: Boot image update failed: target AMI " + missing)))
+		Eventually(machineSetEvents("worker-a")).Should(ContainElement(HavePrefix("TargetImageUnavailable: Boot image update failed: target AMI " + missingAMI)))
 		Expect(amiOf("worker-a")()).To(Equal(fixtures.OldAWSAMI))
 
 		By("healing when the stream names an AMI the region has")
-		cm = bootImagesConfigMap()
+		cm := bootImagesConfigMap()
 		cm.Data = fixtures.BootImagesConfigMap(fixtures.Stream(), "4.20.3").Data
 		Expect(k8s.Update(ctx, cm)).To(Succeed())
 		Eventually(amiOf("worker-a")).Should(Equal(fixtures.NewAWSAMIUSEast1))
@@ -122,19 +132,10 @@ var _ = Describe("A stream image the cloud keeps unavailable", func() {
 	})
 
 	It("keeps the grace period across a restart: it runs from the first Event that said Skip", func() {
-		const missing = "ami-0deadbeefdeadbeef"
-		server := fakecloud.NewEC2(fixtures.AWSImages())
-		DeferCleanup(server.Close)
-		awsClusterAt(server)
-		s := fixtures.Stream()
-		s.Architectures["x86_64"].Images.Aws.Regions["us-east-1"] = stream.SingleImage{Release: fixtures.StreamRelease, Image: missing}
-		cm := bootImagesConfigMap()
-		cm.Data = fixtures.BootImagesConfigMap(s, "4.20.3").Data
-		Expect(k8s.Update(ctx, cm)).To(Succeed())
-		Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet("worker-a", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)))).To(Succeed())
+		server := missingTargetCluster()
 		hooks := seams.Hooks{CloudErrorGrace: time.Hour, CloudRetryInterval: time.Second}
 		mgr := startOperatorWithHooks(operator.Options{CloudRootCAs: server.RootCAs()}, hooks)
-		skipped := "TargetImageUnavailable: Boot image update skipped: target AMI " + missing + " is not found in us-east-1"
+		skipped := "TargetImageUnavailable: Boot image update skipped: target AMI " + missingAMI + " is not found in us-east-1"
 		Eventually(machineSetEvents("worker-a")).Should(ContainElement(skipped))
 		Expect(mgr.Stop()).To(Succeed())
 
@@ -154,6 +155,6 @@ var _ = Describe("A stream image the cloud keeps unavailable", func() {
 		DeferCleanup(mgr.Stop)
 		Eventually(condition(status.ConditionBootImageUpdateDegraded), "30s").Should(And(
 			HaveField("Status", metav1.ConditionTrue),
-			HaveField("Message", ContainSubstring("MachineSet openshift-machine-api/worker-a: TargetImageUnavailable: target AMI "+missing+" is not found in us-east-1 for more than 1h0m0s"))))
+			HaveField("Message", ContainSubstring("MachineSet openshift-machine-api/worker-a: TargetImageUnavailable: target AMI "+missingAMI+" is not found in us-east-1 for more than 1h0m0s"))))
 	})
 })
