@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/coreos/stream-metadata-go/stream"
 
@@ -117,12 +119,12 @@ func (a aws) Decide(ctx context.Context, d Decision, in PlatformInput) (Decision
 	var target string
 	switch img.OwnerID {
 	case RHCOSOwner:
-		if in.Streams.Default.Architectures[in.Arch].Images.Aws == nil {
-			return d.with(Skip, ReasonRegionNotInStream, "the stream has no AWS images for %s", in.Arch), nil
+		if in.Stream.Architectures[in.Arch].Images.Aws == nil {
+			return d.with(Skip, ReasonRegionNotInStream, "the %s stream has no AWS images for %s", in.OSStream, in.Arch), nil
 		}
 		t, release, ok := streamAMI(in, region)
 		if !ok {
-			return d.with(Skip, ReasonRegionNotInStream, "the stream has no %s AMI for region %s", in.Arch, region), nil
+			return d.with(Skip, ReasonRegionNotInStream, "the %s stream has no %s AMI for region %s (it has AMIs in %s)", in.OSStream, in.Arch, region, streamRegions(in)), nil
 		}
 		target = t
 		d.BootImageVersion = release
@@ -153,7 +155,7 @@ func (a aws) Decide(ctx context.Context, d Decision, in PlatformInput) (Decision
 // streamAMI returns the stream's AMI for region and its RHCOS release; ok is false when the
 // stream has none there.
 func streamAMI(in PlatformInput, region string) (ami, release string, ok bool) {
-	arch := in.Streams.Default.Architectures[in.Arch]
+	arch := in.Stream.Architectures[in.Arch]
 	if arch.Images.Aws == nil {
 		return "", "", false
 	}
@@ -162,6 +164,21 @@ func streamAMI(in PlatformInput, region string) (ami, release string, ok bool) {
 		return "", "", false
 	}
 	return ri.Image, cmp.Or(ri.Release, arch.Artifacts["aws"].Release), true
+}
+
+// streamRegions lists the regions the stream has AMIs in.
+func streamRegions(in PlatformInput) string {
+	var regions []string
+	for region, ri := range in.Stream.Architectures[in.Arch].Images.Aws.Regions {
+		if ri.Image != "" {
+			regions = append(regions, region)
+		}
+	}
+	if len(regions) == 0 {
+		return "no region"
+	}
+	slices.Sort(regions)
+	return strings.Join(regions, ", ")
 }
 
 // streamHint names the stream's AMI for region, when it has one, for a message asking for an AMI.

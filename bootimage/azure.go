@@ -73,7 +73,7 @@ func (a azure) Decide(_ context.Context, d Decision, in PlatformInput) (Decision
 		return d.with(Skip, ReasonConfidentialVM, "%s is %s: confidential and trusted-launch VMs need images this operator does not manage", security.field, security.value), nil
 	}
 	gen2 := in.Arch == "aarch64" || !azureGen1(current, variant)
-	images := azureMarketplace(in.Streams.Default.Architectures[in.Arch].RHELCoreOSExtensions, variant)
+	images := azureMarketplace(in.Stream.Architectures[in.Arch].RHELCoreOSExtensions, variant)
 	var img *rhcos.AzureMarketplaceImage
 	if images != nil {
 		img = images.Gen1
@@ -83,7 +83,7 @@ func (a azure) Decide(_ context.Context, d Decision, in PlatformInput) (Decision
 	}
 	gen := map[bool]string{true: "Gen2", false: "Gen1"}[gen2]
 	if img == nil || img.Publisher == "" || img.SKU == "" || img.Version == "" {
-		return d.with(Skip, ReasonArchitectureNotInStream, "the stream has no Azure %s HyperV %s marketplace image for %s", variant, gen, in.Arch), nil
+		return d.with(Skip, ReasonArchitectureNotInStream, "the %s stream has no Azure %s HyperV %s marketplace image for %s", in.OSStream, variant, gen, in.Arch), nil
 	}
 	target := azureImage{Publisher: img.Publisher, Offer: img.Offer, SKU: img.SKU, Version: img.Version, Type: azureNoPlan}
 	if paid {
@@ -216,7 +216,8 @@ func azureGen1(img azureImage, variant string) bool {
 	if strings.Contains(sku, "gen1") {
 		return true
 	}
-	return variant == "no-purchase-plan" && !strings.Contains(sku, "v2")
+	// Unpaid SKUs name Gen2 with -v2 (4.x) or gen2 (5.0, such as aro_5-0_x86_gen2), as MCO#6404 reads them.
+	return variant == "no-purchase-plan" && !strings.Contains(sku, "v2") && !strings.Contains(sku, "gen2")
 }
 
 func azureMarketplace(ext *rhcos.Extensions, variant string) *rhcos.AzureMarketplaceImages {

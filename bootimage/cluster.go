@@ -2,6 +2,7 @@ package bootimage
 
 import (
 	configv1 "github.com/openshift/api/config/v1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -21,6 +22,10 @@ type ClusterObjects struct {
 	Streams          *StreamCache
 	// Templates reads vCenter templates; nil when vCenter is not consulted.
 	Templates VSphereTemplates
+	// Pools are the MachineConfigPools, and OSImageStream the cluster's OSImageStream (nil
+	// before 5.0): they give the OS stream of unlabelled objects.
+	Pools         []mcfgv1.MachineConfigPool
+	OSImageStream *mcfgv1.OSImageStream
 }
 
 // NewCluster assembles the input of Decide from the cluster's objects, the same way for the
@@ -38,6 +43,15 @@ func NewCluster(o ClusterObjects) Cluster {
 		if ps := infra.Status.PlatformStatus; ps != nil && ps.AWS != nil {
 			c.Region = ps.AWS.Region
 		}
+	}
+	if len(o.Pools) > 0 {
+		c.PoolStreams = make(map[string]string, len(o.Pools))
+		for _, p := range o.Pools {
+			c.PoolStreams[p.Name] = p.Spec.OSImageStream.Name
+		}
+	}
+	if o.OSImageStream != nil {
+		c.DefaultOSStream = o.OSImageStream.Status.DefaultStream
 	}
 	// Without a ClusterVersion nothing says an update is under way (the status writer reports the
 	// missing object); holding every boot image back would only hide the problem.

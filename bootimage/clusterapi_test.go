@@ -146,7 +146,7 @@ var _ = Describe("Cluster API objects", func() {
 		}), bootimage.Skip, bootimage.ReasonWindowsMachineSet, "Windows"),
 		Entry("another OS stream", configv1.AWSPlatformType, "MachineSet", awsTemplateSpec, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
 			o.Labels = map[string]string{bootimage.OSStreamLabel: "rhel-10"}
-		}), bootimage.Skip, bootimage.ReasonNonDefaultOSStream, "rhel-10"),
+		}), bootimage.Skip, bootimage.ReasonOSStreamNotInBootImages, "names OS stream rhel-10, but coreos-bootimages has no streams key"),
 		Entry("a template kind of another platform", configv1.AWSPlatformType, "MachineSet", awsTemplateSpec, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
 			o.TemplateKind = "OpenStackMachineTemplate"
 		}), bootimage.Skip, bootimage.ReasonUnsupportedTemplate, "OpenStackMachineTemplate is not managed on AWS"),

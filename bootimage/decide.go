@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
+	"github.com/coreos/stream-metadata-go/stream"
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -36,9 +38,13 @@ func Decide(ctx context.Context, cluster Cluster, obj Object) (Decision, error) 
 	if obj.Kind == KindMachineDeployment {
 		d.Rolls = &obj.Machines
 	}
+	choice := cluster.OSStream(obj)
+	d.Stream = choice.Name
 	if skip, ok := preconditions(cluster, obj); ok {
 		return d.with(skip.Action, skip.Reason, "%s", skip.Message), nil
 	}
+	// The note waits for the preconditions: an object left alone for another reason boots nothing new.
+	d.StreamNote = choice.Note
 	if cluster.BootImages == nil {
 		return d.with(Error, ReasonStreamMissing, "%s", StreamMissingMessage), nil
 	}
@@ -57,13 +63,17 @@ func Decide(ctx context.Context, cluster Cluster, obj Object) (Decision, error) 
 	if err != nil {
 		return d.with(Error, ReasonInvalidProviderSpec, "providerSpec: %v", err), nil
 	}
-	arch, decided, ok := architecture(d, cluster, obj, streams)
+	st, decided, ok := osStream(d, streams, choice)
+	if !ok {
+		return decided, nil
+	}
+	arch, decided, ok := architecture(d, cluster, obj, st, choice.Name)
 	if !ok {
 		return decided, nil
 	}
 	d.Arch = arch
 	rpm, _ := RPMArch(arch)
-	d, err = platforms[cluster.Platform].Decide(ctx, d, PlatformInput{Spec: MachineSpec{TemplateKind: obj.TemplateKind, fields: spec}, Arch: rpm, Streams: streams, Cluster: cluster})
+	d, err = platforms[cluster.Platform].Decide(ctx, d, PlatformInput{Spec: MachineSpec{TemplateKind: obj.TemplateKind, fields: spec}, Arch: rpm, Stream: st, OSStream: choice.Name, Cluster: cluster})
 	if err != nil || d.Action != Update {
 		return d, err
 	}
@@ -125,9 +135,6 @@ func preconditions(cluster Cluster, obj Object) (Decision, bool) {
 	if strings.EqualFold(obj.TemplateLabels[WindowsLabel], "Windows") {
 		return skip(ReasonWindowsMachineSet, "Windows machines (%s=Windows) do not boot RHCOS", WindowsLabel)
 	}
-	if s, ok := obj.Labels[OSStreamLabel]; ok && s != DefaultOSStream {
-		return skip(ReasonNonDefaultOSStream, "label %s=%s names an OS stream other than the default %s", OSStreamLabel, s, DefaultOSStream)
-	}
 	if want := p.Traits().TemplateKind; capi && obj.TemplateKind != "" && obj.TemplateKind != want {
 		return skip(ReasonUnsupportedTemplate, "infrastructure template kind %s is not managed on %s (only %s)", obj.TemplateKind, cluster.Platform, want)
 	}
@@ -186,9 +193,26 @@ func qualified(group operatorv1.MachineManagerMachineSetsAPIGroupType, resource 
 	return string(resource) + "." + string(group)
 }
 
+// osStream returns the CoreOS stream of choice, or the decision when coreos-bootimages has none
+// of that name: a labelled object never takes another stream's images, nor does an unlabelled one.
+func osStream(d Decision, streams *Streams, choice OSStreamChoice) (*stream.Stream, Decision, bool) {
+	if st, ok := streams.ByName[choice.Name]; ok {
+		return st, d, true
+	}
+	if err, ok := streams.Invalid[choice.Name]; ok {
+		return nil, d.with(Error, ReasonInvalidStream, "%v", err), false
+	}
+	if !streams.Keyed {
+		return nil, d.with(Skip, ReasonOSStreamNotInBootImages, "%s names OS stream %s, but coreos-bootimages has no streams key (a payload before OpenShift 5.0): its stream key holds %s boot images only",
+			choice.From, choice.Name, LegacyOSStream), false
+	}
+	return nil, d.with(Skip, ReasonOSStreamNotInBootImages, "%s names OS stream %s, which coreos-bootimages key streams does not carry (it has %s)",
+		choice.From, choice.Name, strings.Join(streams.Names(), ", ")), false
+}
+
 // architecture returns the Kubernetes architecture of obj's machines, or a decision when it is
 // unknown, invalid, or has no boot images.
-func architecture(d Decision, cluster Cluster, obj Object, streams *Streams) (string, Decision, bool) {
+func architecture(d Decision, cluster Cluster, obj Object, st *stream.Stream, osStream string) (string, Decision, bool) {
 	arch := ""
 	if obj.Resource == operatorv1.ControlPlaneMachineSets {
 		arch = cluster.ControlPlaneArch
@@ -218,8 +242,8 @@ func architecture(d Decision, cluster Cluster, obj Object, streams *Streams) (st
 	if arches := platforms[cluster.Platform].Traits().Arches; arches != nil && !slices.Contains(arches, rpm) {
 		return "", d.with(Skip, ReasonUnsupportedArchitecture, "%s has no %s boot images", cluster.Platform, arch), false
 	}
-	if _, ok := streams.Default.Architectures[rpm]; !ok {
-		return "", d.with(Skip, ReasonArchitectureNotInStream, "the %s stream has no %s boot images", DefaultOSStream, rpm), false
+	if _, ok := st.Architectures[rpm]; !ok {
+		return "", d.with(Skip, ReasonArchitectureNotInStream, "the %s stream has no %s boot images (it has %s)", osStream, rpm, strings.Join(slices.Sorted(maps.Keys(st.Architectures)), ", ")), false
 	}
 	return arch, d, true
 }

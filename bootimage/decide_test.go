@@ -99,7 +99,7 @@ var _ = Describe("Decide", func() {
 		}), bootimage.Skip, bootimage.ReasonWindowsMachineSet, "Windows"),
 		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
 			o.Labels = map[string]string{bootimage.OSStreamLabel: "rhel-10"}
-		}), bootimage.Skip, bootimage.ReasonNonDefaultOSStream, "rhel-10"),
+		}), bootimage.Skip, bootimage.ReasonOSStreamNotInBootImages, "names OS stream rhel-10, but coreos-bootimages has no streams key"),
 		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(c *bootimage.Cluster, _ *bootimage.Object) { c.BootImages = nil }), bootimage.Error, bootimage.ReasonStreamMissing, "coreos-bootimages not found"),
 		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(c *bootimage.Cluster, _ *bootimage.Object) {
 			c.BootImages = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-machine-config-operator", Name: "coreos-bootimages"}, Data: map[string]string{"stream": `{"stream": 5`}}

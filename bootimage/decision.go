@@ -27,7 +27,6 @@ const (
 	ReasonUnsupportedPlatform     = "UnsupportedPlatform"
 	ReasonOwnedByController       = "OwnedByController"
 	ReasonWindowsMachineSet       = "WindowsMachineSet"
-	ReasonNonDefaultOSStream      = "NonDefaultOSStream"
 	ReasonArchitectureUnknown     = "ArchitectureUnknown"
 	ReasonArchitectureNotInStream = "ArchitectureNotInStream"
 	ReasonRegionNotInStream       = "RegionNotInStream"
@@ -36,6 +35,12 @@ const (
 	ReasonConfidentialVM          = "ConfidentialVM"
 	ReasonUnsupportedArchitecture = "UnsupportedArchitecture"
 	ReasonTargetImageUnavailable  = "TargetImageUnavailable"
+	// ReasonOSStreamNotInBootImages: the object's OS stream (its label, or its pool's) is not in
+	// coreos-bootimages; no other stream's image is given instead.
+	ReasonOSStreamNotInBootImages = "OSStreamNotInBootImages"
+	// ReasonOSStreamTemplateTaken: every vSphere template name of the object's OS stream holds a
+	// template of another RHEL major, which is never overwritten.
+	ReasonOSStreamTemplateTaken = "OSStreamTemplateTaken"
 
 	ReasonInvalidArchitecture = "InvalidArchitecture"
 	ReasonInvalidProviderSpec = "InvalidProviderSpec"
@@ -123,6 +128,7 @@ var needsAdminSkips = map[string]bool{
 	ReasonOwnedByController: true, ReasonArchitectureUnknown: true, ReasonCustomImage: true, ReasonImageNotByID: true,
 	ReasonRegionNotInStream: true, ReasonTargetImageUnavailable: true, ReasonArchitectureNotInStream: true,
 	ReasonConfidentialVM: true, ReasonUnsupportedArchitecture: true, ReasonManagedByTopology: true, ReasonUnsupportedTemplate: true,
+	ReasonOSStreamNotInBootImages: true, ReasonOSStreamTemplateTaken: true,
 }
 
 // LeftBehind reports whether d leaves a selected object on an image the operator could not update
@@ -141,9 +147,13 @@ type Decision struct {
 	Name      string `json:"name"`
 	Platform  string `json:"platform"`
 	Arch      string `json:"arch"`
-	Action    Action `json:"action"`
-	Reason    string `json:"reason"`
-	Message   string `json:"message"`
+	// Stream is the OS stream the boot image comes from (OSStreamChoice); StreamNote, when
+	// set, says that the object's labels or pool disagree with it.
+	Stream     string `json:"stream,omitempty"`
+	StreamNote string `json:"streamNote,omitempty"`
+	Action     Action `json:"action"`
+	Reason     string `json:"reason"`
+	Message    string `json:"message"`
 	// Current and Target are the boot image in a readable form: an AMI id, a GCP image path,
 	// Azure publisher:offer:sku:version, a vSphere template.
 	Current string `json:"current"`

@@ -53,9 +53,9 @@ func (g gcp) Decide(ctx context.Context, d Decision, in PlatformInput) (Decision
 	if !strings.HasPrefix(current, RHCOSGCPImagePrefix+"/") {
 		return d.with(Skip, ReasonCustomImage, "boot image %s is not an RHCOS image (%s/...): custom or marketplace images are left alone", current, RHCOSGCPImagePrefix), nil
 	}
-	img := in.Streams.Default.Architectures[in.Arch].Images.Gcp
+	img := in.Stream.Architectures[in.Arch].Images.Gcp
 	if img == nil || img.Project == "" || img.Name == "" {
-		return d.with(Skip, ReasonArchitectureNotInStream, "the stream has no GCP image for %s", in.Arch), nil
+		return d.with(Skip, ReasonArchitectureNotInStream, "the %s stream has no GCP image for %s", in.OSStream, in.Arch), nil
 	}
 	target := fmt.Sprintf("projects/%s/global/images/%s", img.Project, img.Name)
 	d.Target = target

@@ -118,10 +118,10 @@ func decideMarketplace(ctx context.Context, d Decision, in PlatformInput, region
 	if name, ok := marketplaceProducts[product]; ok {
 		label = fmt.Sprintf("%s (%s)", product, name)
 	}
-	stream := in.Streams.Default.Architectures[in.Arch].Artifacts["aws"].Release
+	stream := in.Stream.Architectures[in.Arch].Artifacts["aws"].Release
 	target, ok := parseRHCOSRelease(stream)
 	if !ok {
-		return d.with(Skip, ReasonTargetImageUnavailable, "the stream has no usable %s artifacts.aws.release (%q) to match marketplace AMIs of product %s against", in.Arch, stream, label), nil
+		return d.with(Skip, ReasonTargetImageUnavailable, "the %s stream has no usable %s artifacts.aws.release (%q) to match marketplace AMIs of product %s against", in.OSStream, in.Arch, stream, label), nil
 	}
 	if target.preRHELAligned() {
 		return d.with(Skip, ReasonTargetImageUnavailable, "the stream's RHCOS %s predates OCP 4.19: marketplace AMIs of product %s are followed only from OCP 4.19 (RHEL-aligned RHCOS versions)", target.full, label), nil

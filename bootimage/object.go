@@ -40,6 +40,10 @@ type Cluster struct {
 	VSphere *configv1.VSpherePlatformSpec
 	// Templates reads vCenter templates; nil when vCenter is not consulted (offline plans).
 	Templates VSphereTemplates
+	// PoolStreams maps each MachineConfigPool to its spec.osImageStream.name ("" when unset).
+	PoolStreams map[string]string
+	// DefaultOSStream is OSImageStream cluster's status.defaultStream; "" without one.
+	DefaultOSStream string
 }
 
 // Object is a MachineSet or ControlPlaneMachineSet of the Machine API, or a MachineSet or

@@ -43,10 +43,12 @@ type PlatformTraits struct {
 // PlatformInput is what a platform decides on.
 type PlatformInput struct {
 	Spec MachineSpec
-	// Arch is the machines' RPM architecture (x86_64, aarch64, ...), present in Streams.
-	Arch    string
-	Streams *Streams
-	Cluster Cluster
+	// Arch is the machines' RPM architecture (x86_64, aarch64, ...), present in Stream.
+	Arch string
+	// Stream is the CoreOS stream of the object's OS stream, OSStream.
+	Stream   *stream.Stream
+	OSStream string
+	Cluster  Cluster
 }
 
 // AzureStackHub is the platform decisions see for Azure with platformStatus.azure.cloudName

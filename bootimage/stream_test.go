@@ -1,7 +1,6 @@
 package bootimage_test
 
 import (
-	"encoding/json"
 
 	"github.com/coreos/stream-metadata-go/stream"
 	configv1 "github.com/openshift/api/config/v1"
@@ -14,25 +13,32 @@ import (
 )
 
 var _ = Describe("ParseBootImages", func() {
-	It("prefers the rhel-9 entry of the streams map", func() {
-		cm := fixtures.BootImagesConfigMap(fixtures.Stream(), "4.20.3")
-		rhel9 := fixtures.Stream()
-		rhel9.Stream = "rhel-9.6"
-		raw, err := json.Marshal(map[string]any{"rhel-9": rhel9, "rhel-10": map[string]any{"stream": "rhel-10.1", "architectures": map[string]any{}}})
-		Expect(err).NotTo(HaveOccurred())
-		cm.Data["streams"] = string(raw)
+	It("parses every entry of the streams map and ignores the stream key then", func() {
+		cm := fixtures.BootImagesConfigMap50(fixtures.Streams50(), fixtures.OCP50ReleaseVersion)
+		cm.Data["stream"] = "{not read}"
 		s, err := bootimage.ParseBootImages(cm)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(s.Default.Stream).To(Equal("rhel-9.6"))
-		Expect(s.ReleaseVersion).To(Equal("4.20.3"))
+		Expect(s.Names()).To(Equal([]string{"rhel-10", "rhel-9"}))
+		Expect(s.ByName["rhel-10"].Stream).To(Equal("rhcos-5.0"))
+		Expect(s.ByName["rhel-9"].Stream).To(Equal("rhcos-4.20"))
+		Expect(s.Keyed).To(BeTrue())
+		Expect(s.ReleaseVersion).To(Equal(fixtures.OCP50ReleaseVersion))
 	})
 
-	It("falls back to the stream key when the map has no rhel-9 entry", func() {
+	It("reads the stream key as rhel-9 without a streams map", func() {
+		s, err := bootimage.ParseBootImages(fixtures.BootImagesConfigMap(fixtures.Stream(), "4.20.3"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(s.Names()).To(Equal([]string{"rhel-9"}))
+		Expect(s.Keyed).To(BeFalse())
+	})
+
+	It("keeps the good entries of a map with a broken one, and names the broken one", func() {
 		cm := fixtures.BootImagesConfigMap(fixtures.Stream(), "4.20.3")
-		cm.Data["streams"] = `{"rhel-10": {}}`
+		cm.Data["streams"] = `{"rhel-9": ` + cm.Data["stream"] + `, "rhel-10": {}}`
 		s, err := bootimage.ParseBootImages(cm)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(s.Default.Stream).To(Equal("rhcos-4.20"))
+		Expect(s.Names()).To(Equal([]string{"rhel-9"}))
+		Expect(s.Invalid["rhel-10"]).To(MatchError(`ConfigMap openshift-machine-config-operator/coreos-bootimages key streams, entry rhel-10: CoreOS stream "" lists no architectures`))
 	})
 
 	DescribeTable("names the ConfigMap and the problem",
@@ -46,6 +52,7 @@ var _ = Describe("ParseBootImages", func() {
 		Entry("not JSON", map[string]string{"stream": "{"}, "key stream: not a CoreOS stream"),
 		Entry("no architectures", map[string]string{"stream": `{"stream":"x","architectures":{}}`}, `CoreOS stream "x" lists no architectures`),
 		Entry("a broken streams map", map[string]string{"streams": "[]", "stream": "{}"}, "key streams is not a JSON map"),
+		Entry("an empty streams map", map[string]string{"streams": "{}", "stream": "{}"}, "key streams holds no OS stream"),
 	)
 
 	It("maps Kubernetes architectures to the stream's", func() {
@@ -61,7 +68,7 @@ var _ = DescribeTable("StreamProblem names what the stream lacks for the cluster
 	func(mutate func(*stream.Stream), platform configv1.PlatformType, arch, want string) {
 		s := fixtures.Stream()
 		mutate(s)
-		got := bootimage.StreamProblem(&bootimage.Streams{Default: s}, platform, arch)
+		got := bootimage.StreamProblem(&bootimage.Streams{ByName: map[string]*stream.Stream{"rhel-9": s}}, platform, arch)
 		if want == "" {
 			Expect(got).To(BeEmpty())
 			return

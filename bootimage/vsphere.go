@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/coreos/stream-metadata-go/stream"
@@ -131,34 +132,50 @@ func (vsphere) Decide(ctx context.Context, d Decision, in PlatformInput) (Decisi
 	if !ok {
 		return d.with(Skip, ReasonFailureDomainMismatch, "providerSpec workspace (%s) matches no vCenter and failure domain of Infrastructure cluster spec.platformSpec.vsphere", ws), nil
 	}
-	art := in.Streams.Default.Architectures[in.Arch].Artifacts["vmware"]
+	art := in.Stream.Architectures[in.Arch].Artifacts["vmware"]
 	ova := art.Formats["ova"].Disk
 	if art.Release == "" || ova == nil || ova.Location == "" || ova.Sha256 == "" {
-		return d.with(Skip, ReasonTargetImageUnavailable, "the stream has no vmware OVA with a release and sha256 for %s", in.Arch), nil
+		return d.with(Skip, ReasonTargetImageUnavailable, "the %s stream has no vmware OVA with a release and sha256 for %s", in.OSStream, in.Arch), nil
 	}
 	at := VSphereLocation{Server: vcenter.Server, Port: vcenter.Port, Datacenter: ws.Datacenter, Folder: path.Clean(ws.Folder)}
 	if in.Cluster.Templates == nil {
 		return d.with(Skip, ReasonVCenterNotConsulted, "template %s: vCenter %s not consulted, so its RHCOS version is unknown; the stream's is %s (OVA %s)", template, at.Server, art.Release, ova.Location), nil
 	}
-	computed := fmt.Sprintf("%s-rhcos-%s", in.Cluster.InfrastructureName, fd.Name)
-	name, value := computed, computed
-	var found *VSphereTemplate
-	var leftovers []string
-	if template != computed && inFolder(at.Folder, template) {
-		t, left, err := managedTemplate(ctx, in.Cluster.Templates, at, path.Base(template))
-		if err != nil {
-			return vcenterError(d, at, template, err)
-		}
-		if t != nil {
-			name, value, found, leftovers = path.Base(template), template, t, left
-		}
+	// Candidates, first match wins: the template the MachineSet names, when it is in the folder, then
+	// the stream's own names. A template of another RHEL major is another stream's: never taken.
+	type candidate struct {
+		name, value string
+		own         bool
 	}
-	if found == nil {
-		t, left, err := managedTemplate(ctx, in.Cluster.Templates, at, computed)
+	var candidates []candidate
+	names := vsphereTemplateNames(in.Cluster.InfrastructureName, fd.Name, in.OSStream)
+	if !slices.Contains(names, template) && inFolder(at.Folder, template) {
+		candidates = append(candidates, candidate{path.Base(template), template, true})
+	}
+	for _, n := range names {
+		candidates = append(candidates, candidate{n, n, false})
+	}
+	var name, value string
+	var found *VSphereTemplate
+	var leftovers, otherStreams []string
+	for _, c := range candidates {
+		t, left, err := managedTemplate(ctx, in.Cluster.Templates, at, c.name)
 		if err != nil {
-			return vcenterError(d, at, computed, err)
+			return vcenterError(d, at, c.name, err)
 		}
-		found, leftovers = t, left
+		if t == nil && c.own {
+			continue // not there: the stream's names decide
+		}
+		if t != nil && t.Version != "" && !sameRHEL(t.Version, art.Release) {
+			otherStreams = append(otherStreams, fmt.Sprintf("%s (RHCOS %s)", t.Path, t.Version))
+			continue
+		}
+		name, value, found, leftovers = c.name, c.value, t, left
+		break
+	}
+	if name == "" {
+		return d.with(Skip, ReasonOSStreamTemplateTaken, "every template name of the %s stream in %s holds another OS stream's template (%s): a template is never replaced by another RHEL major's; rename or remove it",
+			in.OSStream, at.Folder, strings.Join(otherStreams, ", ")), nil
 	}
 	if found != nil && found.Version == "" {
 		return d.with(Skip, ReasonCustomImage, "template %s has no RHCOS product version: not an RHCOS template, left alone", found.Path), nil
@@ -194,6 +211,25 @@ func (vsphere) Decide(ctx context.Context, d Decision, in PlatformInput) (Decisi
 		return d.with(Update, ReasonImageOutdated, "template %s is RHCOS %s, the stream's, but an interrupted swap left %s: finishing it", found.Path, art.Release, strings.Join(leftovers, ", ")), nil
 	}
 	return d.with(Update, ReasonImageOutdated, "template %s is RHCOS %s, the stream's is %s: importing its OVA", found.Path, found.Version, art.Release), nil
+}
+
+// vsphereTemplateNames are the names of the templates the operator manages for osStream in
+// failure domain fd: for rhel-9 the MCO's <infrastructureName>-rhcos-<fd>, then, when a template
+// of another stream holds that name (a 5.0 install's default stream), the stream-named one every
+// other stream uses, <infrastructureName>-rhcos-<stream>-<fd>.
+func vsphereTemplateNames(infrastructureName, fd, osStream string) []string {
+	named := fmt.Sprintf("%s-rhcos-%s-%s", infrastructureName, osStream, fd)
+	if osStream == LegacyOSStream {
+		return []string{fmt.Sprintf("%s-rhcos-%s", infrastructureName, fd), named}
+	}
+	return []string{named}
+}
+
+// sameRHEL reports whether two RHCOS versions are of one RHEL major; true when either cannot be read.
+func sameRHEL(a, b string) bool {
+	va, okA := rhelVersion(a)
+	vb, okB := rhelVersion(b)
+	return !okA || !okB || va.Major() == vb.Major()
 }
 
 // VSphereSwapNames are the names a template swap of name uses, the MCO's: the template being

@@ -11,8 +11,11 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -28,6 +31,8 @@ const (
 	MCONamespace             = "openshift-machine-config-operator"
 	BootImagesConfigMapName  = "coreos-bootimages"
 	MachineConfigurationName = "cluster"
+	// OSImageStreamName is the singleton OSImageStream (machineconfiguration.openshift.io/v1, 5.0 and later).
+	OSImageStreamName = "cluster"
 )
 
 // Cloud credentials Secrets in openshift-machine-api, as the cloud credential operator writes them.
@@ -47,7 +52,7 @@ const (
 // one list of them, for the operator (operator.AddToScheme), bootimagectl and the tests.
 func AddToScheme(s *runtime.Scheme) error {
 	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, configv1.Install, operatorv1.Install, machinev1beta1.Install, machinev1.Install,
+		clientgoscheme.AddToScheme, configv1.Install, operatorv1.Install, machinev1beta1.Install, machinev1.Install, mcfgv1.Install,
 	} {
 		if err := add(s); err != nil {
 			return err
@@ -77,4 +82,23 @@ func ControlPlaneArch(ctx context.Context, c client.Reader, fallback string) (st
 		labels = append(labels, n.Labels)
 	}
 	return bootimage.ControlPlaneArch(labels, fallback), nil
+}
+
+// OSStreamInputs reads what chooses the OS stream of objects without the osstream label: the
+// MachineConfigPools, and OSImageStream cluster, nil where the cluster has none (before 5.0, or
+// where the API does not serve it).
+func OSStreamInputs(ctx context.Context, c client.Reader) ([]mcfgv1.MachineConfigPool, *mcfgv1.OSImageStream, error) {
+	pools := &mcfgv1.MachineConfigPoolList{}
+	if err := c.List(ctx, pools); err != nil && !meta.IsNoMatchError(err) {
+		return nil, nil, err
+	}
+	osImageStream := &mcfgv1.OSImageStream{}
+	err := c.Get(ctx, client.ObjectKey{Name: OSImageStreamName}, osImageStream)
+	if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+		return pools.Items, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return pools.Items, osImageStream, nil
 }

@@ -43,6 +43,8 @@ var CRDs = []CRD{
 	// Read by `bootimagectl refresh plan --kubeconfig`.
 	{"machineconfiguration/v1/zz_generated.crd-manifests", "0000_80_machine-config_01_machineconfigs"},
 	{"machineconfiguration/v1/zz_generated.crd-manifests", "0000_80_machine-config_01_machineconfigpools-SelfManagedHA"},
+	// The OS stream of unlabelled objects: a pool's spec.osImageStream, else the cluster's default.
+	{"machineconfiguration/v1/zz_generated.crd-manifests", "0000_80_machine-config_01_osimagestreams-SelfManagedHA"},
 }
 
 // Path returns the file of crd for featureSet under the module directory moduleDir: the

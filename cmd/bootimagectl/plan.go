@@ -12,6 +12,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,6 +38,9 @@ type planInputs struct {
 	machineSets []*machinev1beta1.MachineSet
 	cpms        []*machinev1.ControlPlaneMachineSet
 	secrets     map[string]*corev1.Secret
+	// pools and osImageStream choose the OS stream of unlabelled objects.
+	pools         []mcfgv1.MachineConfigPool
+	osImageStream *mcfgv1.OSImageStream
 	// clusterAPI are the Cluster API MachineSets and MachineDeployments of openshift-cluster-api,
 	// and templates the infrastructure machine templates they name, by templateKey.
 	clusterAPI []*unstructured.Unstructured
@@ -79,6 +83,12 @@ func fromObjects(objs []client.Object) planInputs {
 			in.secrets[t.Name] = t
 		case *corev1.Node:
 			nodeLabels = append(nodeLabels, t.Labels)
+		case *mcfgv1.MachineConfigPool:
+			in.pools = append(in.pools, *t)
+		case *mcfgv1.OSImageStream:
+			if t.Name == kube.OSImageStreamName {
+				in.osImageStream = t
+			}
 		case *unstructured.Unstructured:
 			switch {
 			case t.GroupVersionKind().Group == bootimage.InfrastructureGroup:
@@ -138,6 +148,10 @@ func fromCluster(ctx context.Context, c client.Client) (planInputs, error) {
 	in := fromObjects(append(objs, clusterAPI...))
 	arch, err := kube.ControlPlaneArch(ctx, c, runtime.GOARCH)
 	if err != nil {
+		return planInputs{}, err
+	}
+	// The operator's own read, so a live plan cannot choose another OS stream.
+	if in.pools, in.osImageStream, err = kube.OSStreamInputs(ctx, c); err != nil {
 		return planInputs{}, err
 	}
 	in.controlPlaneArch, in.live = arch, true
@@ -216,6 +230,9 @@ func (in planInputs) missing() []string {
 	if in.bootImages == nil {
 		notes = append(notes, fmt.Sprintf("No ConfigMap %s/%s: there is no stream to update to", kube.MCONamespace, kube.BootImagesConfigMapName))
 	}
+	if !in.live && len(in.pools) == 0 && in.osImageStream == nil && in.bootImages != nil && in.bootImages.Data["streams"] != "" {
+		notes = append(notes, "No MachineConfigPools nor OSImageStream/cluster among the inputs: objects without the "+bootimage.OSStreamLabel+" label are planned as "+bootimage.LegacyOSStream+", where the operator takes their pool's OS stream")
+	}
 	if in.mc == nil && !in.live {
 		notes = append(notes, "No MachineConfiguration/cluster among the inputs: planned with the default selection")
 	}
@@ -254,7 +271,8 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, images boot
 	if in.infra == nil {
 		return Plan{}, fmt.Errorf("no Infrastructure cluster among the inputs: the platform is unknown")
 	}
-	objs := bootimage.ClusterObjects{Infrastructure: in.infra, ClusterVersion: in.version, BootImages: in.bootImages, Images: images, ControlPlaneArch: in.controlPlaneArch}
+	objs := bootimage.ClusterObjects{Infrastructure: in.infra, ClusterVersion: in.version, BootImages: in.bootImages, Images: images, ControlPlaneArch: in.controlPlaneArch,
+		Pools: in.pools, OSImageStream: in.osImageStream}
 	var out Plan
 	out.Notes = in.missing()
 	// As the operator: the ClusterVersion is missing (BootImageUpdateDegraded), whatever else holds.
@@ -320,6 +338,12 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, images boot
 		a, b := out.Items[i], out.Items[j]
 		return a.Kind+"/"+a.Namespace+"/"+a.Name < b.Kind+"/"+b.Namespace+"/"+b.Name
 	})
+	// As the operator's Warning OSStreamMismatch.
+	for _, d := range out.Items {
+		if d.StreamNote != "" {
+			out.Notes = append(out.Notes, fmt.Sprintf("%s boots OS stream %s, but %s", resourceName(d), d.Stream, d.StreamNote))
+		}
+	}
 	if out.Items == nil {
 		out.Items = []bootimage.Decision{}
 	}
@@ -373,9 +397,9 @@ func printPlan(w io.Writer, p Plan, format string) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if format == "wide" {
-		fmt.Fprintln(tw, "KIND\tNAME\tPLATFORM\tARCH\tACTION\tREASON\tCURRENT\tTARGET\tMESSAGE")
+		fmt.Fprintln(tw, "KIND\tNAME\tPLATFORM\tARCH\tSTREAM\tACTION\tREASON\tCURRENT\tTARGET\tMESSAGE")
 		for _, d := range p.Items {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", strings.TrimSuffix(d.Kind+"."+d.APIGroup, "."), d.Name, d.Platform, orDash(d.Arch), d.Action, d.Reason, orDash(d.Current), orDash(d.Target), d.Message)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", strings.TrimSuffix(d.Kind+"."+d.APIGroup, "."), d.Name, d.Platform, orDash(d.Arch), orDash(d.Stream), d.Action, d.Reason, orDash(d.Current), orDash(d.Target), d.Message)
 		}
 	} else {
 		// Fits 120 columns for the usual names: kind and name as kubectl's resource/name, RHCOS GCP

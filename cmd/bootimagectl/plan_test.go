@@ -257,7 +257,7 @@ var _ = Describe("bootimagectl plan on files, the operator's cases", func() {
 			ms := fixtures.MachineSet("w", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI))
 			ms.Labels[bootimage.OSStreamLabel] = "rhel-10"
 			return ms
-		}(), bootimage.Skip, bootimage.ReasonNonDefaultOSStream),
+		}(), bootimage.Skip, bootimage.ReasonOSStreamNotInBootImages),
 		Entry("an invalid architecture", configv1.AWSPlatformType, func() *machinev1beta1.MachineSet {
 			ms := fixtures.MachineSet("w", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI))
 			ms.Annotations[bootimage.ArchAnnotation] = "kubernetes.io/arch=mips"

@@ -56,7 +56,11 @@ func (in clusterInputs) load(ctx context.Context) (loaded loadedInputs, ready bo
 	if objs.ControlPlaneArch, err = ControlPlaneArch(ctx, in.Client); err != nil {
 		return loaded, false, err
 	}
-	return loadedInputs{cluster: bootimage.NewCluster(objs), version: inputsVersion(mc, objs.BootImages)}, true, nil
+	if objs.Pools, objs.OSImageStream, err = kube.OSStreamInputs(ctx, in.Client); err != nil {
+		return loaded, false, err
+	}
+	cluster := bootimage.NewCluster(objs)
+	return loadedInputs{cluster: cluster, version: inputsVersion(mc, objs.BootImages, cluster.OSStreamsKey())}, true, nil
 }
 
 // loadedInputs are the inputs of the decisions and their version.
@@ -65,19 +69,19 @@ type loadedInputs struct {
 	version string
 }
 
-// inputsVersion identifies the stream and the selection decisions are taken on: a decision taken
+// inputsVersion identifies the stream, the OS stream choices and the selection decisions are taken on: a decision taken
 // on another version is not current, and its object counts as pending in the progress conditions.
-func inputsVersion(mc *operatorv1.MachineConfiguration, bootImages *corev1.ConfigMap) string {
+func inputsVersion(mc *operatorv1.MachineConfiguration, bootImages *corev1.ConfigMap, osStreams string) string {
 	stream := "none"
 	if bootImages != nil {
 		stream = bootImages.ResourceVersion
 	}
 	return stream + "/" + bootimage.SelectionKey(mc.Status.ManagedBootImagesStatus, operatorv1.MachineSets) + "/" +
-		bootimage.SelectionKey(mc.Status.ManagedBootImagesStatus, operatorv1.ControlPlaneMachineSets)
+		bootimage.SelectionKey(mc.Status.ManagedBootImagesStatus, operatorv1.ControlPlaneMachineSets) + "/" + osStreams
 }
 
 // getOptional gets key into obj, returning nil when it does not exist.
-func getOptional[T client.Object](ctx context.Context, c client.Client, key client.ObjectKey, obj T) (T, error) {
+func getOptional[T client.Object](ctx context.Context, c client.Reader, key client.ObjectKey, obj T) (T, error) {
 	var none T
 	err := c.Get(ctx, key, obj)
 	if apierrors.IsNotFound(err) {

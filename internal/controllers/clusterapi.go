@@ -255,7 +255,7 @@ func (r *ClusterAPIReconciler) Register(ctx context.Context, mgr ctrl.Manager) e
 				return o.Status.AuthoritativeAPI == n.Status.AuthoritativeAPI
 			})))
 	}
-	return watchClusterInputs(b, r.Inputs.Namespace, all, none).Complete(objectReconciler[*unstructured.Unstructured]{
+	return watchOSStreams(watchClusterInputs(b, r.Inputs.Namespace, all, none), mgr, all).Complete(objectReconciler[*unstructured.Unstructured]{
 		client: r.Client, tracker: r.Tracker, kind: r.Kind, newObject: r.newObject, reconcile: r.Reconcile,
 	})
 }

@@ -66,7 +66,7 @@ func (r *ControlPlaneMachineSetReconciler) Register(_ context.Context, mgr ctrl.
 		For(&machinev1.ControlPlaneMachineSet{}, builder.WithPredicates(
 			inNamespace(kube.MachineAPINamespace),
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
-	return watchClusterInputs(b, r.Inputs.Namespace, theCPMS, theCPMS).Complete(objectReconciler[*machinev1.ControlPlaneMachineSet]{
+	return watchOSStreams(watchClusterInputs(b, r.Inputs.Namespace, theCPMS, theCPMS), mgr, theCPMS).Complete(objectReconciler[*machinev1.ControlPlaneMachineSet]{
 		// No CPMS (for example user-provisioned infrastructure): nothing to manage, nothing wrong.
 		client: r.Client, tracker: r.Tracker, kind: cpmsKind,
 		newObject: func() *machinev1.ControlPlaneMachineSet { return &machinev1.ControlPlaneMachineSet{} }, reconcile: r.Reconcile,

@@ -112,7 +112,12 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	status.SetSupportCondition(want, platform, gates, r.MachineAPI.Missing())
 	r.announceSupport(ctx, want)
 
-	p, err := r.progress(ctx, inputsVersion(want, bootImages))
+	pools, osImageStream, err := kube.OSStreamInputs(ctx, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	osStreams := bootimage.NewCluster(bootimage.ClusterObjects{Pools: pools, OSImageStream: osImageStream}).OSStreamsKey()
+	p, err := r.progress(ctx, inputsVersion(want, bootImages, osStreams))
 	if err != nil {
 		return ctrl.Result{}, err
 	}

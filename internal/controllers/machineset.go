@@ -89,7 +89,7 @@ func (r *MachineSetReconciler) Register(ctx context.Context, mgr ctrl.Manager) e
 	if r.Templates != nil {
 		b = b.WatchesRawSource(r.Templates.Source(bootimage.KindMachineSet))
 	}
-	return watchClusterInputs(b, r.Inputs.Namespace, all, byUserData).Complete(objectReconciler[*machinev1beta1.MachineSet]{
+	return watchOSStreams(watchClusterInputs(b, r.Inputs.Namespace, all, byUserData), mgr, all).Complete(objectReconciler[*machinev1beta1.MachineSet]{
 		client: r.Client, tracker: r.Tracker, kind: bootimage.KindMachineSet,
 		newObject: func() *machinev1beta1.MachineSet { return &machinev1beta1.MachineSet{} }, reconcile: r.Reconcile,
 	})

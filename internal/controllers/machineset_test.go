@@ -177,7 +177,7 @@ var _ = Describe("MachineSet boot images", func() {
 		cases := map[*machinev1beta1.MachineSet]string{
 			owned:       "OwnedByController: Boot image update skipped: owned by MachinePool pool",
 			windows:     "WindowsMachineSet: Boot image update skipped: Windows machines",
-			rhel10:      "NonDefaultOSStream: Boot image update skipped: label machineconfiguration.openshift.io/osstream=rhel-10",
+			rhel10:      "OSStreamNotInBootImages: Boot image update skipped: label machineconfiguration.openshift.io/osstream=rhel-10 names OS stream rhel-10, but coreos-bootimages has no streams key",
 			badArch:     `InvalidArchitecture: Boot image update failed: annotation capacity.cluster-autoscaler.kubernetes.io/labels names architecture "sparc64"`,
 			power:       "ArchitectureNotInStream: Boot image update skipped: the rhel-9 stream has no ppc64le boot images",
 			badUserData: "InvalidUserData: Boot image update failed: user-data Secret openshift-machine-api/broken-user-data: userData is not a JSON object",

@@ -15,6 +15,9 @@ import (
 const (
 	ReasonBootImageUpdated = "BootImageUpdated"
 	ReasonUserDataUpgraded = "UserDataUpgraded"
+	// ReasonOSStreamMismatch: an object's labels or pool disagree with the OS stream its boot
+	// image comes from (bootimage.OSStreamChoice.Note).
+	ReasonOSStreamMismatch = "OSStreamMismatch"
 )
 
 // report records d, taken on inputs, and, when it changed, says so in an Event and the log: every
@@ -26,11 +29,16 @@ func report(ctx context.Context, recorder record.EventRecorder, tracker *Tracker
 // reportFailure is report for an Error caused by the fault cause (cloud.FailureKey): the same
 // fault is said once, however often it recurs, and counted once in bootimage_errors_total.
 func reportFailure(ctx context.Context, recorder record.EventRecorder, tracker *Tracker, metrics *Metrics, obj client.Object, d bootimage.Decision, inputs, cause string) {
-	if !tracker.RecordFailure(d, inputs, cause) {
-		return
-	}
+	changed, noteChanged := tracker.RecordFailure(d, inputs, cause)
 	// The request's logger already names the object, as controller-runtime logs it.
 	log := logf.FromContext(ctx).WithValues("reason", d.Reason)
+	if noteChanged && d.StreamNote != "" {
+		log.Info("OS stream disagreement", "osStream", d.Stream, "message", d.StreamNote)
+		recorder.Event(obj, corev1.EventTypeWarning, ReasonOSStreamMismatch, "The boot image comes from OS stream "+d.Stream+", but "+d.StreamNote)
+	}
+	if !changed {
+		return
+	}
 	switch d.Action {
 	case bootimage.Skip:
 		log.V(1).Info("Skipping boot image update", "message", d.Message)

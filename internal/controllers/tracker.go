@@ -53,13 +53,15 @@ func keyOf(d bootimage.Decision) trackerKey {
 // Record stores d, taken on inputs, and reports whether it differs from the previous decision for
 // the object in action, reason or message (what an Event would say).
 func (t *Tracker) Record(d bootimage.Decision, inputs string) bool {
-	return t.RecordFailure(d, inputs, "")
+	changed, _ := t.RecordFailure(d, inputs, "")
+	return changed
 }
 
 // RecordFailure is Record for an Error caused by the fault cause: while the fault stays the
 // same (same reason and cause), the decision is unchanged and keeps its first message, so a
-// retry that fails alike costs no Event, no status write and no error count.
-func (t *Tracker) RecordFailure(d bootimage.Decision, inputs, cause string) bool {
+// retry that fails alike costs no Event, no status write and no error count. noteChanged says
+// whether d's StreamNote is new.
+func (t *Tracker) RecordFailure(d bootimage.Decision, inputs, cause string) (changed, noteChanged bool) {
 	k := keyOf(d)
 	t.mu.Lock()
 	prev, seen := t.decisions[k]
@@ -69,11 +71,12 @@ func (t *Tracker) RecordFailure(d bootimage.Decision, inputs, cause string) bool
 	}
 	t.decisions[k] = trackedDecision{d, inputs, cause}
 	t.mu.Unlock()
-	changed := !sameFault && (!seen || prev.Action != d.Action || prev.Reason != d.Reason || prev.Message != d.Message)
+	noteChanged = prev.StreamNote != d.StreamNote
+	changed = !sameFault && (!seen || prev.Action != d.Action || prev.Reason != d.Reason || prev.Message != d.Message)
 	if changed || prev.inputs != inputs {
 		t.poke()
 	}
-	return changed
+	return changed, noteChanged
 }
 
 // Forget drops the object of kind.

@@ -4,9 +4,11 @@ import (
 	"context"
 
 	configv1 "github.com/openshift/api/config/v1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -40,6 +42,23 @@ func watchClusterInputs(b *builder.TypedBuilder[reconcile.Request], namespace st
 		Watches(&configv1.ClusterVersion{}, all, builder.WithPredicates(clusterVersionChanged())).
 		Watches(&corev1.ConfigMap{}, all, builder.WithPredicates(named(namespace, kube.BootImagesConfigMapName), changed(func(o, n *corev1.ConfigMap) bool { return equality.Semantic.DeepEqual(o.Data, n.Data) }))).
 		Watches(&corev1.Secret{}, secrets, builder.WithPredicates(inNamespace(kube.MachineAPINamespace), changed(func(o, n *corev1.Secret) bool { return equality.Semantic.DeepEqual(o.Data, n.Data) })))
+}
+
+// watchOSStreams adds to b what chooses the OS stream of an unlabelled object, mapped by all: a
+// MachineConfigPool's spec.osImageStream, and, where the cluster serves it (5.0 and later),
+// OSImageStream cluster's default stream. A watch of a kind not served would never sync.
+func watchOSStreams(b *builder.TypedBuilder[reconcile.Request], mgr ctrl.Manager, allObjects handler.MapFunc) *builder.TypedBuilder[reconcile.Request] {
+	all := handler.EnqueueRequestsFromMapFunc(allObjects)
+	b = b.Watches(&mcfgv1.MachineConfigPool{}, all, builder.WithPredicates(changed(func(o, n *mcfgv1.MachineConfigPool) bool {
+		return o.Spec.OSImageStream == n.Spec.OSImageStream
+	})))
+	gvk := mcfgv1.GroupVersion.WithKind("OSImageStream")
+	if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+		return b
+	}
+	return b.Watches(&mcfgv1.OSImageStream{}, all, builder.WithPredicates(named("", kube.OSImageStreamName), changed(func(o, n *mcfgv1.OSImageStream) bool {
+		return o.Status.DefaultStream == n.Status.DefaultStream
+	})))
 }
 
 func inNamespace(ns string) predicate.Predicate {

@@ -51,6 +51,7 @@ var mccRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"operator.openshift.io"}, Resources: []string{"machineconfigurations"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{"operator.openshift.io"}, Resources: []string{"machineconfigurations/status"}, Verbs: []string{"get", "update"}},
 	{APIGroups: []string{"machine.openshift.io"}, Resources: []string{"machinesets", "machines", "controlplanemachinesets"}, Verbs: []string{"get", "list", "watch", "patch"}},
+	{APIGroups: []string{"machineconfiguration.openshift.io"}, Resources: []string{"machineconfigpools", "osimagestreams"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create", "get", "update"}},
 }
 
