@@ -76,6 +76,48 @@ var _ = Describe("vSphere decisions", func() {
 		Expect(after["template"]).To(Equal(installed))
 	})
 
+	Context("with two OS streams", func() {
+		on50 := func(c *bootimage.Cluster, _ *bootimage.Object) {
+			streams := fixtures.Streams50()
+			streams["rhel-9"] = fixtures.WithVSphereOVA(streams["rhel-9"], release, "https://mirror/rhcos.ova", ovaSHA)
+			c.BootImages = fixtures.BootImagesConfigMap50(streams, fixtures.OCP50ReleaseVersion)
+		}
+		It("never imports a rhel-10 OVA over a rhel-9 template: the rhel-10 one has a name of its own", func() {
+			d := vsphere(installed, on50, labelled(rhel10))
+			Expect(d.Action).To(Equal(bootimage.Update), d.Message)
+			Expect(d.VSphere.Name).To(Equal("demo-x7k2p-rhcos-rhel-10-fd1"))
+			Expect(d.VSphere.Release).To(Equal(fixtures.RHEL10Release))
+			Expect(d.VSphere.OVALocation).To(Equal(fixtures.RHEL10VSphereOVA))
+		})
+		It("keeps the MCO's name for rhel-9 while it holds a rhel-9 template", func() {
+			templates.byPath[folder+"/"+computed] = bootimage.VSphereTemplate{Version: "9.4.20240101-0", IsTemplate: true}
+			d := vsphere("elsewhere/custom", on50, labelled("rhel-9"))
+			Expect(d.VSphere.Name).To(Equal(computed))
+			Expect(d.VSphere.Release).To(Equal(release))
+		})
+		It("never imports a rhel-9 OVA over a rhel-10 template: the MCO's name taken, rhel-9 gets its own", func() {
+			templates.byPath[folder+"/"+computed] = bootimage.VSphereTemplate{Version: fixtures.RHEL10Release, IsTemplate: true}
+			d := vsphere(computed, on50, labelled("rhel-9"))
+			Expect(d.Action).To(Equal(bootimage.Update), d.Message)
+			Expect(d.VSphere.Name).To(Equal("demo-x7k2p-rhcos-rhel-9-fd1"))
+			Expect(d.VSphere.Release).To(Equal(release))
+		})
+		It("updates a rhel-10 template in place with the rhel-10 OVA", func() {
+			templates.byPath[folder+"/"+computed] = bootimage.VSphereTemplate{Version: "10.0.20251101-0", IsTemplate: true}
+			d := vsphere(computed, on50, labelled(rhel10))
+			Expect(d.VSphere.Name).To(Equal(computed))
+			Expect(d.VSphere.Release).To(Equal(fixtures.RHEL10Release))
+		})
+		It("skips when every name of the stream holds another stream's template", func() {
+			templates.byPath[folder+"/"+computed] = bootimage.VSphereTemplate{Version: fixtures.RHEL10Release, IsTemplate: true}
+			templates.byPath[folder+"/demo-x7k2p-rhcos-rhel-9-fd1"] = bootimage.VSphereTemplate{Version: fixtures.RHEL10Release, IsTemplate: true}
+			d := vsphere(computed, on50, labelled("rhel-9"))
+			Expect(d.Action).To(Equal(bootimage.Skip))
+			Expect(d.Reason).To(Equal(bootimage.ReasonOSStreamTemplateTaken))
+			Expect(d.VSphere).To(BeNil())
+		})
+	})
+
 	It("is up to date when the template is the stream's release", func() {
 		templates.byPath[folder+"/"+installed] = bootimage.VSphereTemplate{Version: release, IsTemplate: true}
 		d := vsphere(installed)
