@@ -51,8 +51,8 @@ func (c Cluster) OSStream(obj Object) OSStreamChoice {
 		notes = append(notes, fmt.Sprintf("the machine template's label %s=%s disagrees with the object's %s, which decides the boot image", OSStreamLabel, t, label))
 	}
 	if pool != "" && poolStream != label {
-		notes = append(notes, fmt.Sprintf("its machines join MachineConfigPool %s, which runs %s (%s), but it is labelled %s: they boot %s and then rebase to %s; make the label and the pool agree",
-			pool, poolStream, poolFrom, label, label, poolStream))
+		notes = append(notes, fmt.Sprintf("its machines join MachineConfigPool %s, which runs %s (%s): they boot %s and then rebase to %s; make the label and the pool agree",
+			pool, poolStream, poolFrom, label, poolStream))
 	}
 	choice.Note = strings.Join(notes, "; ")
 	return choice

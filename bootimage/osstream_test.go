@@ -126,7 +126,7 @@ var _ = Describe("OS streams", func() {
 		},
 		Entry("agreeing", []mutate{on50(rhel10, nil), labelled(rhel10), joins("worker")}, rhel10, ""),
 		Entry("a rhel-9 label in a rhel-10 pool", []mutate{on50(rhel10, nil), labelled("rhel-9"), joins("worker")}, "rhel-9",
-			"its machines join MachineConfigPool worker, which runs rhel-10 (OSImageStream cluster status.defaultStream), but it is labelled rhel-9"),
+			"its machines join MachineConfigPool worker, which runs rhel-10 (OSImageStream cluster status.defaultStream): they boot rhel-9 and then rebase to rhel-10"),
 		Entry("the template label disagreeing", []mutate{on50(rhel10, nil), labelled(rhel10), func(_ *bootimage.Cluster, o *bootimage.Object) {
 			o.TemplateLabels = map[string]string{bootimage.OSStreamLabel: "rhel-9"}
 		}}, rhel10, "the machine template's label machineconfiguration.openshift.io/osstream=rhel-9 disagrees"),

@@ -152,7 +152,7 @@ func typed(scheme *runtime.Scheme, u *unstructured.Unstructured) ([]client.Objec
 }
 
 // wantedKinds are the kinds a plan reads.
-const wantedKinds = "Infrastructure, FeatureGate, ClusterVersion, MachineConfiguration, ConfigMap, MachineSet, ControlPlaneMachineSet, Secret, Node"
+const wantedKinds = "Infrastructure, FeatureGate, ClusterVersion, MachineConfiguration, ConfigMap, MachineSet, ControlPlaneMachineSet, Secret, Node, MachineConfigPool, OSImageStream"
 
 // clusterAPIKindNames are the Cluster API kinds a plan reads (clusterAPIKinds).
 const clusterAPIKindNames = "cluster.x-k8s.io MachineSet, MachineDeployment; infrastructure.cluster.x-k8s.io AWSMachineTemplate, GCPMachineTemplate, AzureMachineTemplate"

@@ -53,7 +53,7 @@ unusable. Every input the operator reads that is missing is named in a note.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringArrayVarP(&o.files, "filename", "f", nil, "A YAML or JSON file, a folder of them, or - for stdin (repeatable), to plan instead of the cluster: Infrastructure, FeatureGate, ClusterVersion, MachineConfiguration, ConfigMap, MachineSet, ControlPlaneMachineSet, Secret, Node, Cluster API MachineSet, MachineDeployment and AWS/GCP/AzureMachineTemplate, and Lists of them; other kinds and unknown fields are refused. Always offline.")
+	fs.StringArrayVarP(&o.files, "filename", "f", nil, "A YAML or JSON file, a folder of them, or - for stdin (repeatable), to plan instead of the cluster: Infrastructure, FeatureGate, ClusterVersion, MachineConfiguration, ConfigMap, MachineSet, ControlPlaneMachineSet, Secret, Node, MachineConfigPool, OSImageStream, Cluster API MachineSet, MachineDeployment and AWS/GCP/AzureMachineTemplate, and Lists of them; other kinds and unknown fields are refused. Always offline.")
 	fs.BoolVar(&o.offline, "offline", false, "Look no image up in a cloud: only in --aws-images.")
 	fs.StringVar(&o.awsImages, "aws-images", "", "AMIs to classify AWS images with, instead of EC2: the output of `aws ec2 describe-images` ({\"Images\": [...]}), or a JSON array of {imageId, ownerId, name, description, creationDate, region, state}.")
 	fs.StringVar(&o.vcenterCA, "vcenter-ca", "", "PEM CAs to trust for vCenter (default: the system's). vCenter is only read.")

@@ -23,6 +23,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/internal/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/operator"
@@ -205,6 +206,10 @@ func observedOutcomes(ctx context.Context, c client.Client) []outcome {
 		o := outcome{Kind: kind, Name: name, Action: string(bootimage.NoChange), Reason: bootimage.ReasonUpToDate, Image: amiOf(providerSpec)}
 		var last *corev1.Event
 		for i, e := range events.Items {
+			// An OS stream disagreement is said beside the decision (the plan's notes), not as one.
+			if e.Reason == controllers.ReasonOSStreamMismatch {
+				continue
+			}
 			if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name && (last == nil || e.LastTimestamp.After(last.LastTimestamp.Time)) {
 				last = &events.Items[i]
 			}
