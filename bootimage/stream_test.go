@@ -1,7 +1,6 @@
 package bootimage_test
 
 import (
-
 	"github.com/coreos/stream-metadata-go/stream"
 	configv1 "github.com/openshift/api/config/v1"
 
