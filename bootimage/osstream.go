@@ -40,7 +40,7 @@ type OSStreamChoice struct {
 // every unlabelled object).
 func (c Cluster) OSStream(obj Object) OSStreamChoice {
 	pool := poolOf(obj)
-	poolStream, poolFrom := c.poolStream(pool)
+	poolStream, poolFrom, known := c.poolStream(pool)
 	label, labelled := obj.Labels[OSStreamLabel]
 	if !labelled {
 		return OSStreamChoice{Name: poolStream, From: poolFrom}
@@ -50,7 +50,7 @@ func (c Cluster) OSStream(obj Object) OSStreamChoice {
 	if t, ok := obj.TemplateLabels[OSStreamLabel]; ok && t != label {
 		notes = append(notes, fmt.Sprintf("the machine template's label %s=%s disagrees with the object's %s, which decides the boot image", OSStreamLabel, t, label))
 	}
-	if pool != "" && poolStream != label {
+	if pool != "" && known && poolStream != label {
 		notes = append(notes, fmt.Sprintf("its machines join MachineConfigPool %s, which runs %s (%s): they boot %s and then rebase to %s; make the label and the pool agree",
 			pool, poolStream, poolFrom, label, poolStream))
 	}
@@ -58,19 +58,19 @@ func (c Cluster) OSStream(obj Object) OSStreamChoice {
 	return choice
 }
 
-// poolStream returns the OS stream of pool ("" when unknown: the cluster's default) and where
-// it came from.
-func (c Cluster) poolStream(pool string) (string, string) {
+// poolStream returns the OS stream of pool ("" when unknown: the cluster's default), where it
+// came from, and whether the cluster said it (rather than the rule for payloads before 5.0).
+func (c Cluster) poolStream(pool string) (string, string, bool) {
 	if s := c.PoolStreams[pool]; pool != "" && s != "" {
-		return s, fmt.Sprintf("MachineConfigPool %s spec.osImageStream", pool)
+		return s, fmt.Sprintf("MachineConfigPool %s spec.osImageStream", pool), true
 	}
 	if s := c.PoolStreams[WorkerPool]; pool != "" && pool != MasterPool && pool != WorkerPool && s != "" {
-		return s, fmt.Sprintf("custom MachineConfigPool %s without spec.osImageStream takes the worker pool's", pool)
+		return s, fmt.Sprintf("custom MachineConfigPool %s without spec.osImageStream takes the worker pool's", pool), true
 	}
 	if c.DefaultOSStream != "" {
-		return c.DefaultOSStream, "OSImageStream cluster status.defaultStream"
+		return c.DefaultOSStream, "OSImageStream cluster status.defaultStream", true
 	}
-	return LegacyOSStream, "no OSImageStream cluster: the stream of payloads before OpenShift 5.0"
+	return LegacyOSStream, "no OSImageStream cluster: the stream of payloads before OpenShift 5.0", false
 }
 
 // poolOf returns the pool obj's machines join: the one its user-data stub fetches its config

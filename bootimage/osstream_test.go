@@ -131,6 +131,7 @@ var _ = Describe("OS streams", func() {
 			o.TemplateLabels = map[string]string{bootimage.OSStreamLabel: "rhel-9"}
 		}}, rhel10, "the machine template's label machineconfiguration.openshift.io/osstream=rhel-9 disagrees"),
 		Entry("unknown pool: nothing to disagree with", []mutate{on50("rhel-9", nil), labelled(rhel10)}, rhel10, ""),
+		Entry("no OSImageStream: the cluster says no stream to disagree with", []mutate{labelled(rhel10), joins("worker")}, rhel10, ""),
 	)
 
 	It("takes the master pool for the ControlPlaneMachineSet", func() {

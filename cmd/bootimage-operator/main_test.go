@@ -203,8 +203,8 @@ var _ = Describe("The operator process on a real API server, with only the shipp
 			families = got.Families
 			value := got.Value
 			g.Expect(value("bootimage_updates_total", "kind", "MachineSet")).To(BeNumerically(">=", 1))
-			g.Expect(value("bootimage_decisions", "kind", "MachineSet", "action", "NoChange", "reason", "UpToDate")).To(BeEquivalentTo(1))
-			g.Expect(value("bootimage_decisions", "kind", "MachineSet", "action", "Error", "reason", "InvalidArchitecture")).To(BeEquivalentTo(1))
+			g.Expect(value("bootimage_decisions", "kind", "MachineSet", "action", "NoChange", "reason", "UpToDate", "stream", "rhel-9")).To(BeEquivalentTo(1))
+			g.Expect(value("bootimage_decisions", "kind", "MachineSet", "action", "Error", "reason", "InvalidArchitecture", "stream", "rhel-9")).To(BeEquivalentTo(1))
 			g.Expect(value("bootimage_errors_total", "kind", "MachineSet", "reason", "InvalidArchitecture")).To(BeNumerically(">=", 1))
 			g.Expect(value("bootimage_degraded")).To(BeEquivalentTo(1))
 			g.Expect(value("bootimage_last_successful_reconcile_timestamp_seconds")).To(BeNumerically(">", 0))

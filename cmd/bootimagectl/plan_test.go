@@ -132,15 +132,15 @@ var _ = Describe("bootimagectl plan on files", func() {
 		Expect(code).To(Equal(0), out)
 		Expect(out).To(MatchJSON(`{
   "items": [
-    {"kind": "ControlPlaneMachineSet", "namespace": "openshift-machine-api", "name": "cluster", "platform": "AWS", "arch": "amd64", "action": "Update", "reason": "ImageOutdated",
+    {"kind": "ControlPlaneMachineSet", "namespace": "openshift-machine-api", "name": "cluster", "platform": "AWS", "arch": "amd64", "stream": "rhel-9", "action": "Update", "reason": "ImageOutdated",
      "message": "AMI ami-0aaaaaaaaaaaaaa01 is outdated: the stream's is ami-0f1e2d3c4b5a69788", "current": "ami-0aaaaaaaaaaaaaa01", "target": "ami-0f1e2d3c4b5a69788"},
-    {"kind": "MachineSet", "namespace": "openshift-machine-api", "name": "current", "platform": "AWS", "arch": "amd64", "action": "NoChange", "reason": "UpToDate",
+    {"kind": "MachineSet", "namespace": "openshift-machine-api", "name": "current", "platform": "AWS", "arch": "amd64", "stream": "rhel-9", "action": "NoChange", "reason": "UpToDate",
      "message": "AMI ami-0f1e2d3c4b5a69788 is the stream's", "current": "ami-0f1e2d3c4b5a69788", "target": "ami-0f1e2d3c4b5a69788"},
-    {"kind": "MachineSet", "namespace": "openshift-machine-api", "name": "custom", "platform": "AWS", "arch": "amd64", "action": "Skip", "reason": "CustomImage",
+    {"kind": "MachineSet", "namespace": "openshift-machine-api", "name": "custom", "platform": "AWS", "arch": "amd64", "stream": "rhel-9", "action": "Skip", "reason": "CustomImage",
      "message": "AMI ami-0c0570c0570c05700 is owned by account 123456789012, not by RHCOS (531415883065) or the AWS Marketplace (679593333241)", "current": "ami-0c0570c0570c05700", "target": ""},
-    {"kind": "MachineSet", "namespace": "openshift-machine-api", "name": "owned", "platform": "AWS", "arch": "", "action": "Skip", "reason": "OwnedByController",
+    {"kind": "MachineSet", "namespace": "openshift-machine-api", "name": "owned", "platform": "AWS", "arch": "", "stream": "rhel-9", "action": "Skip", "reason": "OwnedByController",
      "message": "owned by MachinePool pool, which manages its boot image", "current": "ami-0aaaaaaaaaaaaaa01", "target": ""},
-    {"kind": "MachineSet", "namespace": "openshift-machine-api", "name": "worker-a", "platform": "AWS", "arch": "amd64", "action": "Update", "reason": "ImageOutdated",
+    {"kind": "MachineSet", "namespace": "openshift-machine-api", "name": "worker-a", "platform": "AWS", "arch": "amd64", "stream": "rhel-9", "action": "Update", "reason": "ImageOutdated",
      "message": "AMI ami-0aaaaaaaaaaaaaa01 is outdated: the stream's is ami-0f1e2d3c4b5a69788", "current": "ami-0aaaaaaaaaaaaaa01", "target": "ami-0f1e2d3c4b5a69788"}
   ],
   "summary": {"update": 2, "noChange": 1, "skip": 2, "error": 0}
@@ -162,7 +162,7 @@ var _ = Describe("bootimagectl plan on files", func() {
 	It("prints the messages with -o wide", func() {
 		code, out, _ := runCLI("plan", "-f", dir, "--aws-images", images, "-o", "wide")
 		Expect(code).To(Equal(0))
-		Expect(out).To(ContainSubstring("KIND                    NAME      PLATFORM  ARCH   ACTION    REASON"))
+		Expect(out).To(ContainSubstring("KIND                    NAME      PLATFORM  ARCH   STREAM  ACTION    REASON"))
 		Expect(out).To(MatchRegexp(`(?m)^MachineSet +owned .*owned by MachinePool pool, which manages its boot image$`))
 	})
 

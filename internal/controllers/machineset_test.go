@@ -425,7 +425,7 @@ var _ = Describe("MachineSet boot images left alone elsewhere", func() {
 		Entry("no architecture on a multi-arch cluster", configv1.AWSPlatformType, fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI), noArch, multiArch, staticImages,
 			"ArchitectureUnknown: Boot image update skipped: multi-architecture cluster and no kubernetes.io/arch"),
 		Entry("a region the stream does not list", configv1.AWSPlatformType, fixtures.AWSProviderSpec("ap-south-1", fixtures.OldAWSAMI), nil, nil, rhcosInAPSouth,
-			"RegionNotInStream: Boot image update skipped: the stream has no x86_64 AMI for region ap-south-1"),
+			"RegionNotInStream: Boot image update skipped: the rhel-9 stream has no x86_64 AMI for region ap-south-1 (it has AMIs in eu-west-1, us-east-1, us-west-2)"),
 		Entry("a target AMI EC2 does not have", configv1.AWSPlatformType, fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI), nil, nil, oldOnly,
 			"TargetImageUnavailable: Boot image update skipped: target AMI ami-0f1e2d3c4b5a69788 is not found in us-east-1"),
 	)

@@ -77,7 +77,7 @@ func metricKind(d bootimage.Decision) string {
 }
 
 var decisionsDesc = prometheus.NewDesc("bootimage_decisions",
-	"Objects by the operator's current decision for them, by kind (Kind.group for Cluster API objects).", []string{"kind", "action", "reason"}, nil)
+	"Objects by the operator's current decision for them, by kind (Kind.group for Cluster API objects) and the OS stream their boot image comes from.", []string{"kind", "action", "reason", "stream"}, nil)
 
 // decisionCollector counts the Tracker's decisions when Prometheus scrapes, so the gauge always
 // agrees with the status conditions, which are computed from the same decisions.
@@ -98,16 +98,17 @@ func (c *decisionCollector) Collect(ch chan<- prometheus.Metric) {
 		kind   string
 		action bootimage.Action
 		reason string
+		stream string
 	}
 	counts := map[series]int{}
 	// Cluster API MachineSets are tracked as MachineSets; metricKind tells them apart.
 	for _, kind := range append(trackedKinds, bootimage.KindMachineDeployment) {
 		for _, d := range t.Latest(kind) {
-			counts[series{metricKind(d), d.Action, d.Reason}]++
+			counts[series{metricKind(d), d.Action, d.Reason, d.Stream}]++
 		}
 	}
 	for s, n := range counts {
-		ch <- prometheus.MustNewConstMetric(decisionsDesc, prometheus.GaugeValue, float64(n), s.kind, string(s.action), s.reason)
+		ch <- prometheus.MustNewConstMetric(decisionsDesc, prometheus.GaugeValue, float64(n), s.kind, string(s.action), s.reason, s.stream)
 	}
 }
 

@@ -41,8 +41,8 @@ var _ = Describe("The operator's metrics", func() {
 
 		By("one MachineSet updated, one left on a custom image: upgrades blocked")
 		Eventually(metric(operatorMetrics, "bootimage_upgrade_blocked")).Should(Equal(1.0))
-		Eventually(metric(operatorMetrics, "bootimage_decisions", "kind", "MachineSet", "action", "NoChange", "reason", bootimage.ReasonUpToDate)).Should(Equal(1.0))
-		Expect(metric(operatorMetrics, "bootimage_decisions", "kind", "MachineSet", "action", "Skip", "reason", bootimage.ReasonCustomImage)()).To(Equal(1.0))
+		Eventually(metric(operatorMetrics, "bootimage_decisions", "kind", "MachineSet", "action", "NoChange", "reason", bootimage.ReasonUpToDate, "stream", "rhel-9")).Should(Equal(1.0))
+		Expect(metric(operatorMetrics, "bootimage_decisions", "kind", "MachineSet", "action", "Skip", "reason", bootimage.ReasonCustomImage, "stream", "rhel-9")()).To(Equal(1.0))
 		Expect(updates()-updatesBefore).To(Equal(1.0), "one boot image written")
 		Expect(metric(operatorMetrics, "bootimage_degraded")()).To(BeZero())
 		Expect(metric(operatorMetrics, "bootimage_last_successful_reconcile_timestamp_seconds")()).To(BeNumerically(">", 0))
@@ -53,7 +53,7 @@ var _ = Describe("The operator's metrics", func() {
 		Expect(k8s.Update(ctx, ms)).To(Succeed())
 		Eventually(metric(operatorMetrics, "bootimage_degraded")).Should(Equal(1.0))
 		Expect(errs() - errsBefore).To(Equal(1.0))
-		Expect(metric(operatorMetrics, "bootimage_decisions", "kind", "MachineSet", "action", "Error", "reason", bootimage.ReasonInvalidArchitecture)()).To(Equal(1.0))
+		Expect(metric(operatorMetrics, "bootimage_decisions", "kind", "MachineSet", "action", "Error", "reason", bootimage.ReasonInvalidArchitecture, "stream", "rhel-9")()).To(Equal(1.0))
 
 		By("the broken MachineSet taken out of the way: the block and Degraded clear")
 		Expect(k8s.Delete(ctx, getMachineSet("custom"))).To(Succeed())

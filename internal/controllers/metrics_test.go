@@ -23,40 +23,45 @@ var _ = Describe("Metrics", func() {
 		return bootimage.Decision{Kind: kind, Namespace: kube.MachineAPINamespace, Name: name, Action: action, Reason: reason, Message: message}
 	}
 
-	It("count the tracked decisions by kind, action and reason when scraped, Cluster API objects apart", func() {
+	It("count the tracked decisions by kind, action, reason and OS stream when scraped, Cluster API objects apart", func() {
 		tracker := NewTracker()
 		capiDecision := func(kind, name string) bootimage.Decision {
 			return bootimage.Decision{Kind: kind, APIGroup: string(bootimage.ClusterAPIGroup), Namespace: bootimage.ClusterAPINamespace, Name: name, Action: bootimage.NoChange, Reason: bootimage.ReasonUpToDate}
 		}
-		tracker.Record(capiDecision(machineSetKind, "c"), "v1")
-		tracker.Record(capiDecision(bootimage.KindMachineDeployment, "d"), "v1")
-		tracker.Record(decision(machineSetKind, "a", bootimage.Skip, bootimage.ReasonNotSelected, "not selected"), "v1")
-		tracker.Record(decision(machineSetKind, "b", bootimage.Skip, bootimage.ReasonNotSelected, "not selected"), "v1")
-		tracker.Record(decision(machineSetKind, "c", bootimage.NoChange, bootimage.ReasonUpToDate, ""), "v1")
-		tracker.Record(decision(cpmsKind, "cluster", bootimage.Error, "HotLoopDetected", "reverted three times"), "v1")
+		tracker.Record(onStream(capiDecision(machineSetKind, "c"), "rhel-9"), "v1")
+		tracker.Record(onStream(capiDecision(bootimage.KindMachineDeployment, "d"), "rhel-9"), "v1")
+		tracker.Record(onStream(decision(machineSetKind, "a", bootimage.Skip, bootimage.ReasonNotSelected, "not selected"), "rhel-9"), "v1")
+		tracker.Record(onStream(decision(machineSetKind, "b", bootimage.Skip, bootimage.ReasonNotSelected, "not selected"), "rhel-9"), "v1")
+		tracker.Record(onStream(decision(machineSetKind, "c", bootimage.NoChange, bootimage.ReasonUpToDate, ""), "rhel-9"), "v1")
+		tracker.Record(onStream(decision(cpmsKind, "cluster", bootimage.Error, "HotLoopDetected", "reverted three times"), "rhel-9"), "v1")
+		rhel10 := decision(machineSetKind, "e", bootimage.Skip, bootimage.ReasonNotSelected, "not selected")
+		rhel10.Stream = "rhel-10"
+		tracker.Record(rhel10, "v1")
 		collector := &decisionCollector{}
 		Expect(testutil.CollectAndCount(collector)).To(BeZero(), "nothing before a tracker is set")
 
 		collector.tracker.Store(tracker)
 		exported := func(series ...string) error {
-			header := "# HELP bootimage_decisions Objects by the operator's current decision for them, by kind (Kind.group for Cluster API objects).\n# TYPE bootimage_decisions gauge\n"
+			header := "# HELP bootimage_decisions Objects by the operator's current decision for them, by kind (Kind.group for Cluster API objects) and the OS stream their boot image comes from.\n# TYPE bootimage_decisions gauge\n"
 			return testutil.CollectAndCompare(collector, strings.NewReader(header+strings.Join(series, "\n")+"\n"))
 		}
 		Expect(exported(
-			`bootimage_decisions{action="Error",kind="ControlPlaneMachineSet",reason="HotLoopDetected"} 1`,
-			`bootimage_decisions{action="NoChange",kind="MachineSet",reason="UpToDate"} 1`,
-			`bootimage_decisions{action="NoChange",kind="MachineSet.cluster.x-k8s.io",reason="UpToDate"} 1`,
-			`bootimage_decisions{action="NoChange",kind="MachineDeployment.cluster.x-k8s.io",reason="UpToDate"} 1`,
-			`bootimage_decisions{action="Skip",kind="MachineSet",reason="NotSelected"} 2`,
+			`bootimage_decisions{action="Error",kind="ControlPlaneMachineSet",reason="HotLoopDetected",stream="rhel-9"} 1`,
+			`bootimage_decisions{action="NoChange",kind="MachineSet",reason="UpToDate",stream="rhel-9"} 1`,
+			`bootimage_decisions{action="NoChange",kind="MachineSet.cluster.x-k8s.io",reason="UpToDate",stream="rhel-9"} 1`,
+			`bootimage_decisions{action="NoChange",kind="MachineDeployment.cluster.x-k8s.io",reason="UpToDate",stream="rhel-9"} 1`,
+			`bootimage_decisions{action="Skip",kind="MachineSet",reason="NotSelected",stream="rhel-9"} 2`,
+			`bootimage_decisions{action="Skip",kind="MachineSet",reason="NotSelected",stream="rhel-10"} 1`,
 		)).To(Succeed())
 
 		tracker.Forget(machineSetKind, types.NamespacedName{Namespace: kube.MachineAPINamespace, Name: "b"})
 		Expect(exported(
-			`bootimage_decisions{action="Error",kind="ControlPlaneMachineSet",reason="HotLoopDetected"} 1`,
-			`bootimage_decisions{action="NoChange",kind="MachineSet",reason="UpToDate"} 1`,
-			`bootimage_decisions{action="NoChange",kind="MachineSet.cluster.x-k8s.io",reason="UpToDate"} 1`,
-			`bootimage_decisions{action="NoChange",kind="MachineDeployment.cluster.x-k8s.io",reason="UpToDate"} 1`,
-			`bootimage_decisions{action="Skip",kind="MachineSet",reason="NotSelected"} 1`,
+			`bootimage_decisions{action="Error",kind="ControlPlaneMachineSet",reason="HotLoopDetected",stream="rhel-9"} 1`,
+			`bootimage_decisions{action="NoChange",kind="MachineSet",reason="UpToDate",stream="rhel-9"} 1`,
+			`bootimage_decisions{action="NoChange",kind="MachineSet.cluster.x-k8s.io",reason="UpToDate",stream="rhel-9"} 1`,
+			`bootimage_decisions{action="NoChange",kind="MachineDeployment.cluster.x-k8s.io",reason="UpToDate",stream="rhel-9"} 1`,
+			`bootimage_decisions{action="Skip",kind="MachineSet",reason="NotSelected",stream="rhel-9"} 1`,
+			`bootimage_decisions{action="Skip",kind="MachineSet",reason="NotSelected",stream="rhel-10"} 1`,
 		)).To(Succeed())
 	})
 
@@ -92,3 +97,9 @@ var _ = Describe("Metrics", func() {
 		}
 	})
 })
+
+// onStream is d decided on OS stream osStream.
+func onStream(d bootimage.Decision, osStream string) bootimage.Decision {
+	d.Stream = osStream
+	return d
+}

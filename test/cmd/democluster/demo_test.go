@@ -132,7 +132,7 @@ var _ = Describe("The demo's tutorial", Ordered, func() {
 		operatorCounts := map[string]float64{}
 		for _, m := range scraped.Families["bootimage_decisions"].GetMetric() {
 			if l := testenv.Labels(m); m.GetGauge().GetValue() > 0 {
-				operatorCounts[l["kind"]+" "+l["action"]+" "+l["reason"]] = m.GetGauge().GetValue()
+				operatorCounts[l["kind"]+" "+l["action"]+" "+l["reason"]] += m.GetGauge().GetValue()
 			}
 		}
 

@@ -340,10 +340,10 @@ spec:
 		Eventually(templateOf(owner)).ShouldNot(Equal("o-metrics-0a1b2c3d"))
 
 		Eventually(metric("bootimage_updates_total", "kind", "MachineSet.cluster.x-k8s.io")).Should(BeNumerically(">=", 1))
-		Eventually(metric("bootimage_decisions", "kind", "MachineSet.cluster.x-k8s.io", "action", "NoChange", "reason", bootimage.ReasonUpToDate)).Should(BeNumerically(">=", 1))
+		Eventually(metric("bootimage_decisions", "kind", "MachineSet.cluster.x-k8s.io", "action", "NoChange", "reason", bootimage.ReasonUpToDate, "stream", "rhel-9")).Should(BeNumerically(">=", 1))
 		// A MachineDeployment whose controller has not caught up yet: skipped until its rollout ends.
 		Expect(k8s.Create(ctx, fixtures.ClusterAPIOwner("MachineDeployment", "o-metrics-md", "o-metrics-0a1b2c3d"))).To(Succeed())
-		Eventually(metric("bootimage_decisions", "kind", "MachineDeployment.cluster.x-k8s.io", "action", "Skip", "reason", bootimage.ReasonMachineDeploymentRollingOut)).
+		Eventually(metric("bootimage_decisions", "kind", "MachineDeployment.cluster.x-k8s.io", "action", "Skip", "reason", bootimage.ReasonMachineDeploymentRollingOut, "stream", "rhel-9")).
 			Should(BeNumerically(">=", 1), "MachineDeployments are counted too")
 		Expect(metric("bootimage_updates_total", "kind", "MachineSet")()).To(Equal(machineAPIUpdates), "not counted as a Machine API MachineSet")
 	})
