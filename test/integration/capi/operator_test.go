@@ -58,17 +58,20 @@ func template(name string) *unstructured.Unstructured {
 }
 
 func events(kind, name string) func() []string {
-	return func() []string {
-		list := &corev1.EventList{}
-		Expect(k8s.List(ctx, list, client.InNamespace(testenv.CAPINamespace))).To(Succeed())
-		var out []string
-		for _, e := range list.Items {
-			if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name {
-				out = append(out, e.Reason+": "+e.Message)
-			}
+	return func() []string { return eventsIn(k8s, kind, name) }
+}
+
+// eventsIn lists "reason: message" of the Events about kind name in openshift-cluster-api of c.
+func eventsIn(c client.Client, kind, name string) []string {
+	list := &corev1.EventList{}
+	Expect(c.List(ctx, list, client.InNamespace(testenv.CAPINamespace))).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name {
+			out = append(out, e.Reason+": "+e.Message)
 		}
-		return out
 	}
+	return out
 }
 
 func list(apiVersion, kind string) *unstructured.UnstructuredList {
