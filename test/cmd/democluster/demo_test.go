@@ -46,6 +46,7 @@ var _ = Describe("The demo's tutorial", Ordered, func() {
 		worker1b = "demo-x7k2p-worker-us-east-1b"
 		worker2a = "demo-x7k2p-worker-us-west-2a"
 		custom   = "demo-x7k2p-custom-us-east-1c"
+		rhel10   = rhel10Name
 		cpms     = "cluster"
 		nextAMI  = "ami-0b0b0b0b0b0b0b0b1"
 		deadAMI  = "ami-0deadbeefdeadbeef"
@@ -170,7 +171,10 @@ var _ = Describe("The demo's tutorial", Ordered, func() {
 	replaceAMI := func(from, to string) {
 		GinkgoHelper()
 		cm := stream()
-		cm.Data["stream"] = strings.ReplaceAll(cm.Data["stream"], from, to)
+		// As the tutorial's sed: the whole ConfigMap, so `stream` and the rhel-9 entry of `streams`.
+		for k, v := range cm.Data {
+			cm.Data[k] = strings.ReplaceAll(v, from, to)
+		}
 		Expect(d.env.Client.Update(ctx, cm)).To(Succeed())
 	}
 	mendStream := func() {
@@ -180,8 +184,11 @@ var _ = Describe("The demo's tutorial", Ordered, func() {
 		Expect(d.env.Client.Update(ctx, cm)).To(Succeed())
 	}
 
-	It("updates the three worker MachineSets and the CPMS, and leaves the custom one alone", func() {
-		expectAgreement(map[string]string{worker1a: noChange, worker1b: noChange, worker2a: noChange, custom: skipCustom, cpms: noChange})
+	It("updates the three worker MachineSets, the rhel-10 one from its own stream, and the CPMS, and leaves the custom one alone", func() {
+		expectAgreement(map[string]string{worker1a: noChange, worker1b: noChange, worker2a: noChange, custom: skipCustom, cpms: noChange, rhel10: noChange})
+		items, _, err := plan()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(items).To(ContainElement(And(HaveField("Name", rhel10), HaveField("Stream", "rhel-10"), HaveField("Current", fixtures.RHEL10AWSAMIUSEast1))))
 		savedStream = stream()
 	})
 
@@ -204,7 +211,7 @@ var _ = Describe("The demo's tutorial", Ordered, func() {
 	})
 
 	It("2. breaks the stream, and mends it", func() {
-		mergePatch(stream(), `{"data":{"stream":"{not json"}}`)
+		mergePatch(stream(), `{"data":{"streams":"{not json"}}`)
 		expectAgreement(map[string]string{worker1a: "Error InvalidStream", custom: "Error InvalidStream", cpms: "Error InvalidStream"})
 		mendStream()
 		expectAgreement(map[string]string{worker1a: noChange, worker2a: "Skip NotSelected", custom: skipCustom, cpms: noChange})
@@ -238,6 +245,22 @@ var _ = Describe("The demo's tutorial", Ordered, func() {
 		}).WithTimeout(bootimage.CloudErrorGrace + 2*time.Minute).WithPolling(5 * time.Second).Should(Succeed())
 		mendStream()
 		expectAgreement(map[string]string{worker1a: noChange, cpms: noChange})
+	})
+
+	It("6. labels a MachineSet with an OS stream the ConfigMap lacks: skipped, never given another stream's image", func() {
+		ms := &unstructured.Unstructured{}
+		ms.SetAPIVersion("machine.openshift.io/v1beta1")
+		ms.SetKind("MachineSet")
+		ms.SetNamespace(fixtures.MachineAPINamespace)
+		ms.SetName(rhel10)
+		mergePatch(ms, `{"metadata":{"labels":{"machineconfiguration.openshift.io/osstream":"rhel-11"}}}`)
+		expectAgreement(map[string]string{rhel10: "Skip OSStreamNotInBootImages"})
+		items, _, err := plan()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(items).To(ContainElement(And(HaveField("Name", rhel10), HaveField("Current", fixtures.RHEL10AWSAMIUSEast1),
+			HaveField("Message", ContainSubstring("names OS stream rhel-11, which coreos-bootimages key streams does not carry (it has rhel-10, rhel-9)")))))
+		mergePatch(ms, `{"metadata":{"labels":{"machineconfiguration.openshift.io/osstream":"rhel-10"}}}`)
+		expectAgreement(map[string]string{rhel10: noChange})
 	})
 
 	It("runs on without ClusterVersion, the release version given as to the operator", func() {

@@ -148,12 +148,18 @@ func seed(ctx context.Context, env *testenv.Env, ec2URL string) ([]client.Object
 		fixtures.MachineConfiguration(&operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{
 			fixtures.MachineManager(operatorv1.ControlPlaneMachineSets, operatorv1.All, nil),
 		}}),
-		fixtures.BootImagesConfigMap(fixtures.Stream(), fixtures.ReleaseVersion),
+		// Both OS streams, as a 5.0 payload ships them; the cluster was upgraded from 4.x, so
+		// rhel-9 is its default, and pool rhel10 runs rhel-10.
+		fixtures.BootImagesConfigMap50(fixtures.Streams50(), fixtures.ReleaseVersion),
+		fixtures.OSImageStream(bootimage.LegacyOSStream),
+		fixtures.Pool("rhel10", "rhel-10"),
 		fixtures.UserDataSecret("worker-user-data", fixtures.IgnitionStubV3),
+		fixtures.UserDataSecret("rhel10-user-data", strings.Replace(fixtures.IgnitionStubV3, "/config/worker", "/config/rhel10", 1)),
 		fixtures.MachineSet("demo-x7k2p-worker-us-east-1a", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)),
 		fixtures.MachineSet("demo-x7k2p-worker-us-east-1b", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)),
 		fixtures.MachineSet("demo-x7k2p-worker-us-west-2a", fixtures.AWSProviderSpec("us-west-2", fixtures.OldAWSAMI)),
 		fixtures.MachineSet("demo-x7k2p-custom-us-east-1c", fixtures.AWSProviderSpec("us-east-1", fixtures.CustomAMI)),
+		rhel10MachineSet(),
 		fixtures.ControlPlaneMachineSet(fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI), machinev1.ControlPlaneMachineSetStateActive),
 	}
 	objs = append(objs, fixtures.WorkerPoolObjects()...)
@@ -169,13 +175,24 @@ func seed(ctx context.Context, env *testenv.Env, ec2URL string) ([]client.Object
 	return objs, fixtures.Create(ctx, c, objs...)
 }
 
+// rhel10MachineSet joins pool rhel10 and is labelled rhel-10, as a 5.0 installer labels its own.
+func rhel10MachineSet() *machinev1beta1.MachineSet {
+	ms := fixtures.MachineSet(rhel10Name, strings.Replace(fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI), `"worker-user-data"`, `"rhel10-user-data"`, 1))
+	fixtures.Labelled("rhel-10", &ms.Labels, &ms.Spec.Template.Labels)
+	return ms
+}
+
+const rhel10Name = "demo-x7k2p-rhel10-us-east-1d"
+
 var demoGates = []configv1.FeatureGateName{featuregates.ManagedBootImagesCPMS, featuregates.BootImageSkewEnforcement}
 
 // printBanner says what the demo cluster holds and what the second terminal needs.
 func printBanner(objs []client.Object, ec2URL, kubeconfig, caBundle string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Demo cluster ready: AWS cluster demo-x7k2p, release %s, feature set %s with gates %s\n", fixtures.ReleaseVersion, configv1.TechPreviewNoUpgrade, joinGates(demoGates))
-	fmt.Fprintf(&b, "    Stream (ConfigMap openshift-machine-config-operator/coreos-bootimages): RHCOS %s; us-east-1 %s, us-west-2 %s\n", fixtures.StreamRelease, fixtures.NewAWSAMIUSEast1, fixtures.NewAWSAMIUSWest2)
+	fmt.Fprintf(&b, "    Streams (ConfigMap openshift-machine-config-operator/coreos-bootimages): rhel-9 RHCOS %s, us-east-1 %s, us-west-2 %s; rhel-10 RHCOS %s, us-east-1 %s\n",
+		fixtures.StreamRelease, fixtures.NewAWSAMIUSEast1, fixtures.NewAWSAMIUSWest2, fixtures.RHEL10Release, fixtures.RHEL10AWSAMIUSEast1)
+	fmt.Fprintf(&b, "    OSImageStream cluster: default rhel-9 (upgraded from 4.x); MachineConfigPool rhel10: spec.osImageStream rhel-10\n")
 	for _, o := range objs {
 		switch t := o.(type) {
 		case *machinev1beta1.MachineSet:
@@ -183,10 +200,16 @@ func printBanner(objs []client.Object, ec2URL, kubeconfig, caBundle string) {
 			if ami == fixtures.CustomAMI {
 				what = "a custom AMI: left alone"
 			}
+			if osStream := t.Labels[bootimage.OSStreamLabel]; osStream != "" {
+				what += ", OS stream " + osStream
+			}
 			fmt.Fprintf(&b, "    MachineSet %s: %s (%s)\n", t.Name, ami, what)
 		case *machinev1.ControlPlaneMachineSet:
 			fmt.Fprintf(&b, "    ControlPlaneMachineSet %s: %s (old RHCOS; opted in, it defaults to None)\n", t.Name, amiOf(t.Spec.Template.OpenShiftMachineV1Beta1Machine.Spec.ProviderSpec.Value))
 		case *mcfgv1.MachineConfigPool:
+			if t.Status.Configuration.Name == "" {
+				continue // rhel10: its stream is said above
+			}
 			fmt.Fprintf(&b, "    MachineConfigPool %s: %d machines on %s, from MachineConfigs %s\n", t.Name, t.Status.MachineCount, t.Status.Configuration.Name, sourceNames(t))
 		}
 	}
