@@ -128,25 +128,31 @@ var _ = Describe("bootimagectl plan on a cluster", Ordered, func() {
 		Expect(ec2.Calls.Load()).To(BeNumerically(">", 0))
 		// Not a plan of skips that would match an idle operator.
 		Expect(p.Summary.Update).To(BeNumerically(">=", 4), out)
-		planned := plannedOutcomes(p.Items)
-
-		mgr, err := env.StartOperator(operator.Options{CloudRootCAs: ec2.RootCAs()})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(mgr.Stop)
-		seen := func() []outcome { return observedOutcomes(ctx, env.Client) }
-		Eventually(seen).Should(Equal(planned))
-		// An object the plan leaves unchanged shows nothing, so wait until the operator has
-		// decided every MachineSet before the last comparison.
-		Eventually(func() metav1.ConditionStatus {
-			Expect(env.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, mc)).To(Succeed())
-			if c := meta.FindStatusCondition(mc.Status.Conditions, status.ConditionBootImageUpdateProgressing); c != nil {
-				return c.Status
-			}
-			return metav1.ConditionUnknown
-		}).Should(Equal(metav1.ConditionFalse))
-		Expect(seen()).To(Equal(planned))
+		operatorDoes(ctx, env, ec2, p.Items)
 	})
 })
+
+// operatorDoes starts the operator on env and expects it to do what the plan items say.
+func operatorDoes(ctx context.Context, env *testenv.Env, ec2 *fakecloud.EC2, items []bootimage.Decision) {
+	GinkgoHelper()
+	planned := plannedOutcomes(items)
+	mgr, err := env.StartOperator(operator.Options{CloudRootCAs: ec2.RootCAs()})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(mgr.Stop)
+	seen := func() []outcome { return observedOutcomes(ctx, env.Client) }
+	Eventually(seen).Should(Equal(planned))
+	// An object the plan leaves unchanged shows nothing, so wait until the operator has
+	// decided every MachineSet before the last comparison.
+	Eventually(func() metav1.ConditionStatus {
+		mc := &operatorv1.MachineConfiguration{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, mc)).To(Succeed())
+		if c := meta.FindStatusCondition(mc.Status.Conditions, status.ConditionBootImageUpdateProgressing); c != nil {
+			return c.Status
+		}
+		return metav1.ConditionUnknown
+	}).Should(Equal(metav1.ConditionFalse))
+	Expect(seen()).To(Equal(planned))
+}
 
 func parsePlan(out string) Plan {
 	GinkgoHelper()

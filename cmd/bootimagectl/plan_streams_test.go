@@ -11,14 +11,10 @@ import (
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
-	"github.com/bootimage-operator/bootimage-operator/internal/status"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -96,19 +92,6 @@ var _ = Describe("bootimagectl plan on a 5.0 cluster", func() {
 		Expect(wide).To(MatchRegexp(`MachineSet\s+centos\s+AWS\s+-\s+centos-10\s+Skip\s+OSStreamNotInBootImages`))
 		Expect(strings.Count(wide, "Note: machineset/rhel9 boots OS stream rhel-9")).To(Equal(1))
 
-		planned := plannedOutcomes(live.Items)
-		mgr, err := env.StartOperator(operator.Options{CloudRootCAs: ec2.RootCAs()})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(mgr.Stop)
-		seen := func() []outcome { return observedOutcomes(ctx, env.Client) }
-		Eventually(seen).Should(Equal(planned))
-		Eventually(func() metav1.ConditionStatus {
-			Expect(env.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, mc)).To(Succeed())
-			if c := meta.FindStatusCondition(mc.Status.Conditions, status.ConditionBootImageUpdateProgressing); c != nil {
-				return c.Status
-			}
-			return metav1.ConditionUnknown
-		}).Should(Equal(metav1.ConditionFalse))
-		Expect(seen()).To(Equal(planned))
+		operatorDoes(ctx, env, ec2, live.Items)
 	})
 })

@@ -168,6 +168,15 @@ var _ = Describe("The demo's tutorial", Ordered, func() {
 		Expect(d.env.Client.Get(ctx, client.ObjectKey{Namespace: "openshift-machine-config-operator", Name: "coreos-bootimages"}, cm)).To(Succeed())
 		return cm
 	}
+	// machineSet names MachineSet name, for a patch.
+	machineSet := func(name string) *unstructured.Unstructured {
+		ms := &unstructured.Unstructured{}
+		ms.SetAPIVersion("machine.openshift.io/v1beta1")
+		ms.SetKind("MachineSet")
+		ms.SetNamespace(fixtures.MachineAPINamespace)
+		ms.SetName(name)
+		return ms
+	}
 	replaceAMI := func(from, to string) {
 		GinkgoHelper()
 		cm := stream()
@@ -198,11 +207,7 @@ var _ = Describe("The demo's tutorial", Ordered, func() {
 			Expect(d.env.Client.Get(ctx, client.ObjectKeyFromObject(machineConfiguration), machineConfiguration)).To(Succeed())
 			return machineConfiguration.Status.BootImageSkewEnforcementStatus.Mode
 		}).Should(Equal(operatorv1.BootImageSkewEnforcementModeStatusManual))
-		ms := &unstructured.Unstructured{}
-		ms.SetAPIVersion("machine.openshift.io/v1beta1")
-		ms.SetKind("MachineSet")
-		ms.SetNamespace(fixtures.MachineAPINamespace)
-		ms.SetName(worker2a)
+		ms := machineSet(worker2a)
 		mergePatch(ms, `{"metadata":{"labels":{"bootimage.example.com/skip":"true"}}}`)
 		mergePatch(&operatorv1.MachineConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}, `{"spec":{"managedBootImages":{"machineManagers":[
 			{"resource":"controlplanemachinesets","apiGroup":"machine.openshift.io","selection":{"mode":"All"}},
@@ -218,11 +223,7 @@ var _ = Describe("The demo's tutorial", Ordered, func() {
 	})
 
 	It("3. leaves a MachineSet pointed at a custom image alone", func() {
-		ms := &unstructured.Unstructured{}
-		ms.SetAPIVersion("machine.openshift.io/v1beta1")
-		ms.SetKind("MachineSet")
-		ms.SetNamespace(fixtures.MachineAPINamespace)
-		ms.SetName(worker1b)
+		ms := machineSet(worker1b)
 		Expect(d.env.Client.Patch(ctx, ms, client.RawPatch(types.JSONPatchType,
 			[]byte(`[{"op":"replace","path":"/spec/template/spec/providerSpec/value/ami/id","value":"`+fixtures.CustomAMI+`"}]`)))).To(Succeed())
 		expectAgreement(map[string]string{worker1b: skipCustom, worker1a: noChange})
@@ -248,11 +249,7 @@ var _ = Describe("The demo's tutorial", Ordered, func() {
 	})
 
 	It("6. labels a MachineSet with an OS stream the ConfigMap lacks: skipped, never given another stream's image", func() {
-		ms := &unstructured.Unstructured{}
-		ms.SetAPIVersion("machine.openshift.io/v1beta1")
-		ms.SetKind("MachineSet")
-		ms.SetNamespace(fixtures.MachineAPINamespace)
-		ms.SetName(rhel10)
+		ms := machineSet(rhel10)
 		mergePatch(ms, `{"metadata":{"labels":{"machineconfiguration.openshift.io/osstream":"rhel-11"}}}`)
 		expectAgreement(map[string]string{rhel10: "Skip OSStreamNotInBootImages"})
 		items, _, err := plan()
