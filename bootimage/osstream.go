@@ -22,8 +22,6 @@ const (
 type OSStreamChoice struct {
 	// Name is the stream, a key of coreos-bootimages' `streams`.
 	Name string
-	// Labelled is true when the object's osstream label chose Name.
-	Labelled bool
 	// From says where Name came from, for messages.
 	From string
 	// Note, when set, says that the object's labels or pool disagree with Name: its machines
@@ -41,11 +39,11 @@ type OSStreamChoice struct {
 func (c Cluster) OSStream(obj Object) OSStreamChoice {
 	pool := poolOf(obj)
 	poolStream, poolFrom, known := c.poolStream(pool)
-	label, labelled := obj.Labels[OSStreamLabel]
-	if !labelled {
+	label := obj.Labels[OSStreamLabel]
+	if label == "" { // an empty label names no stream
 		return OSStreamChoice{Name: poolStream, From: poolFrom}
 	}
-	choice := OSStreamChoice{Name: label, Labelled: true, From: fmt.Sprintf("label %s=%s", OSStreamLabel, label)}
+	choice := OSStreamChoice{Name: label, From: fmt.Sprintf("label %s=%s", OSStreamLabel, label)}
 	var notes []string
 	if t, ok := obj.TemplateLabels[OSStreamLabel]; ok && t != label {
 		notes = append(notes, fmt.Sprintf("the machine template's label %s=%s disagrees with the object's %s, which decides the boot image", OSStreamLabel, t, label))

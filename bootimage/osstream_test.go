@@ -64,6 +64,8 @@ var _ = Describe("OS streams", func() {
 			bootimage.Skip, bootimage.ReasonOSStreamNotInBootImages, rhel10, ""),
 		Entry("rhel-9 without a streams key: the stream key", configv1.AWSPlatformType, awsOld, []mutate{labelled("rhel-9")},
 			bootimage.Update, bootimage.ReasonImageOutdated, "rhel-9", fixtures.NewAWSAMIUSEast1),
+		Entry("an empty label is no label", configv1.AWSPlatformType, awsOld, []mutate{on50(rhel10, nil), labelled(""), joins("worker")},
+			bootimage.Update, bootimage.ReasonImageOutdated, rhel10, fixtures.RHEL10AWSAMIUSEast1),
 		Entry("unlabelled, no OSImageStream: rhel-9, as the MCO", configv1.AWSPlatformType, awsOld, []mutate{joins("worker")},
 			bootimage.Update, bootimage.ReasonImageOutdated, "rhel-9", fixtures.NewAWSAMIUSEast1),
 		Entry("unlabelled on a cluster defaulting to rhel-10", configv1.AWSPlatformType, awsOld, []mutate{on50(rhel10, nil), joins("worker")},
