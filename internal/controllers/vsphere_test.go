@@ -249,6 +249,29 @@ var _ = Describe("vSphere MachineSet boot images, against vcsim", func() {
 		Expect(w.swapSteps()).To(Equal([]bootimage.VSphereSwapStep{bootimage.SwapImport, bootimage.SwapRenameIn}), "a new template: nothing to rename away or delete")
 	})
 
+	It("keeps a template per OS stream: a rhel-10 MachineSet gets a template of its own, never the rhel-9 one's name", func() {
+		rhel10OVA := fakecloud.OVA(fixtures.RHEL10Release)
+		streams := fixtures.Streams50()
+		streams["rhel-9"] = fixtures.WithVSphereOVA(streams["rhel-9"], fixtures.StreamRelease, w.ovas.Put("/rhcos-9-vmware.x86_64.ova", w.newOVA), fakecloud.SHA256(w.newOVA))
+		streams["rhel-10"] = fixtures.WithVSphereOVA(streams["rhel-10"], fixtures.RHEL10Release, w.ovas.Put("/rhcos-10-vmware.x86_64.ova", rhel10OVA), fakecloud.SHA256(rhel10OVA))
+		Expect(fixtures.Create(ctx, k8s, fixtures.BootImagesConfigMap50(streams, fixtures.ReleaseVersion))).To(Succeed())
+		spec := fixtures.VSphereProviderSpecAt(installerTemplate, w.ws)
+		rhel9, rhel10 := fixtures.MachineSet("rhel9", spec), fixtures.MachineSet("rhel10", spec)
+		fixtures.Labelled("rhel-9", &rhel9.Labels, &rhel9.Spec.Template.Labels)
+		fixtures.Labelled("rhel-10", &rhel10.Labels, &rhel10.Spec.Template.Labels)
+		Expect(fixtures.Create(ctx, k8s, rhel9, rhel10)).To(Succeed())
+		w.start("")
+
+		rhel10Template := "demo-x7k2p-rhcos-rhel-10-fd1"
+		Eventually(templateOf("rhel10")).Should(Equal(rhel10Template))
+		Eventually(w.version(path.Join(w.ws.Folder, rhel10Template))).Should(Equal(fixtures.RHEL10Release))
+		Eventually(w.version(path.Join(w.ws.Folder, installerTemplate))).Should(Equal(fixtures.StreamRelease), "the rhel-9 template takes the rhel-9 OVA")
+		Expect(templateOf("rhel9")()).To(Equal(installerTemplate))
+		Eventually(condition(status.ConditionBootImageUpdateProgressing)).Should(HaveField("Message",
+			"Reconciled 2 of 2 MAPI MachineSets (0 skipped) | Reconciled 0 of 0 ControlPlaneMachineSets (0 skipped)"))
+		Expect(w.folderVMs(w.ws.Folder)()).To(ConsistOf(installerTemplate, rhel10Template))
+	})
+
 	It("detects a hot loop by the release: a template reverted after three imports is left alone", func() {
 		w.serveStream(w.newOVA, fakecloud.SHA256(w.newOVA))
 		Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet("worker-a", fixtures.VSphereProviderSpecAt(installerTemplate, w.ws)))).To(Succeed())
