@@ -53,6 +53,22 @@ func OwnerMoved(err error) bool {
 	return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "testing value")
 }
 
+// DeniedByPolicy returns what a ValidatingAdmissionPolicy said when it refused err's write (422
+// Invalid, "... is forbidden: ValidatingAdmissionPolicy '<name>' with binding '<binding>' denied
+// request: ..."), "" for any other error. Such a refusal lasts until the object or the policy
+// changes; 403 Forbidden is RBAC's, and is not one.
+func DeniedByPolicy(err error) string {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) {
+		return ""
+	}
+	msg := status.Status().Message
+	if !strings.Contains(msg, "ValidatingAdmissionPolicy") || !strings.Contains(msg, "denied request") {
+		return ""
+	}
+	return msg
+}
+
 // DeleteTemplate deletes template if it still has the UID it was decided on, so that a template
 // recreated under the same name meanwhile is not deleted.
 func DeleteTemplate(ctx context.Context, c client.Client, template *unstructured.Unstructured) error {

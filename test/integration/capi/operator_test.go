@@ -9,6 +9,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/prometheus/client_golang/prometheus"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -326,6 +327,53 @@ spec:
 		Eventually(func() error {
 			return k8s.Get(ctx, client.ObjectKeyFromObject(usedByMachine), template(usedByMachine.GetName()))
 		}).Should(MatchError(ContainSubstring("not found")))
+	})
+
+	It("takes a refusal by a ValidatingAdmissionPolicy (422) as a Skip in the policy's words, not a failure", func() {
+		// As openshift-cluster-api-deny-unsupported-resources refuses every MachineDeployment write
+		// on 4.23: here updates of MachineSets named p-*, and creates of p-probe as the barrier.
+		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "deny-p"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{"cluster.x-k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"machinesets"}},
+					},
+				}}},
+				Validations: []admissionregistrationv1.Validation{{
+					Expression: "request.operation == 'CREATE' ? object.metadata.name != 'p-probe' : !object.metadata.name.startsWith('p-')",
+					Message:    "This resource type is not supported in OpenShift and cannot be created, updated, or deleted.",
+				}},
+			},
+		}
+		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "deny-p"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "deny-p",
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+		}
+		Expect(k8s.Create(ctx, policy)).To(Succeed())
+		Expect(k8s.Create(ctx, binding)).To(Succeed())
+		DeferCleanup(func() {
+			Expect(k8s.Delete(ctx, binding)).To(Succeed())
+			Expect(k8s.Delete(ctx, policy)).To(Succeed())
+		})
+		Eventually(func() error {
+			return k8s.Create(ctx, fixtures.ClusterAPIOwner("MachineSet", "p-probe", "p-0a1b2c3d"), client.DryRunAll)
+		}).Should(MatchError(ContainSubstring("denied request")), "the policy is in force")
+
+		Expect(k8s.Create(ctx, fixtures.AWSMachineTemplate("p-1a-0a1b2c3d", fixtures.OldAWSAMI))).To(Succeed())
+		owner := fixtures.ClusterAPIOwner("MachineSet", "p-1a", "p-1a-0a1b2c3d")
+		Expect(k8s.Create(ctx, owner)).To(Succeed())
+		Eventually(events("MachineSet", "p-1a")).Should(ContainElement(And(
+			HavePrefix(bootimage.ReasonDeniedByPolicy+": "),
+			ContainSubstring("ValidatingAdmissionPolicy 'deny-p' with binding 'deny-p' denied request"),
+			ContainSubstring("This resource type is not supported in OpenShift"))))
+		Expect(templateOf(owner)()).To(Equal("p-1a-0a1b2c3d"))
+		Eventually(func() (float64, error) {
+			return testenv.Metric(metrics, "bootimage_decisions", "kind", "MachineSet.cluster.x-k8s.io", "action", "Skip", "reason", bootimage.ReasonDeniedByPolicy)
+		}).Should(BeNumerically(">=", 1), "a decision taken, not an error retried with backoff")
 	})
 
 	It("counts Cluster API objects apart from Machine API ones in its metrics", func() {
