@@ -149,11 +149,13 @@ func DeniedByPolicy(d Decision, said string) Decision {
 }
 
 // InfrastructureRefPatch returns the JSON Patch that points a Cluster API MachineSet or
-// MachineDeployment at template newName, on the condition that it still names oldName (the API
-// server refuses it otherwise), with extra operations (the update-attempts annotation) in the
-// same write.
-func InfrastructureRefPatch(oldName, newName string, extra ...PatchOp) ([]byte, error) {
-	ops := []PatchOp{{Op: "test", Path: infrastructureRefNamePath, Value: oldName}, {Op: "replace", Path: infrastructureRefNamePath, Value: newName}}
+// MachineDeployment at template newName, on the condition that it still names oldName and is still
+// at resourceVersion, the one decided on (the API server refuses it otherwise: 422 for the test,
+// 409 for the version), with extra operations (the update-attempts annotation) in the same write.
+// The version guard is what makes an annotations map written whole safe: it is the map read.
+func InfrastructureRefPatch(resourceVersion, oldName, newName string, extra ...PatchOp) ([]byte, error) {
+	ops := []PatchOp{set("/metadata/resourceVersion", resourceVersion),
+		{Op: "test", Path: infrastructureRefNamePath, Value: oldName}, {Op: "replace", Path: infrastructureRefNamePath, Value: newName}}
 	return json.Marshal(append(ops, extra...))
 }
 

@@ -46,11 +46,11 @@ func EnsureTemplate(ctx context.Context, c client.Client, copy *unstructured.Uns
 	return false, nil
 }
 
-// OwnerMoved reports whether err is the API server refusing an owner patch because its test
-// operation failed: the owner's infrastructureRef changed since it was read, and nothing was
-// written.
+// OwnerMoved reports whether err is the API server refusing an owner patch for its
+// preconditions: the owner changed since it was read (409 Conflict on the resourceVersion) or its
+// infrastructureRef did (the test operation failed), and nothing was written.
 func OwnerMoved(err error) bool {
-	return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "testing value")
+	return apierrors.IsConflict(err) || (apierrors.IsInvalid(err) && strings.Contains(err.Error(), "testing value"))
 }
 
 // DeniedByPolicy returns what a ValidatingAdmissionPolicy said when it refused err's write (422

@@ -27,6 +27,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/internal/capi"
 	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
+	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/kube"
 )
@@ -201,14 +202,17 @@ func (r *ClusterAPIReconciler) updateTemplate(ctx context.Context, owner, templa
 	if created {
 		logf.FromContext(ctx).Info("Created template copy", "template", copied.GetName(), "from", template.GetName())
 	}
-	patch, err := bootimage.InfrastructureRefPatch(template.GetName(), copied.GetName(),
+	patch, err := bootimage.InfrastructureRefPatch(owner.GetResourceVersion(), template.GetName(), copied.GetName(),
 		bootimage.AnnotationPatchOp(owner.GetAnnotations(), bootimage.AttemptsAnnotation, next.String()))
 	if err != nil {
 		return d, false, err
 	}
+	if err := seams.BeforeOwnerPatch(ctx, owner); err != nil {
+		return d, false, err
+	}
 	err = r.update(ctx, owner, nil, d, next, patch)
 	if capi.OwnerMoved(err) {
-		logf.FromContext(ctx).V(1).Info("infrastructureRef changed since it was read, deciding again")
+		logf.FromContext(ctx).V(1).Info("Owner changed since it was read, deciding again")
 		return d, true, nil
 	}
 	if said := capi.DeniedByPolicy(err); said != "" {

@@ -1,6 +1,9 @@
 package capi_test
 
 import (
+	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -100,6 +103,9 @@ func idle(obj *unstructured.Unstructured, controller string) {
 	Expect(seen).To(BeEmpty(), "written while idle")
 }
 
+// beforeOwnerPatch, when set, runs between a Cluster API owner's decision and its patch.
+var beforeOwnerPatch atomic.Pointer[func(context.Context, client.Object) error]
+
 var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 	var mgr *testenv.Manager
 	// metrics are those of the operator started last.
@@ -109,7 +115,13 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 		GinkgoHelper()
 		var err error
 		metrics = prometheus.NewRegistry()
-		mgr, err = env.StartOperatorWithHooks(seams.Hooks{CRDPollInterval: 100 * time.Millisecond},
+		hooks := seams.Hooks{CRDPollInterval: 100 * time.Millisecond, BeforeOwnerPatch: func(ctx context.Context, o client.Object) error {
+			if f := beforeOwnerPatch.Load(); f != nil {
+				return (*f)(ctx, o)
+			}
+			return nil
+		}}
+		mgr, err = env.StartOperatorWithHooks(hooks,
 			operator.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: &cloud.Static{AMIs: fixtures.AWSImages()}, Clock: clk, Metrics: metrics})
 		Expect(err).NotTo(HaveOccurred())
 	}
@@ -327,6 +339,35 @@ spec:
 		Eventually(func() error {
 			return k8s.Get(ctx, client.ObjectKeyFromObject(usedByMachine), template(usedByMachine.GetName()))
 		}).Should(MatchError(ContainSubstring("not found")))
+	})
+
+	It("patches an owner only at the version it decided on, and keeps the annotations another writer set meanwhile", func() {
+		Expect(k8s.Create(ctx, fixtures.AWSMachineTemplate("c-1a-0a1b2c3d", fixtures.OldAWSAMI))).To(Succeed())
+		owner := fixtures.ClusterAPIOwner("MachineSet", "c-1a", "c-1a-0a1b2c3d")
+		var once sync.Once
+		hook := func(ctx context.Context, o client.Object) error {
+			var err error
+			if o.GetName() != "c-1a" {
+				return nil
+			}
+			// Another writer, between the decision (no annotations) and the patch.
+			once.Do(func() {
+				live := &unstructured.Unstructured{}
+				live.SetGroupVersionKind(owner.GroupVersionKind())
+				if err = k8s.Get(ctx, client.ObjectKeyFromObject(owner), live); err == nil {
+					live.SetAnnotations(map[string]string{"example.com/keep": "yes"})
+					err = k8s.Update(ctx, live)
+				}
+			})
+			return err
+		}
+		beforeOwnerPatch.Store(&hook)
+		DeferCleanup(func() { beforeOwnerPatch.Store(nil) })
+		Expect(k8s.Create(ctx, owner)).To(Succeed())
+
+		Eventually(templateOf(owner)).ShouldNot(Equal("c-1a-0a1b2c3d"))
+		Expect(get(owner).GetAnnotations()).To(And(HaveKeyWithValue("example.com/keep", "yes"), HaveKey(bootimage.AttemptsAnnotation)),
+			"the stale patch was refused, and the one decided again kept the map it read")
 	})
 
 	It("takes a refusal by a ValidatingAdmissionPolicy (422) as a Skip in the policy's words, not a failure", func() {
