@@ -77,6 +77,9 @@ const (
 	// ReasonDeniedByPolicy: an admission policy refused the update for good (422 Invalid, e.g.
 	// OpenShift's openshift-cluster-api-deny-unsupported-resources); decided again on a change.
 	ReasonDeniedByPolicy = "DeniedByPolicy"
+	// ReasonPaused: a Cluster API object annotated cluster.x-k8s.io/paused, which every Cluster
+	// API controller leaves alone; decided again when the annotation goes.
+	ReasonPaused = "Paused"
 )
 
 // CloudLookupFailed returns the Error decision for obj when the cloud lookup its decision needs

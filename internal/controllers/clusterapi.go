@@ -76,6 +76,7 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 	if retry != nil || err != nil {
 		return orZero(retry), err
 	}
+	d = bootimage.Paused(d, owner)
 	if d.Action == bootimage.Update {
 		var moved bool
 		if d, moved, err = r.updateTemplate(ctx, owner, template, d, next); err != nil {

@@ -370,6 +370,20 @@ spec:
 			"the stale patch was refused, and the one decided again kept the map it read")
 	})
 
+	It("leaves a paused object alone, and updates it once it is resumed", func() {
+		Expect(k8s.Create(ctx, fixtures.AWSMachineTemplate("z-1a-0a1b2c3d", fixtures.OldAWSAMI))).To(Succeed())
+		owner := fixtures.ClusterAPIOwner("MachineSet", "z-1a", "z-1a-0a1b2c3d")
+		owner.SetAnnotations(map[string]string{bootimage.PausedAnnotation: ""})
+		Expect(k8s.Create(ctx, owner)).To(Succeed())
+		Eventually(events("MachineSet", "z-1a")).Should(ContainElement(HavePrefix(bootimage.ReasonPaused + ": ")))
+		Expect(templateOf(owner)()).To(Equal("z-1a-0a1b2c3d"))
+
+		live := get(owner)
+		live.SetAnnotations(nil)
+		Expect(k8s.Update(ctx, live)).To(Succeed())
+		Eventually(templateOf(owner)).ShouldNot(Equal("z-1a-0a1b2c3d"))
+	})
+
 	It("takes a refusal by a ValidatingAdmissionPolicy (422) as a Skip in the policy's words, not a failure", func() {
 		// As openshift-cluster-api-deny-unsupported-resources refuses every MachineDeployment write
 		// on 4.23: here updates of MachineSets named p-*, and creates of p-probe as the barrier.
