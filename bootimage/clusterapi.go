@@ -113,3 +113,17 @@ func RollingOut(md *unstructured.Unstructured) bool {
 	}
 	return false
 }
+
+// PausedAnnotation is Cluster API's pause contract (cluster-api util/annotations.IsPaused): an
+// object carrying it is left alone by every controller, whatever its value; clusterctl move sets it.
+const PausedAnnotation = "cluster.x-k8s.io/paused"
+
+// Paused returns d as Skip Paused when owner carries PausedAnnotation and d would write or report
+// an error: nothing of a paused object is written, its template copies included. A skip stays.
+func Paused(d Decision, owner *unstructured.Unstructured) Decision {
+	if _, paused := owner.GetAnnotations()[PausedAnnotation]; !paused || d.Action == Skip {
+		return d
+	}
+	d.ProviderSpecPatch, d.UserData = nil, nil
+	return d.with(Skip, ReasonPaused, "%s %s/%s is paused (annotation %s): its boot image is decided again once it is resumed", d.Kind, d.Namespace, d.Name, PausedAnnotation)
+}

@@ -324,7 +324,7 @@ var _ = Describe("Template copies", func() {
 	})
 
 	It("patches the owner only while it still names the old template", func() {
-		patch, err := bootimage.InfrastructureRefPatch("worker-a-1a2b3c4d", "worker-a-0123456789", bootimage.PatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{"k": "v"}})
+		patch, err := bootimage.InfrastructureRefPatch("7", "worker-a-1a2b3c4d", "worker-a-0123456789", bootimage.PatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{"k": "v"}})
 		Expect(err).NotTo(HaveOccurred())
 		p, err := jsonpatch.DecodePatch(patch)
 		Expect(err).NotTo(HaveOccurred())

@@ -79,6 +79,12 @@ const (
 	// ReasonTemplateConflict: a template of the copy's name exists with other content; it is never
 	// overwritten.
 	ReasonTemplateConflict = "TemplateConflict"
+	// ReasonDeniedByPolicy: an admission policy refused the update for good (422 Invalid, e.g.
+	// OpenShift's openshift-cluster-api-deny-unsupported-resources); decided again on a change.
+	ReasonDeniedByPolicy = "DeniedByPolicy"
+	// ReasonPaused: a Cluster API object annotated cluster.x-k8s.io/paused, which every Cluster
+	// API controller leaves alone; decided again when the annotation goes.
+	ReasonPaused = "Paused"
 )
 
 // CloudLookupFailed returns the Error decision for obj when the cloud lookup its decision needs
@@ -128,7 +134,7 @@ var needsAdminSkips = map[string]bool{
 	ReasonOwnedByController: true, ReasonArchitectureUnknown: true, ReasonCustomImage: true, ReasonImageNotByID: true,
 	ReasonRegionNotInStream: true, ReasonTargetImageUnavailable: true, ReasonArchitectureNotInStream: true,
 	ReasonConfidentialVM: true, ReasonUnsupportedArchitecture: true, ReasonManagedByTopology: true, ReasonUnsupportedTemplate: true,
-	ReasonOSStreamNotInBootImages: true, ReasonOSStreamTemplateTaken: true,
+	ReasonOSStreamNotInBootImages: true, ReasonOSStreamTemplateTaken: true, ReasonDeniedByPolicy: true,
 }
 
 // LeftBehind reports whether d leaves a selected object on an image the operator could not update

@@ -141,12 +141,21 @@ func TemplateConflict(d Decision, name string) Decision {
 	return d.with(Error, ReasonTemplateConflict, "template %s/%s exists and is not this operator's copy of the template with %s: delete or rename it; it is never overwritten", d.Namespace, name, d.Target)
 }
 
+// DeniedByPolicy returns the Skip decision for d when an admission policy refused its write with
+// said (the policy's own words): no retry until the object or the cluster's inputs change.
+func DeniedByPolicy(d Decision, said string) Decision {
+	d.ProviderSpecPatch = nil
+	return d.with(Skip, ReasonDeniedByPolicy, "boot image update to %s refused by admission: %s", d.Target, said)
+}
+
 // InfrastructureRefPatch returns the JSON Patch that points a Cluster API MachineSet or
-// MachineDeployment at template newName, on the condition that it still names oldName (the API
-// server refuses it otherwise), with extra operations (the update-attempts annotation) in the
-// same write.
-func InfrastructureRefPatch(oldName, newName string, extra ...PatchOp) ([]byte, error) {
-	ops := []PatchOp{{Op: "test", Path: infrastructureRefNamePath, Value: oldName}, {Op: "replace", Path: infrastructureRefNamePath, Value: newName}}
+// MachineDeployment at template newName, on the condition that it still names oldName and is still
+// at resourceVersion, the one decided on (the API server refuses it otherwise: 422 for the test,
+// 409 for the version), with extra operations (the update-attempts annotation) in the same write.
+// The version guard is what makes an annotations map written whole safe: it is the map read.
+func InfrastructureRefPatch(resourceVersion, oldName, newName string, extra ...PatchOp) ([]byte, error) {
+	ops := []PatchOp{set("/metadata/resourceVersion", resourceVersion),
+		{Op: "test", Path: infrastructureRefNamePath, Value: oldName}, {Op: "replace", Path: infrastructureRefNamePath, Value: newName}}
 	return json.Marshal(append(ops, extra...))
 }
 

@@ -247,6 +247,8 @@ var needed = []struct {
 	{&machinev1.ControlPlaneMachineSet{}, kube.MachineAPINamespace, true},
 	{&corev1.Secret{}, kube.MachineAPINamespace, true},
 	{&corev1.ConfigMap{}, "", true},
+	{clusterAPIObject("MachineSet"), bootimage.ClusterAPINamespace, true},
+	{clusterAPIObject("MachineDeployment"), bootimage.ClusterAPINamespace, true},
 	{&operatorv1.MachineConfiguration{}, "", false},
 	{&configv1.FeatureGate{}, "", false},
 	{&configv1.ClusterVersion{}, "", false},

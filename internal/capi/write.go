@@ -46,11 +46,27 @@ func EnsureTemplate(ctx context.Context, c client.Client, copy *unstructured.Uns
 	return false, nil
 }
 
-// OwnerMoved reports whether err is the API server refusing an owner patch because its test
-// operation failed: the owner's infrastructureRef changed since it was read, and nothing was
-// written.
+// OwnerMoved reports whether err is the API server refusing an owner patch for its
+// preconditions: the owner changed since it was read (409 Conflict on the resourceVersion) or its
+// infrastructureRef did (the test operation failed), and nothing was written.
 func OwnerMoved(err error) bool {
-	return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "testing value")
+	return apierrors.IsConflict(err) || (apierrors.IsInvalid(err) && strings.Contains(err.Error(), "testing value"))
+}
+
+// DeniedByPolicy returns what a ValidatingAdmissionPolicy said when it refused err's write (422
+// Invalid, "... is forbidden: ValidatingAdmissionPolicy '<name>' with binding '<binding>' denied
+// request: ..."), "" for any other error. Such a refusal lasts until the object or the policy
+// changes; 403 Forbidden is RBAC's, and is not one.
+func DeniedByPolicy(err error) string {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) {
+		return ""
+	}
+	msg := status.Status().Message
+	if !strings.Contains(msg, "ValidatingAdmissionPolicy") || !strings.Contains(msg, "denied request") {
+		return ""
+	}
+	return msg
 }
 
 // DeleteTemplate deletes template if it still has the UID it was decided on, so that a template

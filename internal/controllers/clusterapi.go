@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +27,8 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/internal/capi"
 	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
+	"github.com/bootimage-operator/bootimage-operator/internal/seams"
+	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/kube"
 )
 
@@ -73,20 +76,22 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 	if retry != nil || err != nil {
 		return orZero(retry), err
 	}
+	d = bootimage.Paused(d, owner)
 	if d.Action == bootimage.Update {
 		var moved bool
 		if d, moved, err = r.updateTemplate(ctx, owner, template, d, next); err != nil {
-			return ctrl.Result{}, err
+			return r.forbidden(ctx, owner, err)
 		} else if moved {
 			// The owner's watch brings the change that moved it; this is the backstop.
 			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
 	}
-	res := r.done(ctx, owner, d, in.version)
+	res := r.whileGatesUnknown(in, r.done(ctx, owner, d, in.version))
 	if d.Action == bootimage.Update || d.Action == bootimage.NoChange {
 		again, err := r.collectGarbage(ctx, owner)
 		if err != nil {
-			return res, err
+			// The error's backoff retries it; a result beside an error is dropped.
+			return ctrl.Result{}, err
 		}
 		if again > 0 && (res.RequeueAfter == 0 || again < res.RequeueAfter) {
 			res.RequeueAfter = again
@@ -188,21 +193,31 @@ func (r *ClusterAPIReconciler) updateTemplate(ctx context.Context, owner, templa
 	if errors.Is(err, capi.ErrTemplateConflict) {
 		return bootimage.TemplateConflict(d, copied.GetName()), false, nil
 	}
+	if said := capi.DeniedByPolicy(err); said != "" {
+		return bootimage.DeniedByPolicy(d, said), false, nil
+	}
 	if err != nil {
-		return d, false, fmt.Errorf("creating %s %s/%s: %w", copied.GetKind(), copied.GetNamespace(), copied.GetName(), err)
+		rule := status.Rule{Verb: "create", Group: copied.GroupVersionKind().Group, Resource: strings.ToLower(copied.GetKind()) + "s", Namespace: copied.GetNamespace()}
+		return d, false, fmt.Errorf("creating %s %s/%s: %w", copied.GetKind(), copied.GetNamespace(), copied.GetName(), status.Forbidden(err, rule))
 	}
 	if created {
 		logf.FromContext(ctx).Info("Created template copy", "template", copied.GetName(), "from", template.GetName())
 	}
-	patch, err := bootimage.InfrastructureRefPatch(template.GetName(), copied.GetName(),
+	patch, err := bootimage.InfrastructureRefPatch(owner.GetResourceVersion(), template.GetName(), copied.GetName(),
 		bootimage.AnnotationPatchOp(owner.GetAnnotations(), bootimage.AttemptsAnnotation, next.String()))
 	if err != nil {
 		return d, false, err
 	}
+	if err := seams.BeforeOwnerPatch(ctx, owner); err != nil {
+		return d, false, err
+	}
 	err = r.update(ctx, owner, nil, d, next, patch)
 	if capi.OwnerMoved(err) {
-		logf.FromContext(ctx).V(1).Info("infrastructureRef changed since it was read, deciding again")
+		logf.FromContext(ctx).V(1).Info("Owner changed since it was read, deciding again")
 		return d, true, nil
+	}
+	if said := capi.DeniedByPolicy(err); said != "" {
+		return bootimage.DeniedByPolicy(d, said), false, nil
 	}
 	return d, false, err
 }
@@ -244,7 +259,8 @@ func (r *ClusterAPIReconciler) Register(ctx context.Context, mgr ctrl.Manager) e
 		changes = predicate.ResourceVersionChangedPredicate{}
 	}
 	name := "clusterapi-" + map[string]string{bootimage.KindMachineSet: "machineset", bootimage.KindMachineDeployment: "machinedeployment"}[r.Kind]
-	b := r.reg.controller(mgr, name, r.Kind, controller.Options{MaxConcurrentReconciles: machineSetWorkers}).
+	// Set up again after it stopped (guardedClusterAPI), under the same name.
+	b := r.reg.controller(mgr, name, r.Kind, controller.Options{MaxConcurrentReconciles: machineSetWorkers, SkipNameValidation: ptr.To(true)}).
 		For(r.newObject(), builder.WithPredicates(inNamespace(bootimage.ClusterAPINamespace), changes))
 	if r.Kind == bootimage.KindMachineSet && !r.MachineAPI.Waiting(bootimage.KindMachineSet) {
 		twin := func(_ context.Context, ms client.Object) []reconcile.Request {

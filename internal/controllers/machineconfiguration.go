@@ -57,6 +57,8 @@ type MachineConfigurationReconciler struct {
 	MachineAPI *crdgate.Gate
 	// ClusterAPI says which Cluster API controllers wait; nil when none run.
 	ClusterAPI *crdgate.Gate
+	// ClusterAPIProblem says what keeps the Cluster API controllers from running; nil or "" when nothing.
+	ClusterAPIProblem func() string
 
 	// counts holds the progress counts during a wave (bootimage.CountsHold).
 	counts bootimage.CountsHold
@@ -130,6 +132,11 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	}
 	if problem.message != "" && (problem.reason != bootimage.ReasonStreamMissing || p.HeldByCluster(problem.reason)) {
 		warnings = append(warnings, problem)
+	}
+	if r.ClusterAPIProblem != nil {
+		if msg := r.ClusterAPIProblem(); msg != "" {
+			warnings = append(warnings, warning{ReasonClusterAPINotStarted, msg})
+		}
 	}
 	if cv == nil {
 		warnings = append(warnings, warning{ReasonClusterVersionMissing, "ClusterVersion/version not found: the operator cannot tell whether the cluster is updating, nor which release it was installed with"})

@@ -98,6 +98,7 @@ func Add(mgr ctrl.Manager, deps Deps) error {
 		return err
 	}
 	clusterAPI.Logger, clusterAPI.Hint = deps.Logger, "Cluster API is not installed"
+	access := &clusterAPIAccess{client: mgr.GetClient(), changed: tracker.Changed}
 	mc := &MachineConfigurationReconciler{
 		Client:   mgr.GetClient(),
 		Gates:    gates,
@@ -112,6 +113,8 @@ func Add(mgr ctrl.Manager, deps Deps) error {
 		Namespace:  deps.Namespace,
 		MachineAPI: machineAPI,
 		ClusterAPI: clusterAPI,
+		// What keeps the Cluster API controllers from running, for the status.
+		ClusterAPIProblem: access.Problem,
 		Status: &status.Writer{
 			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: recorder, Clock: deps.Clock, ClusterOperator: deps.ClusterOperator,
 			ContestedWrites: deps.ContestedWrites,
@@ -152,9 +155,13 @@ func Add(mgr ctrl.Manager, deps Deps) error {
 		g, err := gates.Current(ctx)
 		return err == nil && g.Enabled(featuregates.ManagedBootImagesAWSCAPI)
 	}
+	// Started only where the identity may read what they watch, and never fatal: a Cluster API
+	// controller that stops (caches that cannot sync) is reported and started again later.
+	ready := func(ctx context.Context) bool { return gateOn(ctx) && access.allowed(ctx) }
 	for _, kind := range []struct{ kind, resource string }{{bootimage.KindMachineSet, "machinesets"}, {bootimage.KindMachineDeployment, "machinedeployments"}} {
 		r := &ClusterAPIReconciler{bootImages: steps, Kind: kind.kind, MachineAPI: machineAPI}
-		if err := clusterAPI.Add(crdgate.Controller{GroupVersion: ClusterAPIGroupVersion, Resource: kind.resource, Kind: clusterAPIKind(kind.kind), Setup: register(r), Ready: gateOn}); err != nil {
+		c := crdgate.Controller{GroupVersion: ClusterAPIGroupVersion, Resource: kind.resource, Kind: clusterAPIKind(kind.kind), Setup: register(r), Ready: ready}
+		if err := clusterAPI.Add(guardedClusterAPI(clusterAPI, access, c, r.newObject)); err != nil {
 			return err
 		}
 	}

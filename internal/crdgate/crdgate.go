@@ -129,8 +129,19 @@ func (g *Gate) Missing() string {
 	return "The API serves no " + strings.Join(names, ", ") + ": boot images of these are not managed until their CRDs are installed (" + hint + ")"
 }
 
+// Retry puts c back among the waiting controllers: one that started and then stopped (its caches
+// never synced: a missing RBAC rule, a CRD removed) is set up again at a later poll.
+func (g *Gate) Retry(c Controller) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !slices.ContainsFunc(g.waiting, func(w Controller) bool { return w.Kind == c.Kind }) {
+		g.waiting = append(g.waiting, c)
+	}
+}
+
 // Start looks for the missing resources every interval and sets up each controller whose
-// resource appeared; it returns once none waits.
+// resource appeared, until ctx ends (a controller may come back through Retry). A controller
+// whose setup fails is logged and tried again at the next poll: it never stops the process.
 func (g *Gate) Start(ctx context.Context) error {
 	log := g.Logger
 	if log.GetSink() == nil {
@@ -147,34 +158,30 @@ func (g *Gate) Start(ctx context.Context) error {
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
-		g.mu.Lock()
-		waiting := g.waiting
-		g.mu.Unlock()
-		if len(waiting) == 0 {
-			return nil
-		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-ticker.C:
 		}
-		var still []Controller
+		g.mu.Lock()
+		waiting := slices.Clone(g.waiting)
+		g.mu.Unlock()
 		started := false
 		for _, c := range waiting {
 			served, err := g.served(c)
-			if err == nil && served && (c.Ready == nil || c.Ready(ctx)) {
-				if err := c.Setup(g.mgr); err != nil {
-					return fmt.Errorf("starting the %s controller: %w", c.Kind, err)
-				}
-				log.Info("Starting controller: its CRD is served now", "kind", c.Kind)
-				started = true
+			if err != nil || !served || (c.Ready != nil && !c.Ready(ctx)) {
 				continue
 			}
-			still = append(still, c)
+			if err := c.Setup(g.mgr); err != nil {
+				log.Error(err, "Cannot start controller, retrying", "kind", c.Kind)
+				continue
+			}
+			log.Info("Starting controller: its CRD is served now", "kind", c.Kind)
+			started = true
+			g.mu.Lock()
+			g.waiting = slices.DeleteFunc(g.waiting, func(w Controller) bool { return w.Kind == c.Kind })
+			g.mu.Unlock()
 		}
-		g.mu.Lock()
-		g.waiting = still
-		g.mu.Unlock()
 		if started {
 			select {
 			case g.changed <- event.GenericEvent{Object: &operatorv1.MachineConfiguration{ObjectMeta: metav1.ObjectMeta{Name: kube.MachineConfigurationName}}}:

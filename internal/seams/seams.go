@@ -6,6 +6,8 @@ package seams
 import (
 	"context"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Hooks are the seams; nil fields do nothing.
@@ -15,6 +17,8 @@ type Hooks struct {
 	AfterTemplateStep func(step string) error
 	// BeforeMigrationWrite runs just before a migration's patch is sent; an error stops the run.
 	BeforeMigrationWrite func(ctx context.Context, migration string) error
+	// BeforeOwnerPatch runs after a Cluster API owner's decision, just before its patch is sent.
+	BeforeOwnerPatch func(ctx context.Context, owner client.Object) error
 
 	// The operator's waits, shortened so that a spec need not sit through them; zero keeps the
 	// default. CloudErrorGrace, CloudRetryInterval and CloudRecheckInterval time cloud failures
@@ -49,6 +53,14 @@ func AfterTemplateStep(ctx context.Context, step string) error {
 func BeforeMigrationWrite(ctx context.Context, migration string) error {
 	if f := From(ctx).BeforeMigrationWrite; f != nil {
 		return f(ctx, migration)
+	}
+	return nil
+}
+
+// BeforeOwnerPatch runs the BeforeOwnerPatch hook of ctx, if any.
+func BeforeOwnerPatch(ctx context.Context, owner client.Object) error {
+	if f := From(ctx).BeforeOwnerPatch; f != nil {
+		return f(ctx, owner)
 	}
 	return nil
 }

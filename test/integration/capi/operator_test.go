@@ -1,6 +1,9 @@
 package capi_test
 
 import (
+	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -9,6 +12,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/prometheus/client_golang/prometheus"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -102,6 +106,9 @@ func idle(obj *unstructured.Unstructured, controller string) {
 	Expect(seen).To(BeEmpty(), "written while idle")
 }
 
+// beforeOwnerPatch, when set, runs between a Cluster API owner's decision and its patch.
+var beforeOwnerPatch atomic.Pointer[func(context.Context, client.Object) error]
+
 var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 	var mgr *testenv.Manager
 	// metrics are those of the operator started last.
@@ -111,7 +118,13 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 		GinkgoHelper()
 		var err error
 		metrics = prometheus.NewRegistry()
-		mgr, err = env.StartOperatorWithHooks(seams.Hooks{CRDPollInterval: 100 * time.Millisecond},
+		hooks := seams.Hooks{CRDPollInterval: 100 * time.Millisecond, BeforeOwnerPatch: func(ctx context.Context, o client.Object) error {
+			if f := beforeOwnerPatch.Load(); f != nil {
+				return (*f)(ctx, o)
+			}
+			return nil
+		}}
+		mgr, err = env.StartOperatorWithHooks(hooks,
 			operator.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: &cloud.Static{AMIs: fixtures.AWSImages()}, Clock: clk, Metrics: metrics})
 		Expect(err).NotTo(HaveOccurred())
 	}
@@ -329,6 +342,96 @@ spec:
 		Eventually(func() error {
 			return k8s.Get(ctx, client.ObjectKeyFromObject(usedByMachine), template(usedByMachine.GetName()))
 		}).Should(MatchError(ContainSubstring("not found")))
+	})
+
+	It("patches an owner only at the version it decided on, and keeps the annotations another writer set meanwhile", func() {
+		Expect(k8s.Create(ctx, fixtures.AWSMachineTemplate("c-1a-0a1b2c3d", fixtures.OldAWSAMI))).To(Succeed())
+		owner := fixtures.ClusterAPIOwner("MachineSet", "c-1a", "c-1a-0a1b2c3d")
+		var once sync.Once
+		hook := func(ctx context.Context, o client.Object) error {
+			var err error
+			if o.GetName() != "c-1a" {
+				return nil
+			}
+			// Another writer, between the decision (no annotations) and the patch.
+			once.Do(func() {
+				live := &unstructured.Unstructured{}
+				live.SetGroupVersionKind(owner.GroupVersionKind())
+				if err = k8s.Get(ctx, client.ObjectKeyFromObject(owner), live); err == nil {
+					live.SetAnnotations(map[string]string{"example.com/keep": "yes"})
+					err = k8s.Update(ctx, live)
+				}
+			})
+			return err
+		}
+		beforeOwnerPatch.Store(&hook)
+		DeferCleanup(func() { beforeOwnerPatch.Store(nil) })
+		Expect(k8s.Create(ctx, owner)).To(Succeed())
+
+		Eventually(templateOf(owner)).ShouldNot(Equal("c-1a-0a1b2c3d"))
+		Expect(get(owner).GetAnnotations()).To(And(HaveKeyWithValue("example.com/keep", "yes"), HaveKey(bootimage.AttemptsAnnotation)),
+			"the stale patch was refused, and the one decided again kept the map it read")
+	})
+
+	It("leaves a paused object alone, and updates it once it is resumed", func() {
+		Expect(k8s.Create(ctx, fixtures.AWSMachineTemplate("z-1a-0a1b2c3d", fixtures.OldAWSAMI))).To(Succeed())
+		owner := fixtures.ClusterAPIOwner("MachineSet", "z-1a", "z-1a-0a1b2c3d")
+		owner.SetAnnotations(map[string]string{bootimage.PausedAnnotation: ""})
+		Expect(k8s.Create(ctx, owner)).To(Succeed())
+		Eventually(events("MachineSet", "z-1a")).Should(ContainElement(HavePrefix(bootimage.ReasonPaused + ": ")))
+		Expect(templateOf(owner)()).To(Equal("z-1a-0a1b2c3d"))
+
+		live := get(owner)
+		live.SetAnnotations(nil)
+		Expect(k8s.Update(ctx, live)).To(Succeed())
+		Eventually(templateOf(owner)).ShouldNot(Equal("z-1a-0a1b2c3d"))
+	})
+
+	It("takes a refusal by a ValidatingAdmissionPolicy (422) as a Skip in the policy's words, not a failure", func() {
+		// As openshift-cluster-api-deny-unsupported-resources refuses every MachineDeployment write
+		// on 4.23: here updates of MachineSets named p-*, and creates of p-probe as the barrier.
+		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "deny-p"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{"cluster.x-k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"machinesets"}},
+					},
+				}}},
+				Validations: []admissionregistrationv1.Validation{{
+					Expression: "request.operation == 'CREATE' ? object.metadata.name != 'p-probe' : !object.metadata.name.startsWith('p-')",
+					Message:    "This resource type is not supported in OpenShift and cannot be created, updated, or deleted.",
+				}},
+			},
+		}
+		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "deny-p"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "deny-p",
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+		}
+		Expect(k8s.Create(ctx, policy)).To(Succeed())
+		Expect(k8s.Create(ctx, binding)).To(Succeed())
+		DeferCleanup(func() {
+			Expect(k8s.Delete(ctx, binding)).To(Succeed())
+			Expect(k8s.Delete(ctx, policy)).To(Succeed())
+		})
+		Eventually(func() error {
+			return k8s.Create(ctx, fixtures.ClusterAPIOwner("MachineSet", "p-probe", "p-0a1b2c3d"), client.DryRunAll)
+		}).Should(MatchError(ContainSubstring("denied request")), "the policy is in force")
+
+		Expect(k8s.Create(ctx, fixtures.AWSMachineTemplate("p-1a-0a1b2c3d", fixtures.OldAWSAMI))).To(Succeed())
+		owner := fixtures.ClusterAPIOwner("MachineSet", "p-1a", "p-1a-0a1b2c3d")
+		Expect(k8s.Create(ctx, owner)).To(Succeed())
+		Eventually(events("MachineSet", "p-1a")).Should(ContainElement(And(
+			HavePrefix(bootimage.ReasonDeniedByPolicy+": "),
+			ContainSubstring("ValidatingAdmissionPolicy 'deny-p' with binding 'deny-p' denied request"),
+			ContainSubstring("This resource type is not supported in OpenShift"))))
+		Expect(templateOf(owner)()).To(Equal("p-1a-0a1b2c3d"))
+		Eventually(func() (float64, error) {
+			return testenv.Metric(metrics, "bootimage_decisions", "kind", "MachineSet.cluster.x-k8s.io", "action", "Skip", "reason", bootimage.ReasonDeniedByPolicy)
+		}).Should(BeNumerically(">=", 1), "a decision taken, not an error retried with backoff")
 	})
 
 	It("counts Cluster API objects apart from Machine API ones in its metrics", func() {

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/manifests"
@@ -81,6 +82,12 @@ func grantMCC(c client.Client) {
 
 // grantEmbedded creates the documented embedded RBAC, after edit has had its way with each object.
 func grantEmbedded(c client.Client, edit func(client.Object)) {
+	grantEmbeddedIf(c, func(o client.Object) bool { edit(o); return true })
+}
+
+// grantEmbeddedIf creates the objects of the documented embedded RBAC that keep keeps, after it
+// has had its way with them.
+func grantEmbeddedIf(c client.Client, keep func(client.Object) bool) {
 	data, err := os.ReadFile(filepath.Join(manifests.RepoRoot(), status.RBACManifest))
 	Expect(err).NotTo(HaveOccurred())
 	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
@@ -108,7 +115,9 @@ func grantEmbedded(c client.Client, edit func(client.Object)) {
 			Fail("unexpected kind in " + status.RBACManifest + ": " + meta.Kind)
 		}
 		Expect(json.Unmarshal(raw, obj)).To(Succeed())
-		edit(obj)
+		if !keep(obj) {
+			continue
+		}
 		Expect(c.Create(ctx, obj)).To(Succeed())
 		created++
 	}
@@ -117,10 +126,16 @@ func grantEmbedded(c client.Client, edit func(client.Object)) {
 
 // asMCC starts the operator as the MCC's ServiceAccount.
 func asMCC(env *testenv.Env) *testenv.Manager {
+	return asMCCWith(env, seams.Hooks{}, operator.Options{})
+}
+
+// asMCCWith is asMCC with hooks and options.
+func asMCCWith(env *testenv.Env, hooks seams.Hooks, opts operator.Options) *testenv.Manager {
 	mcc := *env
 	mcc.Config = rest.CopyConfig(env.Config)
 	mcc.Config.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + kube.MCONamespace + ":" + mccServiceAccount}
-	mgr, err := mcc.StartOperator(operator.Options{ReleaseVersion: fixtures.ReleaseVersion})
+	opts.ReleaseVersion = fixtures.ReleaseVersion
+	mgr, err := mcc.StartOperatorWithHooks(hooks, opts)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(mgr.Stop)
 	return mgr

@@ -1,0 +1,192 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
+	"github.com/bootimage-operator/bootimage-operator/internal/status"
+	"github.com/bootimage-operator/bootimage-operator/kube"
+)
+
+// ReasonClusterAPINotStarted is the reason of the Warning Event (and the Degraded message) saying
+// that the Cluster API controllers wait: for an RBAC rule, or after they stopped.
+const ReasonClusterAPINotStarted = "ClusterAPIControllersNotStarted"
+
+const capiGroup = string(bootimage.ClusterAPIGroup)
+
+// clusterAPIReads are the rules without which the Cluster API controllers cannot run: their
+// informers list and watch the owners, and the template copies' collector lists Machines. The
+// writes are not asked for: a missing one is a Warning Forbidden on the object it stops.
+var clusterAPIReads = []status.Rule{
+	{Group: capiGroup, Resource: "machinesets", Verb: "get"},
+	{Group: capiGroup, Resource: "machinesets", Verb: "list"},
+	{Group: capiGroup, Resource: "machinesets", Verb: "watch"},
+	{Group: capiGroup, Resource: "machinedeployments", Verb: "get"},
+	{Group: capiGroup, Resource: "machinedeployments", Verb: "list"},
+	{Group: capiGroup, Resource: "machinedeployments", Verb: "watch"},
+	{Group: capiGroup, Resource: "machines", Verb: "list"},
+}
+
+// clusterAPIAccess decides whether the Cluster API controllers may start, from what the
+// operator's own identity may do in openshift-cluster-api (one SelfSubjectRulesReview a poll,
+// SelfSubjectAccessReviews only for what an incomplete review leaves open), and holds what stops
+// them, for the status.
+type clusterAPIAccess struct {
+	client  client.Client
+	changed chan event.GenericEvent
+
+	mu sync.Mutex
+	// denied names the missing rules; stopped why a started controller stopped. "" when neither.
+	denied, stopped string
+}
+
+// Problem is what keeps the Cluster API controllers from running, "" when nothing does.
+func (a *clusterAPIAccess) Problem() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return strings.Join(slices.DeleteFunc([]string{a.denied, a.stopped}, func(s string) bool { return s == "" }), "; ")
+}
+
+// allowed reviews the identity's rules and reports whether every rule of clusterAPIReads is held.
+func (a *clusterAPIAccess) allowed(ctx context.Context) bool {
+	missing, err := a.missing(ctx)
+	msg := ""
+	switch {
+	case err != nil:
+		msg = "The Cluster API controllers wait: cannot review the operator's permissions in " + bootimage.ClusterAPINamespace + ": " + err.Error()
+	case len(missing) > 0:
+		var rules []string
+		for _, r := range missing {
+			rules = append(rules, fmt.Sprintf("{apiGroups: [%s], resources: [%s], verbs: [%s]}", r.Group, r.Resource, r.Verb))
+		}
+		msg = "The Cluster API controllers wait: the operator's roles lack the rules " + strings.Join(rules, ", ") +
+			" in namespace " + bootimage.ClusterAPINamespace + " (" + status.RBACManifest + " lists every rule it needs)"
+	}
+	a.mu.Lock()
+	was := a.denied
+	a.denied = msg
+	if msg == "" {
+		a.stopped = ""
+	}
+	a.mu.Unlock()
+	if msg != was {
+		if msg != "" {
+			logf.FromContext(ctx).Info("Not starting the Cluster API controllers", "reason", msg)
+		}
+		a.notify()
+	}
+	return msg == ""
+}
+
+// missing returns the rules of clusterAPIReads the identity lacks in openshift-cluster-api.
+func (a *clusterAPIAccess) missing(ctx context.Context) ([]status.Rule, error) {
+	review := &authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: bootimage.ClusterAPINamespace}}
+	if err := a.client.Create(ctx, review); err != nil {
+		return nil, err
+	}
+	var missing []status.Rule
+	for _, want := range clusterAPIReads {
+		if slices.ContainsFunc(review.Status.ResourceRules, func(r authorizationv1.ResourceRule) bool { return grants(r, want) }) {
+			continue
+		}
+		if !review.Status.Incomplete {
+			missing = append(missing, want)
+			continue
+		}
+		// Another authorizer may grant what RBAC's rules do not show.
+		sar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: bootimage.ClusterAPINamespace, Group: want.Group, Resource: want.Resource, Verb: want.Verb}}}
+		if err := a.client.Create(ctx, sar); err != nil {
+			return nil, err
+		}
+		if !sar.Status.Allowed {
+			missing = append(missing, want)
+		}
+	}
+	return missing, nil
+}
+
+// grants reports whether r allows want.
+func grants(r authorizationv1.ResourceRule, want status.Rule) bool {
+	has := func(list []string, v string) bool { return slices.Contains(list, v) || slices.Contains(list, "*") }
+	return has(r.Verbs, want.Verb) && has(r.APIGroups, want.Group) && has(r.Resources, want.Resource) && len(r.ResourceNames) == 0
+}
+
+// failed records that a started Cluster API controller stopped with err.
+func (a *clusterAPIAccess) failed(ctx context.Context, controller string, err error) {
+	logf.FromContext(ctx).Error(err, "Cluster API controller stopped; it is started again once its caches can sync", "controller", controller)
+	a.mu.Lock()
+	a.stopped = fmt.Sprintf("The %s controller stopped and is retried: %v", controller, err)
+	a.mu.Unlock()
+	a.notify()
+}
+
+func (a *clusterAPIAccess) notify() {
+	select {
+	case a.changed <- event.GenericEvent{Object: &operatorv1.MachineConfiguration{ObjectMeta: metav1.ObjectMeta{Name: kube.MachineConfigurationName}}}:
+	default:
+	}
+}
+
+// guardedManager registers runnables that cannot stop the manager: a controller-runtime
+// controller whose caches do not sync returns an error from Start, and a runnable's error stops
+// every other one. The Cluster API controllers are registered through it.
+type guardedManager struct {
+	manager.Manager
+	stopped func(ctx context.Context, err error)
+}
+
+func (m guardedManager) Add(r manager.Runnable) error {
+	return m.Manager.Add(guardedRunnable{Runnable: r, stopped: m.stopped})
+}
+
+type guardedRunnable struct {
+	manager.Runnable
+	stopped func(ctx context.Context, err error)
+}
+
+// Start runs the runnable and reports, instead of returning, an error it stops with.
+func (g guardedRunnable) Start(ctx context.Context) error {
+	if err := g.Runnable.Start(ctx); err != nil && ctx.Err() == nil {
+		g.stopped(ctx, err)
+	}
+	return nil
+}
+
+// NeedLeaderElection keeps the runnable's own answer: a controller runs only while leading.
+func (g guardedRunnable) NeedLeaderElection() bool {
+	if le, ok := g.Runnable.(manager.LeaderElectionRunnable); ok {
+		return le.NeedLeaderElection()
+	}
+	return true
+}
+
+// guardedClusterAPI returns the gated controller of r, set up through a guarded manager: when it
+// stops, its informer is dropped, the stop is reported and the gate sets it up again later.
+func guardedClusterAPI(gate *crdgate.Gate, access *clusterAPIAccess, c crdgate.Controller, obj func() *unstructured.Unstructured) crdgate.Controller {
+	setup := c.Setup
+	c.Setup = func(mgr manager.Manager) error {
+		return setup(guardedManager{Manager: mgr, stopped: func(ctx context.Context, err error) {
+			if rmErr := mgr.GetCache().RemoveInformer(context.WithoutCancel(ctx), obj()); rmErr != nil {
+				logf.FromContext(ctx).Error(rmErr, "Cannot remove the informer of a stopped controller", "kind", c.Kind)
+			}
+			access.failed(ctx, c.Kind, err)
+			gate.Retry(c)
+		}})
+	}
+	return c
+}

@@ -1,0 +1,122 @@
+package embeddedrbac_test
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/internal/seams"
+	"github.com/bootimage-operator/bootimage-operator/operator"
+	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
+	"github.com/bootimage-operator/bootimage-operator/test/testenv"
+)
+
+// reasonClusterAPINotStarted is controllers.ReasonClusterAPINotStarted (internal to the operator).
+const reasonClusterAPINotStarted = "ClusterAPIControllersNotStarted"
+
+var _ = Describe("The operator inside the machine-config-controller, with Cluster API served and its gate on", func() {
+	const oldTemplate = "w-1a-0a1b2c3d"
+	var env *testenv.Env
+	hooks := seams.Hooks{CRDPollInterval: 100 * time.Millisecond}
+	opts := operator.Options{Images: &cloud.Static{AMIs: fixtures.AWSImages()}}
+	owner := fixtures.ClusterAPIOwner("MachineSet", "w-1a", oldTemplate)
+	capiTemplate := func() string {
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(owner.GroupVersionKind())
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(owner), got)).To(Succeed())
+		name, _, _ := unstructured.NestedString(got.Object, "spec", "template", "spec", "infrastructureRef", "name")
+		return name
+	}
+	machineAPIImage := func() string {
+		ms := &machinev1beta1.MachineSet{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: fixtures.MachineAPINamespace, Name: "worker-a"}, ms)).To(Succeed())
+		var ps map[string]any
+		Expect(json.Unmarshal(ms.Spec.Template.Spec.ProviderSpec.Value.Raw, &ps)).To(Succeed())
+		return ps["ami"].(map[string]any)["id"].(string)
+	}
+	clusterAPIRole := func(o client.Object) bool { return o.GetNamespace() == testenv.CAPINamespace }
+
+	BeforeEach(func() {
+		env = testenv.StartForSpecs(testenv.Options{CAPI: true})
+		managers := &operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{
+			fixtures.MachineManager(operatorv1.MachineSets, operatorv1.All, nil),
+			fixtures.ClusterAPIManager(operatorv1.MachineSets, operatorv1.All),
+		}}
+		Expect(fixtures.Create(ctx, env.Client,
+			fixtures.Infrastructure(configv1.AWSPlatformType),
+			fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, []configv1.FeatureGateName{fg.ManagedBootImagesAWSCAPI}, nil),
+			fixtures.ClusterVersion(fixtures.ReleaseVersion, true),
+			fixtures.MachineConfiguration(managers),
+			fixtures.BootImagesConfigMap(fixtures.Stream(), fixtures.ReleaseVersion),
+			fixtures.UserDataSecret("worker-user-data", fixtures.IgnitionStubV3),
+			fixtures.MachineSet("worker-a", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)),
+			fixtures.AWSMachineTemplate(oldTemplate, fixtures.OldAWSAMI),
+			owner.DeepCopy(),
+		)).To(Succeed())
+		grantMCC(env.Client)
+	})
+
+	It("keeps running without the Cluster API rules, names them, and starts the Cluster API controllers once they are granted", func() {
+		grantEmbeddedIf(env.Client, func(o client.Object) bool { return !clusterAPIRole(o) })
+		mgr := asMCCWith(env, hooks, opts)
+
+		Eventually(machineAPIImage).Should(Equal(fixtures.NewAWSAMIUSEast1))
+		Eventually(eventsOf(env.Client, reasonClusterAPINotStarted)).Should(ContainElement(And(
+			HavePrefix("MachineConfiguration/cluster: "),
+			ContainSubstring("{apiGroups: [cluster.x-k8s.io], resources: [machinesets], verbs: [list]}"),
+			ContainSubstring("{apiGroups: [cluster.x-k8s.io], resources: [machinedeployments], verbs: [watch]}"))))
+		Expect(capiTemplate()).To(Equal(oldTemplate))
+
+		By("granting the Cluster API rules of the embedded RBAC, without a restart")
+		grantEmbeddedIf(env.Client, clusterAPIRole)
+		Eventually(capiTemplate).ShouldNot(Equal(oldTemplate))
+		exited, err := mgr.Exited()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(exited).To(BeFalse(), "the manager runs on")
+	})
+
+	It("updates a Cluster API MachineSet under the documented embedded RBAC", func() {
+		grantEmbedded(env.Client, func(client.Object) {})
+		mgr := asMCCWith(env, hooks, opts)
+		Eventually(capiTemplate).ShouldNot(Equal(oldTemplate))
+		Eventually(machineAPIImage).Should(Equal(fixtures.NewAWSAMIUSEast1))
+		Expect(eventsOf(env.Client, reasonClusterAPINotStarted)()).To(BeEmpty())
+		exited, err := mgr.Exited()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(exited).To(BeFalse())
+	})
+
+	It("names the one rule missing from the Cluster API Role", func() {
+		grantEmbedded(env.Client, func(o client.Object) {
+			if role, ok := o.(*rbacv1.Role); ok && clusterAPIRole(role) {
+				for i := range role.Rules {
+					if slices.Contains(role.Rules[i].Resources, "machinedeployments") {
+						role.Rules[i].Resources = []string{"machinesets"}
+						role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"machinedeployments"}, Verbs: []string{"get", "list", "patch"}})
+						break
+					}
+				}
+			}
+		})
+		mgr := asMCCWith(env, hooks, opts)
+		Eventually(eventsOf(env.Client, reasonClusterAPINotStarted)).Should(ContainElement(And(
+			ContainSubstring("lack the rules {apiGroups: [cluster.x-k8s.io], resources: [machinedeployments], verbs: [watch]} in namespace "+testenv.CAPINamespace),
+			Not(ContainSubstring("machinesets")))))
+		Eventually(machineAPIImage).Should(Equal(fixtures.NewAWSAMIUSEast1))
+		Expect(capiTemplate()).To(Equal(oldTemplate))
+		exited, err := mgr.Exited()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(exited).To(BeFalse())
+	})
+})
