@@ -23,7 +23,6 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
-	"github.com/bootimage-operator/bootimage-operator/internal/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/operator"
@@ -213,7 +212,7 @@ func observedOutcomes(ctx context.Context, c client.Client) []outcome {
 		var last *corev1.Event
 		for i, e := range events.Items {
 			// An OS stream disagreement is said beside the decision (the plan's notes), not as one.
-			if e.Reason == controllers.ReasonOSStreamMismatch {
+			if e.Reason == bootimage.ReasonOSStreamMismatch {
 				continue
 			}
 			if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name && (last == nil || e.LastTimestamp.After(last.LastTimestamp.Time)) {

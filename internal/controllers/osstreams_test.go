@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/bootimage-operator/bootimage-operator/internal/controllers"
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
@@ -80,7 +80,7 @@ var _ = Describe("OS streams on a 5.0 cluster", func() {
 			Eventually(func() any { return p.image(cpmsProviderSpec()) }).Should(Equal(p.rhel10))
 			Eventually(machineSetEvents("centos")).Should(ContainElement(
 				"OSStreamNotInBootImages: Boot image update skipped: label machineconfiguration.openshift.io/osstream=centos-10 names OS stream centos-10, which coreos-bootimages key streams does not carry (it has rhel-10, rhel-9)"))
-			Eventually(machineSetEvents("rhel9")).Should(ContainElement(HavePrefix(controllers.ReasonOSStreamMismatch +
+			Eventually(machineSetEvents("rhel9")).Should(ContainElement(HavePrefix(bootimage.ReasonOSStreamMismatch +
 				": The boot image comes from OS stream rhel-9, but its machines join MachineConfigPool worker, which runs rhel-10")))
 			if p.platform == configv1.AWSPlatformType {
 				Eventually(machineSetEvents("rhel10-west")).Should(ContainElement(
@@ -90,7 +90,7 @@ var _ = Describe("OS streams on a 5.0 cluster", func() {
 			for name, rv := range untouched {
 				Expect(resourceVersionOf(name)()).To(Equal(rv), "%s was not written", name)
 			}
-			Expect(machineSetEvents("rhel10")()).NotTo(ContainElement(HavePrefix(controllers.ReasonOSStreamMismatch)))
+			Expect(machineSetEvents("rhel10")()).NotTo(ContainElement(HavePrefix(bootimage.ReasonOSStreamMismatch)))
 		},
 		Entry("on AWS", aws), Entry("on GCP", gcp), Entry("on Azure", azure),
 	)

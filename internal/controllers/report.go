@@ -15,9 +15,6 @@ import (
 const (
 	ReasonBootImageUpdated = "BootImageUpdated"
 	ReasonUserDataUpgraded = "UserDataUpgraded"
-	// ReasonOSStreamMismatch: an object's labels or pool disagree with the OS stream its boot
-	// image comes from (bootimage.OSStreamChoice.Note).
-	ReasonOSStreamMismatch = "OSStreamMismatch"
 )
 
 // report records d, taken on inputs, and, when it changed, says so in an Event and the log: every
@@ -34,7 +31,7 @@ func reportFailure(ctx context.Context, recorder record.EventRecorder, tracker *
 	log := logf.FromContext(ctx).WithValues("reason", d.Reason)
 	if noteChanged && d.StreamNote != "" {
 		log.Info("OS stream disagreement", "osStream", d.Stream, "message", d.StreamNote)
-		recorder.Event(obj, corev1.EventTypeWarning, ReasonOSStreamMismatch, "The boot image comes from OS stream "+d.Stream+", but "+d.StreamNote)
+		recorder.Event(obj, corev1.EventTypeWarning, bootimage.ReasonOSStreamMismatch, "The boot image comes from OS stream "+d.Stream+", but "+d.StreamNote)
 	}
 	if !changed {
 		return
