@@ -141,7 +141,7 @@ func (r *Reconciler) reconcile(ctx context.Context, np *unstructured.Unstructure
 		// The upgrader owns the ConfigMap, desiredConfig and pods, or nodes are being replaced:
 		// write nothing, report the pause.
 		for i := range nodes.Items {
-			state.Nodes = append(state.Nodes, nodeState(&nodes.Items[i], podOn, target))
+			state.Nodes = append(state.Nodes, nodeState(&nodes.Items[i], podOn, rollout, target))
 		}
 		return pool.Plan(state), nil
 	}
@@ -183,10 +183,17 @@ func (r *Reconciler) reconcile(ctx context.Context, np *unstructured.Unstructure
 
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
+		if p := podOn[n.Name]; p != nil && p.Status.Phase == corev1.PodFailed && n.Annotations[pool.DesiredConfigAnnotation] != target {
+			// A daemon that failed an earlier target: retry with this one.
+			if err := client.IgnoreNotFound(r.Guest.Delete(ctx, p)); err != nil {
+				return pool.Progress{}, err
+			}
+			delete(podOn, n.Name)
+		}
 		if err := r.finishNode(ctx, n, target, payloadHash); err != nil {
 			return pool.Progress{}, err
 		}
-		state.Nodes = append(state.Nodes, nodeState(n, podOn, target))
+		state.Nodes = append(state.Nodes, nodeState(n, podOn, rollout, target))
 	}
 	plan := pool.Plan(state)
 	for _, node := range plan.RemovePods {
@@ -256,11 +263,11 @@ func maxUnavailable(np *unstructured.Unstructured, nodes int) int {
 // nodeState reads a node as refresh/pool plans it: what it runs is currentRefreshConfig, which
 // this controller writes (no daemon does). A node that is not Ready is busy: it counts against
 // maxUnavailable and gets no daemon pod.
-func nodeState(n *corev1.Node, podOn map[string]*corev1.Pod, target string) pool.NodeState {
+func nodeState(n *corev1.Node, podOn map[string]*corev1.Pod, rollout, target string) pool.NodeState {
 	s := pool.NodeStateFromAnnotations(n.Name, n.Annotations, podOn[n.Name] != nil, pool.DeliveryRefreshAnnotation)
-	if s.State == pool.StateDegraded && n.Annotations[pool.DesiredConfigAnnotation] != target {
-		// A failure of another config (an earlier upgrade) is not this refresh's.
-		s.State = ""
+	if desired := n.Annotations[pool.DesiredConfigAnnotation]; desired != target && strings.HasPrefix(desired, rollout+"-") && !s.DaemonPod {
+		// An earlier refresh this one supersedes (a failed one, its pod removed): not an upgrade.
+		s.State, s.Upgrading = "", false
 	}
 	if !nodeReady(n) && !s.DaemonPod {
 		s.State = pool.StateWorking
