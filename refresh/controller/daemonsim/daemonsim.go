@@ -1,0 +1,207 @@
+// Package daemonsim is a stand-in for the machine-config-daemon in HyperShift mode (the MCO at
+// 7ff337a4, syncNodeHypershift), for tests and trials without nodes: for each daemon pod it acts
+// as the daemon on the pod's node would. It acts only when desiredConfig differs from
+// currentConfig and the drain handshake is settled; reads the mounted ConfigMap's config and hash
+// (and, as the daemon, ignores no-reboot-paths); decides with refresh/hypershift from its current
+// config; writes the files under a root of its own; writes state, reason, currentConfig and
+// desiredDrain; and reboots (counted) or fails where the daemon would. It then ends the pod as
+// the kubelet would.
+package daemonsim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	ign "github.com/coreos/ignition/v2/config/v3_5/types"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"github.com/vincent-petithory/dataurl"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/bootimage-operator/bootimage-operator/refresh/hypershift"
+	"github.com/bootimage-operator/bootimage-operator/refresh/pool"
+)
+
+// CurrentConfigFile is where the daemon keeps the config a node runs, below the node's root.
+const CurrentConfigFile = "etc/mcd-currentconfig.json"
+
+// waitFor is how soon the daemon looks again while its ConfigMap lags.
+const waitFor = 100 * time.Millisecond
+
+// Daemon plays the daemon of every node of a guest cluster.
+type Daemon struct {
+	Client client.Client
+	// Root holds one folder per node, each the node's /.
+	Root string
+	// Fail makes the daemon on these nodes fail, with the given reason.
+	Fail map[string]string
+
+	mu       sync.Mutex
+	reboots  map[string]int
+	drains   map[string]int
+	verdicts map[string][]string
+}
+
+// SetupWithManager runs the daemon for the pods of mgr's cluster.
+func (d *Daemon) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("daemonsim").For(&corev1.Pod{}).Complete(d)
+}
+
+// Seed writes the config a node was built with, as the first boot does.
+func (d *Daemon) Seed(node string, payload []byte) error {
+	p := filepath.Join(d.Root, node, CurrentConfigFile)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, payload, 0o600)
+}
+
+// Reboots and Drains count what the daemon did on a node; Verdicts lists its decisions' reasons.
+func (d *Daemon) Reboots(node string) int { d.mu.Lock(); defer d.mu.Unlock(); return d.reboots[node] }
+func (d *Daemon) Drains(node string) int  { d.mu.Lock(); defer d.mu.Unlock(); return d.drains[node] }
+func (d *Daemon) Verdicts(node string) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.verdicts[node]...)
+}
+
+func (d *Daemon) record(m *map[string]int, node string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if *m == nil {
+		*m = map[string]int{}
+	}
+	(*m)[node]++
+}
+
+// Reconcile runs the daemon of one pod's node once.
+func (d *Daemon) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	pod := &corev1.Pod{}
+	if err := d.Client.Get(ctx, req.NamespacedName, pod); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || pod.Spec.NodeName == "" {
+		return reconcile.Result{}, nil
+	}
+	node := &corev1.Node{}
+	if err := d.Client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, node); err != nil {
+		return reconcile.Result{}, err
+	}
+	a := node.Annotations
+	desired := a[pool.DesiredConfigAnnotation]
+	if desired == "" || desired == a[pool.CurrentConfigAnnotation] || a[pool.DesiredDrainAnnotation] != a[pool.LastAppliedDrainAnnotation] {
+		return reconcile.Result{}, nil
+	}
+	cm := &corev1.ConfigMap{}
+	cmName := pod.Namespace // the upgrade namespace and ConfigMap share the name
+	if err := d.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: cmName}, cm); err != nil {
+		return reconcile.Result{}, err
+	}
+	next, hash, _, err := hypershift.ParseUpgradeConfigMap(cm)
+	if err != nil {
+		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{pool.StateAnnotation: pool.StateDegraded, pool.ReasonAnnotation: err.Error()}, corev1.PodFailed)
+	}
+	if hash != desired {
+		// The daemon waits for the ConfigMap the node was asked for.
+		return reconcile.Result{RequeueAfter: waitFor}, nil
+	}
+	if reason, ok := d.Fail[node.Name]; ok {
+		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{pool.StateAnnotation: pool.StateDegraded, pool.ReasonAnnotation: reason}, corev1.PodFailed)
+	}
+	root := filepath.Join(d.Root, node.Name)
+	current, err := os.ReadFile(filepath.Join(root, CurrentConfigFile))
+	if err != nil {
+		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{pool.StateAnnotation: pool.StateDegraded, pool.ReasonAnnotation: "reading the current config: " + err.Error()}, corev1.PodFailed)
+	}
+	v, err := hypershift.DecideRefresh(current, next)
+	if err != nil {
+		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{pool.StateAnnotation: pool.StateDegraded, pool.ReasonAnnotation: err.Error()}, corev1.PodFailed)
+	}
+	d.mu.Lock()
+	if d.verdicts == nil {
+		d.verdicts = map[string][]string{}
+	}
+	d.verdicts[node.Name] = append(d.verdicts[node.Name], v.Reason)
+	d.mu.Unlock()
+	switch v.Reason {
+	case hypershift.ReasonRejected:
+		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{pool.StateAnnotation: pool.StateDegraded, pool.ReasonAnnotation: v.Message}, corev1.PodFailed)
+	case hypershift.ReasonNeedsDrain:
+		d.record(&d.drains, node.Name)
+	case hypershift.ReasonNeedsReboot:
+		d.record(&d.reboots, node.Name)
+	}
+	if err := writeFiles(root, next); err != nil {
+		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{pool.StateAnnotation: pool.StateDegraded, pool.ReasonAnnotation: err.Error()}, corev1.PodFailed)
+	}
+	if err := d.Seed(node.Name, next); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{
+		pool.StateAnnotation: pool.StateDone, pool.ReasonAnnotation: "", pool.CurrentConfigAnnotation: desired,
+		pool.DesiredDrainAnnotation: "uncordon-" + desired,
+	}, corev1.PodSucceeded)
+}
+
+// finish writes the node's annotations, then ends the pod with phase.
+func (d *Daemon) finish(ctx context.Context, pod *corev1.Pod, node *corev1.Node, annotations map[string]string, phase corev1.PodPhase) error {
+	base := node.DeepCopy()
+	for k, v := range annotations {
+		node.Annotations[k] = v
+	}
+	if err := d.Client.Patch(ctx, node, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
+	pod.Status.Phase = phase
+	return d.Client.Status().Update(ctx, pod)
+}
+
+// writeFiles writes the served MachineConfig's files below root, as the daemon writes them.
+func writeFiles(root string, payload []byte) error {
+	var served ign.Config
+	if err := json.Unmarshal(payload, &served); err != nil {
+		return err
+	}
+	for _, f := range served.Storage.Files {
+		if f.Path != "/etc/mcs-machine-config-content.json" || f.Contents.Source == nil {
+			continue
+		}
+		du, err := dataurl.DecodeString(*f.Contents.Source)
+		if err != nil {
+			return err
+		}
+		var mc mcfgv1.MachineConfig
+		if err := json.Unmarshal(du.Data, &mc); err != nil {
+			return err
+		}
+		var ic ign.Config
+		if err := json.Unmarshal(mc.Spec.Config.Raw, &ic); err != nil {
+			return err
+		}
+		for _, file := range ic.Storage.Files {
+			if file.Contents.Source == nil {
+				continue
+			}
+			data, err := dataurl.DecodeString(*file.Contents.Source)
+			if err != nil {
+				return fmt.Errorf("file %s: %v", file.Path, err)
+			}
+			p := filepath.Join(root, filepath.Clean(file.Path))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(p, data.Data, 0o600); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("no served MachineConfig in the payload")
+}

@@ -1,0 +1,88 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bootimage-operator/bootimage-operator/refresh/hypershift"
+	"github.com/bootimage-operator/bootimage-operator/refresh/pool"
+)
+
+// ReasonNotARefresh is the ConfigRefreshComplete reason of a payload change the daemon cannot
+// apply in place without a drain or a reboot: it is left to the next rollout.
+const ReasonNotARefresh = "NotARefresh"
+
+// notARefresh reports a payload change that is not a refresh; no node moves.
+func notARefresh(v hypershift.Verdict, nodes int) pool.Progress {
+	msg := fmt.Sprintf("Left to the next rollout (%s): %s", v.Reason, v.Message)
+	return pool.Progress{Conditions: []metav1.Condition{
+		{Type: pool.ConditionProgressing, Status: metav1.ConditionFalse, Reason: ReasonNotARefresh, Message: msg},
+		{Type: pool.ConditionComplete, Status: metav1.ConditionFalse, Reason: ReasonNotARefresh, Message: msg},
+		{Type: pool.ConditionDegraded, Status: metav1.ConditionFalse, Reason: "AsExpected", Message: fmt.Sprintf("No node of %d failed to refresh", nodes)},
+	}}
+}
+
+// setConditions sets the three ConfigRefresh conditions on the NodePool's status, keeping its
+// other conditions and each transition time while the status stays.
+func (r *Reconciler) setConditions(ctx context.Context, np *unstructured.Unstructured, conditions []metav1.Condition) error {
+	raw, _, err := unstructured.NestedSlice(np.Object, "status", "conditions")
+	if err != nil {
+		return err
+	}
+	var existing []hypershift.NodePoolCondition
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"c": raw}, &struct {
+		C *[]hypershift.NodePoolCondition `json:"c"`
+	}{&existing}); err != nil {
+		return err
+	}
+	now := metav1.Now()
+	changed := false
+	for _, c := range hypershift.NodePoolConditions(conditions, np.GetGeneration()) {
+		i := indexOf(existing, c.Type)
+		if i < 0 {
+			c.LastTransitionTime = now
+			existing = append(existing, c)
+			changed = true
+			continue
+		}
+		old := existing[i]
+		c.LastTransitionTime = old.LastTransitionTime
+		if old.Status != c.Status {
+			c.LastTransitionTime = now
+		}
+		if old != c {
+			existing[i] = c
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	list := make([]any, 0, len(existing))
+	for _, c := range existing {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&c)
+		if err != nil {
+			return err
+		}
+		list = append(list, u)
+	}
+	base := np.DeepCopy()
+	if err := unstructured.SetNestedSlice(np.Object, list, "status", "conditions"); err != nil {
+		return err
+	}
+	return r.Management.Status().Patch(ctx, np, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldManager))
+}
+
+func indexOf(conditions []hypershift.NodePoolCondition, t string) int {
+	for i, c := range conditions {
+		if c.Type == t {
+			return i
+		}
+	}
+	return -1
+}
