@@ -1,4 +1,4 @@
-module github.com/bootimage-operator/bootimage-operator/refresh/controller
+module github.com/bootimage-operator/bootimage-operator/refreshcontroller
 
 go 1.26.0
 
@@ -90,4 +90,4 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-replace github.com/bootimage-operator/bootimage-operator/refresh => ../
+replace github.com/bootimage-operator/bootimage-operator/refresh => ../refresh
