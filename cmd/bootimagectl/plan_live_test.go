@@ -113,11 +113,7 @@ var _ = Describe("bootimagectl plan on a cluster", Ordered, func() {
 			fixtures.MachineSet("south", fixtures.AWSProviderSpec("ap-south-1", fixtures.OldAWSAMI)),
 			fixtures.MachineSet("marketplace", fixtures.AWSProviderSpec("us-east-1", fixtures.OldMarketplaceAMI)),
 		)).To(Succeed())
-		// The selection the operator computes from this spec, as it would write it.
-		mc := &operatorv1.MachineConfiguration{}
-		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, mc)).To(Succeed())
-		gates := fg.New(fixtures.ReleaseVersion, []configv1.FeatureGateName{fg.ManagedBootImagesCPMS}, nil)
-		setSelection(ctx, env.Client, bootimage.EffectiveConfiguration(mc.Spec.ManagedBootImages, configv1.AWSPlatformType, gates).Status)
+		selectAsOperator(ctx, env.Client)
 
 		code, out, stderr := runCLI("plan", "--kubeconfig", kubeconfig, "-o", "json")
 		Expect(stderr).To(BeEmpty())
@@ -158,6 +154,16 @@ func parsePlan(out string) Plan {
 	var p Plan
 	Expect(json.Unmarshal([]byte(out), &p)).To(Succeed(), out)
 	return p
+}
+
+// selectAsOperator writes the selection the operator computes from MachineConfiguration/cluster's
+// spec on AWS with gate ManagedBootImagesCPMS, as it would write it.
+func selectAsOperator(ctx context.Context, c client.Client) {
+	GinkgoHelper()
+	mc := &operatorv1.MachineConfiguration{}
+	Expect(c.Get(ctx, client.ObjectKey{Name: "cluster"}, mc)).To(Succeed())
+	gates := fg.New(fixtures.ReleaseVersion, []configv1.FeatureGateName{fg.ManagedBootImagesCPMS}, nil)
+	setSelection(ctx, c, bootimage.EffectiveConfiguration(mc.Spec.ManagedBootImages, configv1.AWSPlatformType, gates).Status)
 }
 
 // setSelection writes status.managedBootImagesStatus of MachineConfiguration/cluster, computed for

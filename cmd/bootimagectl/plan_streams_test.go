@@ -57,10 +57,7 @@ var _ = Describe("bootimagectl plan on a 5.0 cluster", func() {
 		DeferCleanup(ec2.Close)
 		useEC2(ctx, env, ec2)
 		Expect(fixtures.Create(ctx, env.Client, fixtures.AWSCredentialsSecret())).To(Succeed())
-		mc := &operatorv1.MachineConfiguration{}
-		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, mc)).To(Succeed())
-		gates := fg.New(fixtures.ReleaseVersion, []configv1.FeatureGateName{fg.ManagedBootImagesCPMS}, nil)
-		setSelection(ctx, env.Client, bootimage.EffectiveConfiguration(mc.Spec.ManagedBootImages, configv1.AWSPlatformType, gates).Status)
+		selectAsOperator(ctx, env.Client)
 
 		code, out, stderr := runCLI("plan", "--kubeconfig", kubeconfig, "-o", "json")
 		Expect(stderr).To(BeEmpty())
