@@ -379,7 +379,7 @@ var _ = Describe("Template copies", func() {
 			t.SetCreationTimestamp(metav1.NewTime(now.Add(-age)))
 			keep := unstructured.Unstructured{}
 			keep.SetName("unrelated")
-			got := bootimage.DeletableTemplates([]unstructured.Unstructured{t, keep}, use, now)
+			got := bootimage.DeletableTemplates([]unstructured.Unstructured{t, keep}, use, now.Add(-bootimage.TemplateGCGrace))
 			if deletable {
 				Expect(got).To(Equal([]string{"worker-a-0123456789"}))
 			} else {

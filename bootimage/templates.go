@@ -180,11 +180,12 @@ func TemplateCopiesOf(templates []unstructured.Unstructured, kind, name, current
 }
 
 // DeletableTemplates returns, sorted by name, the templates that may be deleted: our own copies
-// (TemplateCopyLabel) older than TemplateGCGrace at now that no MachineSet or MachineDeployment
+// (TemplateCopyLabel) created before cutoff (TemplateGCGrace ago, so that a copy whose owner
+// patch is under way is not taken from it) that no MachineSet or MachineDeployment
 // references and no Machine or infrastructure machine was cloned from. A template that
 // cluster-capi-operator labelled is never one. Names are compared whatever the kind, so a name in
 // use keeps every template of that name.
-func DeletableTemplates(templates []unstructured.Unstructured, use TemplateUse, now time.Time) []string {
+func DeletableTemplates(templates []unstructured.Unstructured, use TemplateUse, cutoff time.Time) []string {
 	inUse := map[string]bool{}
 	for _, ref := range use.Owners {
 		inUse[ref.Name] = true
@@ -198,7 +199,7 @@ func DeletableTemplates(templates []unstructured.Unstructured, use TemplateUse, 
 	for _, t := range templates {
 		labels := t.GetLabels()
 		if _, capiOperator := labels[CAPIOperatorTemplateLabel]; capiOperator || labels[TemplateCopyLabel] != "true" ||
-			inUse[t.GetName()] || t.GetDeletionTimestamp() != nil || now.Sub(t.GetCreationTimestamp().Time) < TemplateGCGrace {
+			inUse[t.GetName()] || t.GetDeletionTimestamp() != nil || !t.GetCreationTimestamp().Time.Before(cutoff) {
 			continue
 		}
 		out = append(out, t.GetName())

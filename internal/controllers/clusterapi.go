@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -123,15 +124,16 @@ func (r *ClusterAPIReconciler) collectGarbage(ctx context.Context, owner *unstru
 	if len(mine) == 0 {
 		return 0, nil
 	}
-	now := r.Clock.Now()
+	grace := cmp.Or(seams.From(ctx).TemplateGCGrace, bootimage.TemplateGCGrace)
+	cutoff := r.Clock.Now().Add(-grace)
 	var deletable []string
 	// Nothing in use can be deletable, so without an old enough copy there is nothing to read.
-	if len(bootimage.DeletableTemplates(mine, bootimage.TemplateUse{}, now)) > 0 {
+	if len(bootimage.DeletableTemplates(mine, bootimage.TemplateUse{}, cutoff)) > 0 {
 		use, err := r.templateUse(ctx, owner.GetNamespace(), strings.TrimSuffix(ref.Kind, "Template"), mapping.GroupVersionKind.Version)
 		if err != nil {
 			return 0, err
 		}
-		deletable = bootimage.DeletableTemplates(mine, use, now)
+		deletable = bootimage.DeletableTemplates(mine, use, cutoff)
 	}
 	for i := range mine {
 		if !slices.Contains(deletable, mine[i].GetName()) {
@@ -143,7 +145,7 @@ func (r *ClusterAPIReconciler) collectGarbage(ctx context.Context, owner *unstru
 		logf.FromContext(ctx).Info("Deleted unused template copy", "template", mine[i].GetName())
 	}
 	if len(deletable) < len(mine) {
-		return bootimage.TemplateGCGrace, nil
+		return grace, nil
 	}
 	return 0, nil
 }
