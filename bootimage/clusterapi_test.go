@@ -294,7 +294,14 @@ var _ = Describe("Template copies", func() {
 		b, err := bootimage.TemplateCopy(old.DeepCopy(), d)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(b.GetName()).To(Equal(a.GetName()), "a copy left by a crash is found again")
-		Expect(bootimage.SameTemplateCopy(a, b)).To(BeTrue())
+		Expect(bootimage.SameTemplateCopy(b, a.GetKind(), d)).To(BeTrue())
+		defaulted := b.DeepCopy()
+		Expect(unstructured.SetNestedField(defaulted.Object, "Open", "spec", "template", "spec", "defaultedByTheServer")).To(Succeed())
+		Expect(bootimage.SameTemplateCopy(defaulted, a.GetKind(), d)).To(BeTrue(), "a field the server defaulted is not ours to compare")
+		Expect(bootimage.SameTemplateCopy(b, "GCPMachineTemplate", d)).To(BeFalse(), "another kind")
+		stranger := b.DeepCopy()
+		stranger.SetAnnotations(map[string]string{bootimage.TemplateOwnerAnnotation: "MachineSet/worker-b"})
+		Expect(bootimage.SameTemplateCopy(stranger, a.GetKind(), d)).To(BeFalse(), "made for another owner")
 
 		md := d
 		md.Kind = "MachineDeployment"
@@ -307,8 +314,8 @@ var _ = Describe("Template copies", func() {
 		e, err := bootimage.TemplateCopy(old, other)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(e.GetName()).NotTo(Equal(a.GetName()))
-		Expect(bootimage.SameTemplateCopy(e, a)).To(BeFalse(), "same name, other content: a clash")
-		Expect(bootimage.SameTemplateCopy(old, a)).To(BeFalse(), "not ours")
+		Expect(bootimage.SameTemplateCopy(e, a.GetKind(), d)).To(BeFalse(), "same name, another image: a clash")
+		Expect(bootimage.SameTemplateCopy(old, a.GetKind(), d)).To(BeFalse(), "not ours")
 	})
 
 	It("shortens a long owner name to fit", func() {

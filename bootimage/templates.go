@@ -52,20 +52,11 @@ func TemplateCopy(template *unstructured.Unstructured, d Decision) (*unstructure
 	if d.Action != Update || len(d.ProviderSpecPatch) == 0 {
 		return nil, fmt.Errorf("%s %s: no update to copy a template for", d.Kind, d.Name)
 	}
-	ops := make([]PatchOp, len(d.ProviderSpecPatch))
-	for i, op := range d.ProviderSpecPatch {
-		op.Path = "/spec/template/spec" + op.Path
-		ops[i] = op
-	}
 	raw, err := template.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
-	opsJSON, err := json.Marshal(ops)
-	if err != nil {
-		return nil, err
-	}
-	patch, err := jsonpatch.DecodePatch(opsJSON)
+	patch, err := templatePatch(d)
 	if err != nil {
 		return nil, err
 	}
@@ -101,6 +92,20 @@ func TemplateCopy(template *unstructured.Unstructured, d Decision) (*unstructure
 	return out, nil
 }
 
+// templatePatch is d's boot image patch on a template: its operations under spec.template.spec.
+func templatePatch(d Decision) (jsonpatch.Patch, error) {
+	ops := make([]PatchOp, len(d.ProviderSpecPatch))
+	for i, op := range d.ProviderSpecPatch {
+		op.Path = "/spec/template/spec" + op.Path
+		ops[i] = op
+	}
+	raw, err := json.Marshal(ops)
+	if err != nil {
+		return nil, err
+	}
+	return jsonpatch.DecodePatch(raw)
+}
+
 // TemplateCopyLabels are the labels of the copies made for the owner of kind and name, and the
 // selector of that owner's copies.
 func TemplateCopyLabels(kind, name string) map[string]string {
@@ -123,15 +128,26 @@ func TemplateCopyName(kind, name string, template *unstructured.Unstructured) (s
 	return strings.TrimRight(prefix, "-.") + "-" + suffix, nil
 }
 
-// SameTemplateCopy reports whether existing, found under want's name, is the copy want describes:
-// ours, of the same spec. Anything else under that name is a clash to report, never to overwrite.
-func SameTemplateCopy(existing, want *unstructured.Unstructured) bool {
-	if existing.GetLabels()[TemplateCopyLabel] != "true" || existing.GetKind() != want.GetKind() {
+// SameTemplateCopy reports whether existing, found under the name of the copy TemplateCopy makes
+// for d, is that copy: of the same kind, ours (TemplateCopyLabel) and made for d's owner
+// (TemplateOwnerAnnotation), holding every value d's patch sets. What this operator set is
+// compared, not the stored bytes, which CRD defaults and defaulting webhooks add to. Anything else
+// under that name is a clash to report, never to overwrite.
+func SameTemplateCopy(existing *unstructured.Unstructured, kind string, d Decision) bool {
+	if existing.GetKind() != kind || existing.GetLabels()[TemplateCopyLabel] != "true" ||
+		existing.GetAnnotations()[TemplateOwnerAnnotation] != d.Kind+"/"+d.Name || len(d.ProviderSpecPatch) == 0 {
 		return false
 	}
-	a, errA := json.Marshal(existing.Object["spec"])
-	b, errB := json.Marshal(want.Object["spec"])
-	return errA == nil && errB == nil && string(a) == string(b)
+	raw, err := existing.MarshalJSON()
+	if err != nil {
+		return false
+	}
+	patch, err := templatePatch(d)
+	if err != nil {
+		return false
+	}
+	patched, err := patch.Apply(raw)
+	return err == nil && jsonpatch.Equal(raw, patched)
 }
 
 // TemplateConflict returns the Error d, an Update, becomes when a template of the copy's name

@@ -23,11 +23,11 @@ import (
 // overwritten.
 var ErrTemplateConflict = errors.New("template conflict")
 
-// EnsureTemplate creates copy. When a template of its name exists already (an earlier pass that
-// stopped before pointing the owner at it), it is reused if it is the same copy
+// EnsureTemplate creates copy, made for d. When a template of its name exists already (an earlier
+// pass that stopped before pointing the owner at it), it is reused if it is the same copy
 // (bootimage.SameTemplateCopy), and is ErrTemplateConflict otherwise. It reports whether it
 // created the template.
-func EnsureTemplate(ctx context.Context, c client.Client, copy *unstructured.Unstructured) (bool, error) {
+func EnsureTemplate(ctx context.Context, c client.Client, copy *unstructured.Unstructured, d bootimage.Decision) (bool, error) {
 	err := c.Create(ctx, copy.DeepCopy())
 	if err == nil {
 		return true, nil
@@ -40,7 +40,7 @@ func EnsureTemplate(ctx context.Context, c client.Client, copy *unstructured.Uns
 	if err := c.Get(ctx, client.ObjectKeyFromObject(copy), existing); err != nil {
 		return false, err
 	}
-	if !bootimage.SameTemplateCopy(existing, copy) {
+	if !bootimage.SameTemplateCopy(existing, copy.GetKind(), d) {
 		return false, fmt.Errorf("%w: %s %s/%s exists and is not this operator's copy of that spec", ErrTemplateConflict, copy.GetKind(), copy.GetNamespace(), copy.GetName())
 	}
 	return false, nil

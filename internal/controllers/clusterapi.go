@@ -191,7 +191,7 @@ func (r *ClusterAPIReconciler) updateTemplate(ctx context.Context, owner, templa
 	if err != nil {
 		return d, false, err
 	}
-	created, err := capi.EnsureTemplate(ctx, r.Client, copied)
+	created, err := capi.EnsureTemplate(ctx, r.Client, copied, d)
 	if errors.Is(err, capi.ErrTemplateConflict) {
 		return bootimage.TemplateConflict(d, copied.GetName()), false, nil
 	}
