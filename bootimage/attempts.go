@@ -106,6 +106,17 @@ func SelectionKey(effective operatorv1.ManagedBootImages, resource operatorv1.Ma
 	return selectionKeyIn(effective, operatorv1.MachineAPI, resource)
 }
 
+// SelectionsKey identifies every selection the operator decides on, the Cluster API ones
+// included: the inputs' version changes with any of them.
+func SelectionsKey(effective operatorv1.ManagedBootImages) string {
+	return strings.Join([]string{
+		selectionKeyIn(effective, operatorv1.MachineAPI, operatorv1.MachineSets),
+		selectionKeyIn(effective, operatorv1.MachineAPI, operatorv1.ControlPlaneMachineSets),
+		selectionKeyIn(effective, ClusterAPIGroup, operatorv1.MachineSets),
+		selectionKeyIn(effective, ClusterAPIGroup, MachineDeployments),
+	}, "/")
+}
+
 // selectionKey is SelectionKey for o's own API group: a Cluster API MachineSet's entry is not the
 // Machine API's.
 func (o Object) selectionKey(effective operatorv1.ManagedBootImages) string {

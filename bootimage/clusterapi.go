@@ -118,12 +118,39 @@ func RollingOut(md *unstructured.Unstructured) bool {
 // object carrying it is left alone by every controller, whatever its value; clusterctl move sets it.
 const PausedAnnotation = "cluster.x-k8s.io/paused"
 
-// Paused returns d as Skip Paused when owner carries PausedAnnotation and d would write or report
-// an error: nothing of a paused object is written, its template copies included. A skip stays.
-func Paused(d Decision, owner *unstructured.Unstructured) Decision {
-	if _, paused := owner.GetAnnotations()[PausedAnnotation]; !paused || d.Action == Skip {
+// ClusterName is the Cluster a Cluster API MachineSet or MachineDeployment belongs to
+// (spec.clusterName), "" when it names none.
+func ClusterName(owner *unstructured.Unstructured) string {
+	name, _, _ := unstructured.NestedString(owner.Object, "spec", "clusterName")
+	return name
+}
+
+// Paused returns d as Skip Paused when owner carries PausedAnnotation or its Cluster (nil when
+// there is none) has spec.paused true, and d would write or report an error: nothing of a paused
+// object is written, its template copies included. A skip stays.
+func Paused(d Decision, owner, cluster *unstructured.Unstructured) Decision {
+	if d.Action == Skip {
+		return d
+	}
+	why := PausedBecause(owner, cluster)
+	if why == "" {
 		return d
 	}
 	d.ProviderSpecPatch, d.UserData = nil, nil
-	return d.with(Skip, ReasonPaused, "%s %s/%s is paused (annotation %s): its boot image is decided again once it is resumed", d.Kind, d.Namespace, d.Name, PausedAnnotation)
+	return d.with(Skip, ReasonPaused, "%s %s/%s is paused (%s): its boot image is decided again once it is resumed", d.Kind, d.Namespace, d.Name, why)
+}
+
+// PausedBecause says why owner is paused, "" when it is not: its PausedAnnotation, or its
+// Cluster's spec.paused (cluster nil when there is none).
+func PausedBecause(owner, cluster *unstructured.Unstructured) string {
+	if _, paused := owner.GetAnnotations()[PausedAnnotation]; paused {
+		return "annotation " + PausedAnnotation
+	}
+	if cluster == nil {
+		return ""
+	}
+	if paused, _, _ := unstructured.NestedBool(cluster.Object, "spec", "paused"); paused {
+		return fmt.Sprintf("Cluster %s has spec.paused", cluster.GetName())
+	}
+	return ""
 }

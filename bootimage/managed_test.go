@@ -125,4 +125,16 @@ var _ = Describe("SelectionKey", func() {
 		Expect(bootimage.SelectionKey(spec(mm(ms, operatorv1.Partial)), ms)).NotTo(Equal(all))
 		Expect(bootimage.SelectionKey(spec(mm(cpms, operatorv1.All)), ms)).To(BeEmpty())
 	})
+
+	It("SelectionsKey changes with the Cluster API entries too", func() {
+		capi := func(resource operatorv1.MachineManagerMachineSetsResourceType, mode operatorv1.MachineManagerSelectorMode) operatorv1.MachineManager {
+			m := mm(resource, mode)
+			m.APIGroup = bootimage.ClusterAPIGroup
+			return m
+		}
+		machineAPI := bootimage.SelectionsKey(spec(mm(ms, operatorv1.All)))
+		withCAPI := bootimage.SelectionsKey(spec(mm(ms, operatorv1.All), capi(ms, operatorv1.All)))
+		Expect(withCAPI).NotTo(Equal(machineAPI))
+		Expect(bootimage.SelectionsKey(spec(mm(ms, operatorv1.All), capi(ms, operatorv1.All), capi(bootimage.MachineDeployments, operatorv1.All)))).NotTo(Equal(withCAPI))
+	})
 })

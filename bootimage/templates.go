@@ -223,3 +223,16 @@ func DeletableTemplates(templates []unstructured.Unstructured, use TemplateUse, 
 	slices.Sort(out)
 	return out
 }
+
+// TemplateKinds are the infrastructure machine template kinds of the platforms managed on Cluster
+// API, sorted.
+func TemplateKinds() []string {
+	var kinds []string
+	for _, p := range platforms {
+		if k := p.Traits().TemplateKind; k != "" {
+			kinds = append(kinds, k)
+		}
+	}
+	slices.Sort(kinds)
+	return kinds
+}

@@ -24,7 +24,6 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -136,27 +135,16 @@ func ManagerOptions() ctrl.Options {
 // shipped RBAC allows. Use them with NewCache.
 func CacheOptions(namespace string) cache.Options {
 	machineAPI := map[string]cache.Config{kube.MachineAPINamespace: {}}
-	clusterAPI := map[string]cache.Config{bootimage.ClusterAPINamespace: {}}
 	return cache.Options{
 		// Nothing reads managedFields from the cache; on a thousand MachineSets they are most of
 		// what it would hold.
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&machinev1beta1.MachineSet{}:          {Namespaces: machineAPI},
-			&machinev1.ControlPlaneMachineSet{}:   {Namespaces: machineAPI},
-			&corev1.Secret{}:                      {Namespaces: machineAPI},
-			&corev1.ConfigMap{}:                   {Namespaces: map[string]cache.Config{namespace: {}}},
-			clusterAPIObject("MachineSet"):        {Namespaces: clusterAPI},
-			clusterAPIObject("MachineDeployment"): {Namespaces: clusterAPI},
+			&machinev1beta1.MachineSet{}:        {Namespaces: machineAPI},
+			&machinev1.ControlPlaneMachineSet{}: {Namespaces: machineAPI},
+			&corev1.Secret{}:                    {Namespaces: machineAPI},
+			&corev1.ConfigMap{}:                 {Namespaces: map[string]cache.Config{namespace: {}}},
 		}}
-}
-
-// clusterAPIObject is an empty Cluster API object of kind, for cache options: the operator reads
-// them unstructured, so that no Cluster API Go module is needed.
-func clusterAPIObject(kind string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(controllers.ClusterAPIGroupVersion.WithKind(kind))
-	return u
 }
 
 // NewCache wraps newCache (cache.New when nil) so that AddToManager can check the options the
@@ -247,8 +235,6 @@ var needed = []struct {
 	{&machinev1.ControlPlaneMachineSet{}, kube.MachineAPINamespace, true},
 	{&corev1.Secret{}, kube.MachineAPINamespace, true},
 	{&corev1.ConfigMap{}, "", true},
-	{clusterAPIObject("MachineSet"), bootimage.ClusterAPINamespace, true},
-	{clusterAPIObject("MachineDeployment"), bootimage.ClusterAPINamespace, true},
 	{&operatorv1.MachineConfiguration{}, "", false},
 	{&configv1.FeatureGate{}, "", false},
 	{&configv1.ClusterVersion{}, "", false},

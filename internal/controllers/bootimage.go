@@ -70,13 +70,14 @@ func timings(ctx context.Context) cloudTimings {
 }
 
 // objectReconciler gets the object of a request and hands it to a typed Reconcile; an object
-// gone is forgotten by the tracker.
+// gone is forgotten by the tracker, and handed to gone when set.
 type objectReconciler[T client.Object] struct {
-	client    client.Client
+	client    client.Reader
 	tracker   *Tracker
 	kind      string
 	newObject func() T
 	reconcile func(context.Context, T) (ctrl.Result, error)
+	gone      func(context.Context, types.NamespacedName) (ctrl.Result, error)
 }
 
 func (o objectReconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
@@ -84,6 +85,9 @@ func (o objectReconciler[T]) Reconcile(ctx context.Context, req reconcile.Reques
 	if err := o.client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			o.tracker.Forget(o.kind, req.NamespacedName)
+			if o.gone != nil {
+				return o.gone(ctx, req.NamespacedName)
+			}
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err

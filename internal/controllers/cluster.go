@@ -76,8 +76,7 @@ func inputsVersion(mc *operatorv1.MachineConfiguration, bootImages *corev1.Confi
 	if bootImages != nil {
 		stream = bootImages.ResourceVersion
 	}
-	return stream + "/" + bootimage.SelectionKey(mc.Status.ManagedBootImagesStatus, operatorv1.MachineSets) + "/" +
-		bootimage.SelectionKey(mc.Status.ManagedBootImagesStatus, operatorv1.ControlPlaneMachineSets) + "/" + osStreams
+	return stream + "/" + bootimage.SelectionsKey(mc.Status.ManagedBootImagesStatus) + "/" + osStreams
 }
 
 // getOptional gets key into obj, returning nil when it does not exist.

@@ -1,20 +1,19 @@
 package controllers
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -24,6 +23,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/internal/capi"
@@ -48,6 +48,12 @@ type ClusterAPIReconciler struct {
 	// MachineAPI says whether Machine API MachineSets are served, so that a twin's change of
 	// authority (a migration ending) re-decides its Cluster API MachineSet at once.
 	MachineAPI *crdgate.Gate
+	// Cache is the Cluster API cache, and CAPI a client that reads through it: every read of
+	// openshift-cluster-api but the check of an existing copy's content goes there.
+	Cache clusterAPICache
+	CAPI  client.Client
+	// Copies collects the template copies nothing uses any more.
+	Copies *templateCollector
 }
 
 // newObject returns an empty object of r's kind, for reads.
@@ -72,12 +78,16 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	cluster, err := clusterOf(ctx, r.CAPI, owner)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	obj := bootimage.ClusterAPIObject(owner, template, twin)
 	d, next, retry, err := r.decide(ctx, in, owner, &obj)
 	if retry != nil || err != nil {
 		return orZero(retry), err
 	}
-	d = bootimage.Paused(d, owner)
+	d = bootimage.Paused(d, owner, cluster)
 	if d.Action == bootimage.Update {
 		var moved bool
 		if d, moved, err = r.updateTemplate(ctx, owner, template, d, next); err != nil {
@@ -88,98 +98,51 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 		}
 	}
 	res := r.whileGatesUnknown(in, r.done(ctx, owner, d, in.version))
-	if d.Action == bootimage.Update || d.Action == bootimage.NoChange {
-		again, err := r.collectGarbage(ctx, owner)
-		if err != nil {
-			// The error's backoff retries it; a result beside an error is dropped.
-			return ctrl.Result{}, err
-		}
-		if again > 0 && (res.RequeueAfter == 0 || again < res.RequeueAfter) {
-			res.RequeueAfter = again
-		}
+	ref, err := bootimage.InfrastructureRef(owner)
+	if err != nil || bootimage.PausedBecause(owner, cluster) != "" {
+		return res, nil
+	}
+	// Whatever was decided: the copies of an owner deselected, in error or now of a
+	// MachineDeployment go too, once nothing uses them.
+	again, err := r.Copies.collect(ctx, owner.GetNamespace(), ownerCopies(r.Kind, owner.GetName(), ref.Kind))
+	if err != nil {
+		// The error's backoff retries it; a result beside an error is dropped.
+		return ctrl.Result{}, err
+	}
+	if again > 0 && (res.RequeueAfter == 0 || again < res.RequeueAfter) {
+		res.RequeueAfter = again
 	}
 	return res, nil
 }
 
-// collectGarbage deletes the copies this operator made for owner that nothing uses any more
-// (bootimage.DeletableTemplates), and says when to look again for those still in use or too
-// young. Idle, it costs one list that the API server narrows to owner's copies (by
-// bootimage.TemplateOwnerLabel; the owner annotation is what decides); what uses templates is
-// read only when one of them is old enough to go.
-func (r *ClusterAPIReconciler) collectGarbage(ctx context.Context, owner *unstructured.Unstructured) (time.Duration, error) {
-	ref, err := bootimage.InfrastructureRef(owner)
-	if err != nil {
-		return 0, nil
-	}
-	mapping, err := r.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind})
-	if err != nil {
-		return 0, nil
-	}
-	copies := &unstructured.UnstructuredList{}
-	copies.SetGroupVersionKind(mapping.GroupVersionKind.GroupVersion().WithKind(ref.Kind + "List"))
-	if err := r.Reader.List(ctx, copies, client.InNamespace(owner.GetNamespace()), client.MatchingLabels(bootimage.TemplateCopyLabels(r.Kind, owner.GetName()))); err != nil {
-		return 0, err
-	}
-	mine := bootimage.TemplateCopiesOf(copies.Items, r.Kind, owner.GetName(), ref.Name)
-	if len(mine) == 0 {
-		return 0, nil
-	}
-	grace := cmp.Or(seams.From(ctx).TemplateGCGrace, bootimage.TemplateGCGrace)
-	cutoff := r.Clock.Now().Add(-grace)
-	var deletable []string
-	// Nothing in use can be deletable, so without an old enough copy there is nothing to read.
-	if len(bootimage.DeletableTemplates(mine, bootimage.TemplateUse{}, cutoff)) > 0 {
-		use, err := r.templateUse(ctx, owner.GetNamespace(), strings.TrimSuffix(ref.Kind, "Template"), mapping.GroupVersionKind.Version)
-		if err != nil {
-			return 0, err
-		}
-		deletable = bootimage.DeletableTemplates(mine, use, cutoff)
-	}
-	for i := range mine {
-		if !slices.Contains(deletable, mine[i].GetName()) {
-			continue
-		}
-		if err := capi.DeleteTemplate(ctx, r.Client, &mine[i]); err != nil {
-			return 0, fmt.Errorf("deleting unused template copy %s: %w", mine[i].GetName(), err)
-		}
-		logf.FromContext(ctx).Info("Deleted unused template copy", "template", mine[i].GetName())
-	}
-	if len(deletable) < len(mine) {
-		return grace, nil
-	}
-	return 0, nil
+// gone collects the copies made for an owner that no longer exists, of every template kind (its
+// reference went with it); while its Machines still use one, it looks again later.
+func (r *ClusterAPIReconciler) gone(ctx context.Context, key types.NamespacedName) (ctrl.Result, error) {
+	again, err := r.Copies.collect(ctx, key.Namespace, ownerCopies(r.Kind, key.Name, bootimage.TemplateKinds()...))
+	return ctrl.Result{RequeueAfter: again}, err
 }
 
-// templateUse reads what may still need a template of namespace, from the API server: every
-// Cluster API MachineSet's and MachineDeployment's reference, and the cloned-from annotations of
-// every Machine and infrastructure machine (of kind machineKind in the templates' version), of
-// which only the metadata is read.
-func (r *ClusterAPIReconciler) templateUse(ctx context.Context, namespace, machineKind, version string) (bootimage.TemplateUse, error) {
-	var use bootimage.TemplateUse
-	for _, kind := range []string{bootimage.KindMachineSet, bootimage.KindMachineDeployment} {
-		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(ClusterAPIGroupVersion.WithKind(kind + "List"))
-		if err := r.Reader.List(ctx, l, client.InNamespace(namespace)); err != nil && !apimeta.IsNoMatchError(err) {
-			return use, err
-		}
-		for i := range l.Items {
-			if ref, err := bootimage.InfrastructureRef(&l.Items[i]); err == nil {
-				use.Owners = append(use.Owners, ref)
+// sweepRequest is the request of the sweep of every copy in openshift-cluster-api: no object has
+// an empty name.
+var sweepRequest = reconcile.Request{NamespacedName: types.NamespacedName{Namespace: bootimage.ClusterAPINamespace}}
+
+// sweeps queues sweepRequest when the controller starts and then every grace period, so that
+// copies whose owner went while the operator was down, or whose last user went without an event
+// of their owner, are collected too.
+func sweeps(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	go func() {
+		ticker := time.NewTicker(grace(ctx))
+		defer ticker.Stop()
+		for {
+			queue.Add(sweepRequest)
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
 			}
 		}
-	}
-	infra := schema.GroupVersion{Group: bootimage.InfrastructureGroup, Version: version}
-	for _, gvk := range []schema.GroupVersionKind{ClusterAPIGroupVersion.WithKind("MachineList"), infra.WithKind(machineKind + "List")} {
-		l := &metav1.PartialObjectMetadataList{}
-		l.SetGroupVersionKind(gvk)
-		if err := r.Reader.List(ctx, l, client.InNamespace(namespace)); err != nil && !apimeta.IsNoMatchError(err) {
-			return use, err
-		}
-		for i := range l.Items {
-			use.ClonedFrom = append(use.ClonedFrom, l.Items[i].GetAnnotations())
-		}
-	}
-	return use, nil
+	}()
+	return nil
 }
 
 // updateTemplate creates the template copy d asks for (or finds the one an earlier pass made) and
@@ -191,6 +154,8 @@ func (r *ClusterAPIReconciler) updateTemplate(ctx context.Context, owner, templa
 	if err != nil {
 		return d, false, err
 	}
+	// Claimed first: an old copy reused is not collected before the owner names it.
+	r.Copies.claim(client.ObjectKeyFromObject(copied))
 	created, err := capi.EnsureTemplate(ctx, r.Client, copied, d)
 	if errors.Is(err, capi.ErrTemplateConflict) {
 		return bootimage.TemplateConflict(d, copied.GetName()), false, nil
@@ -224,10 +189,9 @@ func (r *ClusterAPIReconciler) updateTemplate(ctx context.Context, owner, templa
 	return d, false, err
 }
 
-// template reads the infrastructure machine template owner names, live: templates are not
-// cached, and only the one named is needed.
+// template reads the infrastructure machine template owner names, from the cache.
 func (r *ClusterAPIReconciler) template(ctx context.Context, owner *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	return capi.Template(ctx, r.Client.RESTMapper(), r.Reader, owner)
+	return capi.Template(ctx, r.Client.RESTMapper(), r.CAPI, owner)
 }
 
 // twin returns the status.authoritativeAPI of the Machine API MachineSet of owner's name, nil for a
@@ -263,7 +227,19 @@ func (r *ClusterAPIReconciler) Register(ctx context.Context, mgr ctrl.Manager) e
 	name := "clusterapi-" + map[string]string{bootimage.KindMachineSet: "machineset", bootimage.KindMachineDeployment: "machinedeployment"}[r.Kind]
 	// Set up again after it stopped (guardedClusterAPI), under the same name.
 	b := r.reg.controller(mgr, name, r.Kind, controller.Options{MaxConcurrentReconciles: machineSetWorkers, SkipNameValidation: ptr.To(true)}).
-		For(r.newObject(), builder.WithPredicates(inNamespace(bootimage.ClusterAPINamespace), changes))
+		WatchesRawSource(source.Kind[client.Object](r.Cache, r.newObject(), &handler.EnqueueRequestForObject{}, inNamespace(bootimage.ClusterAPINamespace), changes))
+	if r.Kind == bootimage.KindMachineSet {
+		// One sweep of the namespace is enough.
+		b = b.WatchesRawSource(source.Func(sweeps))
+	}
+	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: string(bootimage.ClusterAPIGroup), Kind: "Cluster"}); err == nil {
+		paused := changed(func(o, n *unstructured.Unstructured) bool {
+			was, _, _ := unstructured.NestedBool(o.Object, "spec", "paused")
+			is, _, _ := unstructured.NestedBool(n.Object, "spec", "paused")
+			return was == is
+		})
+		b = b.WatchesRawSource(source.Kind[client.Object](r.Cache, clusterAPIObject("Cluster"), handler.EnqueueRequestsFromMapFunc(all), inNamespace(bootimage.ClusterAPINamespace), paused))
+	}
 	if r.Kind == bootimage.KindMachineSet && !r.MachineAPI.Waiting(bootimage.KindMachineSet) {
 		twin := func(_ context.Context, ms client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: bootimage.ClusterAPINamespace, Name: ms.GetName()}}}
@@ -273,16 +249,23 @@ func (r *ClusterAPIReconciler) Register(ctx context.Context, mgr ctrl.Manager) e
 				return o.Status.AuthoritativeAPI == n.Status.AuthoritativeAPI
 			})))
 	}
-	return watchOSStreams(watchClusterInputs(b, r.Inputs.Namespace, all, none), mgr, all).Complete(objectReconciler[*unstructured.Unstructured]{
-		client: r.Client, tracker: r.Tracker, kind: r.Kind, newObject: r.newObject, reconcile: r.Reconcile,
-	})
+	objects := objectReconciler[*unstructured.Unstructured]{
+		client: r.CAPI, tracker: r.Tracker, kind: r.Kind, newObject: r.newObject, reconcile: r.Reconcile, gone: r.gone,
+	}
+	return watchOSStreams(watchClusterInputs(b, r.Inputs.Namespace, all, none), mgr, all).Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+		if req == sweepRequest {
+			_, err := r.Copies.collect(ctx, req.Namespace, allCopies())
+			return ctrl.Result{}, err
+		}
+		return objects.Reconcile(ctx, req)
+	}))
 }
 
 // objects returns a request for each object of r's kind in openshift-cluster-api.
 func (r *ClusterAPIReconciler) objects(ctx context.Context) []reconcile.Request {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(ClusterAPIGroupVersion.WithKind(r.Kind + "List"))
-	if err := r.Client.List(ctx, list, client.InNamespace(bootimage.ClusterAPINamespace)); err != nil {
+	if err := r.CAPI.List(ctx, list, client.InNamespace(bootimage.ClusterAPINamespace)); err != nil {
 		logf.FromContext(ctx).Error(err, "Listing Cluster API objects", "kind", r.Kind)
 		return nil
 	}

@@ -28,18 +28,25 @@ const ReasonClusterAPINotStarted = "ClusterAPIControllersNotStarted"
 
 const capiGroup = string(bootimage.ClusterAPIGroup)
 
-// clusterAPIReads are the rules without which the Cluster API controllers cannot run: their
-// informers list and watch the owners, and the template copies' collector lists Machines. The
-// writes are not asked for: a missing one is a Warning Forbidden on the object it stops.
-var clusterAPIReads = []status.Rule{
-	{Group: capiGroup, Resource: "machinesets", Verb: "get"},
-	{Group: capiGroup, Resource: "machinesets", Verb: "list"},
-	{Group: capiGroup, Resource: "machinesets", Verb: "watch"},
-	{Group: capiGroup, Resource: "machinedeployments", Verb: "get"},
-	{Group: capiGroup, Resource: "machinedeployments", Verb: "list"},
-	{Group: capiGroup, Resource: "machinedeployments", Verb: "watch"},
-	{Group: capiGroup, Resource: "machines", Verb: "list"},
-}
+// clusterAPIReads are the rules without which the Cluster API controllers cannot run: the
+// informers of their cache list and watch the owners, their templates, the Clusters, and the
+// Machines and infrastructure machines the template copies' collector reads. The writes are not
+// asked for: a missing one is a Warning Forbidden on the object it stops.
+var clusterAPIReads = func() []status.Rule {
+	var rules []status.Rule
+	add := func(group string, resources ...string) {
+		for _, res := range resources {
+			for _, verb := range []string{"get", "list", "watch"} {
+				rules = append(rules, status.Rule{Group: group, Resource: res, Verb: verb})
+			}
+		}
+	}
+	add(capiGroup, "machinesets", "machinedeployments", "machines", "clusters")
+	for _, kind := range bootimage.TemplateKinds() {
+		add(bootimage.InfrastructureGroup, strings.ToLower(kind)+"s", strings.ToLower(strings.TrimSuffix(kind, "Template"))+"s")
+	}
+	return rules
+}()
 
 // clusterAPIAccess decides whether the Cluster API controllers may start, from what the
 // operator's own identity may do in openshift-cluster-api (one SelfSubjectRulesReview a poll,
@@ -177,11 +184,11 @@ func (g guardedRunnable) NeedLeaderElection() bool {
 
 // guardedClusterAPI returns the gated controller of r, set up through a guarded manager: when it
 // stops, its informer is dropped, the stop is reported and the gate sets it up again later.
-func guardedClusterAPI(gate *crdgate.Gate, access *clusterAPIAccess, c crdgate.Controller, obj func() *unstructured.Unstructured) crdgate.Controller {
+func guardedClusterAPI(gate *crdgate.Gate, access *clusterAPIAccess, cache clusterAPICache, c crdgate.Controller, obj func() *unstructured.Unstructured) crdgate.Controller {
 	setup := c.Setup
 	c.Setup = func(mgr manager.Manager) error {
 		return setup(guardedManager{Manager: mgr, stopped: func(ctx context.Context, err error) {
-			if rmErr := mgr.GetCache().RemoveInformer(context.WithoutCancel(ctx), obj()); rmErr != nil {
+			if rmErr := cache.RemoveInformer(context.WithoutCancel(ctx), obj()); rmErr != nil {
 				logf.FromContext(ctx).Error(rmErr, "Cannot remove the informer of a stopped controller", "kind", c.Kind)
 			}
 			access.failed(ctx, c.Kind, err)

@@ -57,6 +57,8 @@ type MachineConfigurationReconciler struct {
 	MachineAPI *crdgate.Gate
 	// ClusterAPI says which Cluster API controllers wait; nil when none run.
 	ClusterAPI *crdgate.Gate
+	// ClusterAPIReader reads the Cluster API objects, from the Cluster API controllers' cache.
+	ClusterAPIReader client.Reader
 	// ClusterAPIProblem says what keeps the Cluster API controllers from running; nil or "" when nothing.
 	ClusterAPIProblem func() string
 
@@ -283,7 +285,7 @@ func (r *MachineConfigurationReconciler) progress(ctx context.Context, inputs st
 		}
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(ClusterAPIGroupVersion.WithKind(kind + "List"))
-		if err := r.Client.List(ctx, list, client.InNamespace(bootimage.ClusterAPINamespace)); err != nil && !meta.IsNoMatchError(err) {
+		if err := r.ClusterAPIReader.List(ctx, list, client.InNamespace(bootimage.ClusterAPINamespace)); err != nil && !meta.IsNoMatchError(err) {
 			return p, err
 		}
 		p.ClusterAPI.Total += len(list.Items)

@@ -99,6 +99,10 @@ func Add(mgr ctrl.Manager, deps Deps) error {
 	}
 	clusterAPI.Logger, clusterAPI.Hint = deps.Logger, "Cluster API is not installed"
 	access := &clusterAPIAccess{client: mgr.GetClient(), changed: tracker.Changed}
+	capiCache, capiClient, err := newClusterAPICache(mgr)
+	if err != nil {
+		return err
+	}
 	mc := &MachineConfigurationReconciler{
 		Client:   mgr.GetClient(),
 		Gates:    gates,
@@ -108,11 +112,12 @@ func Add(mgr ctrl.Manager, deps Deps) error {
 			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: recorder, Clock: deps.Clock,
 			Migrations: migrations.All, BeforeWrite: seams.BeforeMigrationWrite,
 		},
-		Tracker:    tracker,
-		Streams:    streams,
-		Namespace:  deps.Namespace,
-		MachineAPI: machineAPI,
-		ClusterAPI: clusterAPI,
+		Tracker:          tracker,
+		Streams:          streams,
+		Namespace:        deps.Namespace,
+		MachineAPI:       machineAPI,
+		ClusterAPI:       clusterAPI,
+		ClusterAPIReader: capiClient,
 		// What keeps the Cluster API controllers from running, for the status.
 		ClusterAPIProblem: access.Problem,
 		Status: &status.Writer{
@@ -158,10 +163,11 @@ func Add(mgr ctrl.Manager, deps Deps) error {
 	// Started only where the identity may read what they watch, and never fatal: a Cluster API
 	// controller that stops (caches that cannot sync) is reported and started again later.
 	ready := func(ctx context.Context) bool { return gateOn(ctx) && access.allowed(ctx) }
+	copies := &templateCollector{reader: capiClient, writer: mgr.GetClient(), mapper: mgr.GetRESTMapper(), clock: deps.Clock}
 	for _, kind := range []struct{ kind, resource string }{{bootimage.KindMachineSet, "machinesets"}, {bootimage.KindMachineDeployment, "machinedeployments"}} {
-		r := &ClusterAPIReconciler{bootImages: steps, Kind: kind.kind, MachineAPI: machineAPI}
+		r := &ClusterAPIReconciler{bootImages: steps, Kind: kind.kind, MachineAPI: machineAPI, Cache: capiCache, CAPI: capiClient, Copies: copies}
 		c := crdgate.Controller{GroupVersion: ClusterAPIGroupVersion, Resource: kind.resource, Kind: clusterAPIKind(kind.kind), Setup: register(r), Ready: ready}
-		if err := clusterAPI.Add(guardedClusterAPI(clusterAPI, access, c, r.newObject)); err != nil {
+		if err := clusterAPI.Add(guardedClusterAPI(clusterAPI, access, capiCache, c, r.newObject)); err != nil {
 			return err
 		}
 	}

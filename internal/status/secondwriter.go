@@ -204,9 +204,19 @@ func WithSecondWriter(ctx context.Context, reader client.Reader, live client.Obj
 	if err := reader.Get(ctx, client.ObjectKeyFromObject(live), fresh); err != nil {
 		return msg
 	}
-	manager := lastOtherWriter(fresh, "", "f:providerSpec")
+	field, path := bootImageField(fresh)
+	manager := lastOtherWriter(fresh, "", field)
 	if manager == "" {
 		return msg
 	}
-	return fmt.Sprintf("%s (spec.template.spec.providerSpec.value was last written by field manager %q: is the MCO's own boot image controller still enabled?)", msg, manager)
+	return fmt.Sprintf("%s (%s was last written by field manager %q: is the MCO's own boot image controller still enabled?)", msg, path, manager)
+}
+
+// bootImageField is the managed-fields key of the field obj's boot image updates write, and its
+// path: a Cluster API object's template reference, a Machine API object's providerSpec.
+func bootImageField(obj client.Object) (field, path string) {
+	if obj.GetObjectKind().GroupVersionKind().Group == "cluster.x-k8s.io" {
+		return "f:infrastructureRef", "spec.template.spec.infrastructureRef.name"
+	}
+	return "f:providerSpec", "spec.template.spec.providerSpec.value"
 }

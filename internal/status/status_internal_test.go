@@ -3,11 +3,13 @@ package status
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
@@ -84,5 +86,33 @@ var _ = Describe("The skew guard's Event", func() {
 		msg := guardEvent(&Writer{}, bootimage.SkewGuard{Blocked: true, Message: "Upgrades are blocked: the cluster's boot images are from OCP 4.9.0"}, nil)
 		Expect(msg).NotTo(ContainSubstring("Upgrades are blocked"))
 		Expect(msg).To(ContainSubstring("machine-config ClusterOperator"))
+	})
+})
+
+var _ = Describe("The second writer of a hot loop", func() {
+	entry := func(manager, fields string, at int) metav1.ManagedFieldsEntry {
+		t := metav1.Date(2026, 1, 1, at, 0, 0, 0, time.UTC)
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Time: &t, FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+	}
+	It("is looked for in the field a boot image update writes: a Cluster API owner's template reference", func() {
+		owner := &unstructured.Unstructured{}
+		owner.SetAPIVersion("cluster.x-k8s.io/v1beta2")
+		owner.SetKind("MachineSet")
+		owner.SetManagedFields([]metav1.ManagedFieldsEntry{
+			entry("labeller", `{"f:metadata":{"f:labels":{}}}`, 3),
+			entry("reverter", `{"f:spec":{"f:template":{"f:spec":{"f:infrastructureRef":{"f:name":{}}}}}}`, 2),
+			entry(FieldManager, `{"f:spec":{"f:template":{"f:spec":{"f:infrastructureRef":{"f:name":{}}}}}}`, 4),
+		})
+		field, path := bootImageField(owner)
+		Expect(path).To(Equal("spec.template.spec.infrastructureRef.name"))
+		Expect(lastOtherWriter(owner, "", field)).To(Equal("reverter"))
+
+		ms := &unstructured.Unstructured{}
+		ms.SetAPIVersion("machine.openshift.io/v1beta1")
+		ms.SetKind("MachineSet")
+		ms.SetManagedFields([]metav1.ManagedFieldsEntry{entry("reverter", `{"f:spec":{"f:template":{"f:spec":{"f:infrastructureRef":{}}}}}`, 2),
+			entry("mco", `{"f:spec":{"f:template":{"f:spec":{"f:providerSpec":{}}}}}`, 1)})
+		field, _ = bootImageField(ms)
+		Expect(lastOtherWriter(ms, "", field)).To(Equal("mco"))
 	})
 })
