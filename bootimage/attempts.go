@@ -40,6 +40,26 @@ type Memory struct {
 	// Unavailable is the stream target the cloud does not have, and since when.
 	Unavailable      string
 	UnavailableSince time.Time
+	// Denied is the last update an admission policy refused for good.
+	Denied Denial
+}
+
+// Denial is an update an admission policy refused: to Target, of the object and inputs at
+// Version, and the decision's message, in the policy's words. The same update of the same object
+// on the same inputs is not sent again.
+type Denial struct {
+	Target, Version, Message string
+}
+
+// Refused returns d as the Skip DeniedByPolicy m remembers when d is the update that was refused
+// at version, and d otherwise.
+func (m Memory) Refused(d Decision, version string) Decision {
+	if d.Action != Update || m.Denied.Target != d.Target || m.Denied.Version != version {
+		return d
+	}
+	d.ProviderSpecPatch = nil
+	d.Action, d.Reason, d.Message = Skip, ReasonDeniedByPolicy, m.Denied.Message
+	return d
 }
 
 // Attempts returns how often o was already patched to target under selection: the larger count of

@@ -88,6 +88,9 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 		return orZero(retry), err
 	}
 	d = bootimage.Paused(d, owner, cluster)
+	// A denial for good is sent again only once the object or the inputs changed.
+	key, denialVersion := client.ObjectKeyFromObject(owner), owner.GetResourceVersion()+"/"+in.version
+	d = r.Tracker.Memory(r.Kind, key).Refused(d, denialVersion)
 	if d.Action == bootimage.Update {
 		var moved bool
 		if d, moved, err = r.updateTemplate(ctx, owner, template, d, next); err != nil {
@@ -96,6 +99,11 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 			// The owner's watch brings the change that moved it; this is the backstop.
 			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
+	}
+	if d.Reason == bootimage.ReasonDeniedByPolicy {
+		m := r.Tracker.Memory(r.Kind, key)
+		m.Denied = bootimage.Denial{Target: d.Target, Version: denialVersion, Message: d.Message}
+		r.Tracker.Remember(r.Kind, key, m)
 	}
 	res := r.whileGatesUnknown(in, r.done(ctx, owner, d, in.version))
 	ref, err := bootimage.InfrastructureRef(owner)

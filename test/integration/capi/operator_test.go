@@ -415,13 +415,22 @@ spec:
 		Expect(k8s.Create(ctx, policy)).To(Succeed())
 		Expect(k8s.Create(ctx, binding)).To(Succeed())
 		DeferCleanup(func() {
-			Expect(k8s.Delete(ctx, binding)).To(Succeed())
-			Expect(k8s.Delete(ctx, policy)).To(Succeed())
+			Expect(client.IgnoreNotFound(k8s.Delete(ctx, binding))).To(Succeed())
+			Expect(client.IgnoreNotFound(k8s.Delete(ctx, policy))).To(Succeed())
 		})
 		Eventually(func() error {
 			return k8s.Create(ctx, fixtures.ClusterAPIOwner("MachineSet", "p-probe", "p-0a1b2c3d"), client.DryRunAll)
 		}).Should(MatchError(ContainSubstring("denied request")), "the policy is in force")
 
+		var patches atomic.Int32
+		hook := func(_ context.Context, o client.Object) error {
+			if o.GetName() == "p-1a" {
+				patches.Add(1)
+			}
+			return nil
+		}
+		beforeOwnerPatch.Store(&hook)
+		DeferCleanup(func() { beforeOwnerPatch.Store(nil) })
 		Expect(k8s.Create(ctx, fixtures.AWSMachineTemplate("p-1a-0a1b2c3d", fixtures.OldAWSAMI))).To(Succeed())
 		owner := fixtures.ClusterAPIOwner("MachineSet", "p-1a", "p-1a-0a1b2c3d")
 		Expect(k8s.Create(ctx, owner)).To(Succeed())
@@ -433,6 +442,29 @@ spec:
 		Eventually(func() (float64, error) {
 			return testenv.Metric(metrics, "bootimage_decisions", "kind", "MachineSet.cluster.x-k8s.io", "action", "Skip", "reason", bootimage.ReasonDeniedByPolicy)
 		}).Should(BeNumerically(">=", 1), "a decision taken, not an error retried with backoff")
+
+		By("not sending it again while neither the object nor the inputs change")
+		sent := patches.Load()
+		Expect(sent).To(BeNumerically(">=", 1))
+		// A resync takes every MachineSet again: as many reconciles as there are MachineSets.
+		owners := list("cluster.x-k8s.io/v1beta2", "MachineSet")
+		Expect(k8s.List(ctx, owners, client.InNamespace(testenv.CAPINamespace))).To(Succeed())
+		before, err := testenv.Reconciles("clusterapi-machineset")
+		Expect(err).NotTo(HaveOccurred())
+		resync()
+		Eventually(func() (float64, error) { return testenv.Reconciles("clusterapi-machineset") }).Should(BeNumerically(">=", before+float64(len(owners.Items))))
+		Expect(patches.Load()).To(Equal(sent), "the refused patch is not sent again")
+
+		By("trying again on a change of the object, once the policy is gone")
+		Expect(k8s.Delete(ctx, binding)).To(Succeed())
+		Expect(k8s.Delete(ctx, policy)).To(Succeed())
+		Eventually(func() error {
+			live := get(owner)
+			live.SetLabels(map[string]string{"example.com/touched": "yes"})
+			return k8s.Update(ctx, live)
+		}).Should(Succeed())
+		Eventually(templateOf(owner)).ShouldNot(Equal("p-1a-0a1b2c3d"))
+		Expect(patches.Load()).To(BeNumerically(">", sent))
 	})
 
 	It("counts Cluster API objects apart from Machine API ones in its metrics", func() {
