@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,22 +24,22 @@ import (
 // *.json, or - for stdin), unpacking List kinds, into typed objects of scheme. It refuses a kind
 // the plan does not read and a field its type does not have, naming the file, document and field.
 func loadFiles(scheme *runtime.Scheme, paths []string, stdin io.Reader) ([]client.Object, error) {
+	in := &input{stdin: stdin}
 	var objs []client.Object
 	for _, p := range paths {
-		if p == "-" {
-			got, err := decodeAll(scheme, "stdin", stdin)
+		files := []string{p}
+		if p != "-" {
+			var err error
+			if files, err = expand(p); err != nil {
+				return nil, err
+			}
+		}
+		for _, f := range files {
+			name, data, err := in.read("-f", f)
 			if err != nil {
 				return nil, err
 			}
-			objs = append(objs, got...)
-			continue
-		}
-		files, err := expand(p)
-		if err != nil {
-			return nil, err
-		}
-		for _, f := range files {
-			got, err := loadFile(scheme, f)
+			got, err := decodeAll(scheme, name, bytes.NewReader(data))
 			if err != nil {
 				return nil, err
 			}
@@ -70,15 +71,6 @@ func expand(path string) ([]string, error) {
 		return nil
 	})
 	return files, err
-}
-
-func loadFile(scheme *runtime.Scheme, path string) ([]client.Object, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return decodeAll(scheme, path, f)
 }
 
 func decodeAll(scheme *runtime.Scheme, path string, r io.Reader) ([]client.Object, error) {

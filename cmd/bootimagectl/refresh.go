@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -88,17 +87,18 @@ func runRefreshPlan(ctx context.Context, o refreshPlanOptions, cluster *clusterF
 }
 
 func runRefreshPlanFiles(o refreshPlanOptions, stdout io.Writer) error {
-	oldCfg, err := parseConfigFile(o.oldPath)
+	in := &input{stdin: o.stdin}
+	oldCfg, err := parseConfigFile(in, "--old", o.oldPath)
 	if err != nil {
 		return unusable("%v", err)
 	}
-	newCfg, err := parseConfigFile(o.newPath)
+	newCfg, err := parseConfigFile(in, "--new", o.newPath)
 	if err != nil {
 		return unusable("%v", err)
 	}
 	policies := refresh.DefaultPolicies()
 	if o.policiesPath != "" {
-		data, err := os.ReadFile(o.policiesPath)
+		data, err := readOne(in, "--policies", o.policiesPath)
 		if err != nil {
 			return unusable("%v", err)
 		}
@@ -120,7 +120,7 @@ func runRefreshPlanFiles(o refreshPlanOptions, stdout io.Writer) error {
 	}
 	res := refresh.Decide(changes, policies)
 	if o.pathsPath != "" {
-		data, err := os.ReadFile(o.pathsPath)
+		data, err := readOne(in, "--no-reboot-paths", o.pathsPath)
 		if err != nil {
 			return unusable("%v", err)
 		}
@@ -164,12 +164,24 @@ func orKind(err error, kind string) error {
 	return fmt.Errorf("kind is %s", kind)
 }
 
-// parseConfigFile reads a config for the file mode: a MachineConfig, decoded as strictly as in
-// live mode so a misspelt field is named rather than ignored, or bare Ignition.
-func parseConfigFile(path string) (refresh.Config, error) {
-	data, err := os.ReadFile(path)
+// readOne reads the one document of path, given to flag.
+func readOne(in *input, flag, path string) ([]byte, error) {
+	name, data, err := in.read(flag, path)
+	if err != nil {
+		return nil, err
+	}
+	return oneDocument(flag, name, data)
+}
+
+// parseConfigFile reads a config for the file mode, given to flag: a MachineConfig, decoded as
+// strictly as in live mode so a misspelt field is named rather than ignored, or bare Ignition.
+func parseConfigFile(in *input, flag, path string) (refresh.Config, error) {
+	data, err := readOne(in, flag, path)
 	if err != nil {
 		return refresh.Config{}, err
+	}
+	if path == "-" {
+		path = "stdin"
 	}
 	var cfg refresh.Config
 	if isMachineConfig(data) {

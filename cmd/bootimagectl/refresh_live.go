@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -22,9 +18,7 @@ import (
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	intstrutil "k8s.io/apimachinery/pkg/util/intstr"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/refresh"
@@ -83,7 +77,7 @@ func runRefreshPlanLive(ctx context.Context, o refreshPlanOptions, cluster *clus
 	scheme := liveScheme()
 	change := poolChange{deleted: o.deleted}
 	if o.file != "" {
-		mcs, err := readMachineConfigs(scheme, o.file, o.stdin)
+		mcs, err := readMachineConfigs(scheme, &input{stdin: o.stdin}, o.file)
 		if err != nil {
 			return unusable("%v", err)
 		}
@@ -119,56 +113,36 @@ func liveScheme() *runtime.Scheme {
 
 // readMachineConfigs decodes every document of path ("-": stdin) strictly, so a misspelt or
 // mistyped field is named, and checks each as the MCO does before rendering.
-func readMachineConfigs(scheme *runtime.Scheme, path string, stdin io.Reader) ([]*mcfgv1.MachineConfig, error) {
-	var data []byte
-	var err error
-	if path == "-" {
-		path = "stdin"
-		data, err = io.ReadAll(stdin)
-	} else {
-		data, err = os.ReadFile(path)
-	}
+func readMachineConfigs(scheme *runtime.Scheme, in *input, path string) ([]*mcfgv1.MachineConfig, error) {
+	name, data, err := in.read("-f", path)
 	if err != nil {
 		return nil, err
 	}
-	docs := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	docs, err := documents(name, data)
+	if err != nil {
+		return nil, err
+	}
 	var mcs []*mcfgv1.MachineConfig
 	seen := map[string]int{}
-	for n := 1; ; n++ {
-		doc, err := docs.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %v", path, n, err)
-		}
-		if isEmptyDocument(doc) {
-			continue
-		}
-		where := path
-		if n > 1 || len(mcs) > 0 {
-			where = fmt.Sprintf("%s document %d", path, n)
+	for n, doc := range docs {
+		where := name
+		if len(docs) > 1 {
+			where = fmt.Sprintf("%s document %d", name, n+1)
 		}
 		mc, err := decodeMachineConfig(scheme, where, doc)
 		if err != nil {
 			return nil, err
 		}
 		if first, dup := seen[mc.Name]; dup {
-			return nil, fmt.Errorf("%s: MachineConfig %s is in documents %d and %d: give it once", path, mc.Name, first, n)
+			return nil, fmt.Errorf("%s: MachineConfig %s is in documents %d and %d: give it once", name, mc.Name, first, n+1)
 		}
-		seen[mc.Name] = n
+		seen[mc.Name] = n + 1
 		mcs = append(mcs, mc)
 	}
 	if len(mcs) == 0 {
-		return nil, fmt.Errorf("%s: no MachineConfig in it", path)
+		return nil, fmt.Errorf("%s: no MachineConfig in it", name)
 	}
 	return mcs, nil
-}
-
-// isEmptyDocument says whether a YAML document holds nothing but comments and blank lines.
-func isEmptyDocument(doc []byte) bool {
-	j, err := yaml.YAMLToJSON(doc)
-	return err == nil && (len(bytes.TrimSpace(j)) == 0 || string(bytes.TrimSpace(j)) == "null")
 }
 
 // decodeMachineConfig decodes data, read from path, as readMachineConfigs does.
