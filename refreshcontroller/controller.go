@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -135,6 +136,14 @@ func (r *Reconciler) reconcile(ctx context.Context, np *unstructured.Unstructure
 	}
 	target := pool.RefreshConfigValue(rollout, payloadHash)
 
+	// A node on another rollout target than the NodePool reports (new nodes of a finished Replace
+	// rollout, or an in-place upgrade whose MachineSet is done before the NodePool says so): the
+	// pool is between rollouts, and adopting now would record a payload those nodes never got.
+	for i := range nodes.Items {
+		if c := nodes.Items[i].Annotations[pool.CurrentConfigAnnotation]; c != rollout && !strings.HasPrefix(c, rollout+"-") {
+			replaceRollout = true
+		}
+	}
 	state := pool.PoolState{Target: payloadHash, ReplaceRollout: replaceRollout, InPlaceUpgrade: inPlaceUpgrade,
 		MaxUnavailable: maxUnavailable(np, len(nodes.Items))}
 	if inPlaceUpgrade || replaceRollout {
@@ -151,8 +160,16 @@ func (r *Reconciler) reconcile(ctx context.Context, np *unstructured.Unstructure
 	if apierrors.IsNotFound(err) || err == nil && !strings.HasPrefix(cm.Data[hypershift.KeyHash], rollout+"-") {
 		// Adoption, or a rollout finished: the nodes built with this rollout target run the token
 		// Secret's payload, so it is the delivered one; nothing moves.
-		logger.Info("Adopting the pool's served payload", "nodePool", name, "rolloutTarget", rollout)
-		if err := r.adopt(ctx, name, next, target, rollout, nodes.Items, payloadHash); err != nil {
+		delivered, recorded := next, payloadHash
+		if err == nil && cm.Data[hypershift.KeyHash] == rollout {
+			// The in-place upgrader wrote this hash: the nodes run its config, which the token
+			// Secret's payload may have passed since (a refresh deferred during the upgrade).
+			if upgraded, _, _, perr := hypershift.ParseUpgradeConfigMap(cm); perr == nil && len(upgraded) > 0 && !bytes.Equal(upgraded, next) {
+				delivered, recorded = upgraded, UpgradedRefreshConfig
+			}
+		}
+		logger.Info("Adopting the pool's delivered payload", "nodePool", name, "rolloutTarget", rollout, "refreshConfig", recorded)
+		if err := r.adopt(ctx, name, delivered, pool.RefreshConfigValue(rollout, recorded), rollout, nodes.Items, recorded); err != nil {
 			return pool.Progress{}, err
 		}
 		return pool.Progress{}, errRequeue
@@ -170,7 +187,11 @@ func (r *Reconciler) reconcile(ctx context.Context, np *unstructured.Unstructure
 		}
 		if !verdict.Refresh {
 			// Left to the next rollout: the NodePool controller sees the reason and stops pinning.
-			return notARefresh(verdict, len(nodes.Items)), nil
+			// Nodes that failed an earlier refresh still count as degraded.
+			for i := range nodes.Items {
+				state.Nodes = append(state.Nodes, nodeState(&nodes.Items[i], podOn, rollout, target))
+			}
+			return notARefresh(verdict, pool.Plan(state)), nil
 		}
 		logger.Info("Delivering a refresh", "nodePool", name, "target", target, "reason", verdict.Reason)
 		if _, err := hypershift.SetUpgradeConfigMapData(cm, next, target, hypershift.NoRebootPathsFromPolicies(refresh.DefaultPolicies())); err != nil {
