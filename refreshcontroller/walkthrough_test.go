@@ -16,9 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	controller "github.com/bootimage-operator/bootimage-operator/refreshcontroller"
 	"github.com/bootimage-operator/bootimage-operator/refresh/hypershift"
 	"github.com/bootimage-operator/bootimage-operator/refresh/pool"
+	controller "github.com/bootimage-operator/bootimage-operator/refreshcontroller"
 )
 
 // testPool is a NodePool of the walk-through, its nodes and its Cluster API object: a
@@ -241,8 +241,6 @@ func names(states []state) []string {
 	return out
 }
 
-func historyLen(poolName string) int { _, n := watched.History(poolName, 0); return n }
-
 func getNode(name string) *corev1.Node {
 	n := &corev1.Node{}
 	Expect(k8s.Get(context.Background(), client.ObjectKey{Name: name}, n)).To(Succeed())
@@ -381,6 +379,7 @@ var _ = Describe("The refresh controller on a Replace NodePool of three nodes", 
 			g.Expect(s.Complete.Status).To(Equal("False"))
 			g.Expect(s.Progressing.Message).To(Equal("Refreshing 1/3 nodes"))
 		}).Should(Succeed())
+		Expect(watched.Peak(p.namespace())).To(Equal(2), "two nodes at once, as maxUnavailable allows")
 		n := getNode("workers-1")
 		Expect(n.Annotations).To(HaveKeyWithValue(pool.StateAnnotation, pool.StateDegraded))
 		Expect(n.Annotations).To(HaveKeyWithValue(pool.CurrentRefreshConfigAnnotation, "p5"))
