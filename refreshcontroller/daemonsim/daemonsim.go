@@ -23,7 +23,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/bootimage-operator/bootimage-operator/refresh/hypershift"
 	"github.com/bootimage-operator/bootimage-operator/refresh/pool"
@@ -50,8 +53,13 @@ type Daemon struct {
 }
 
 // SetupWithManager runs the daemon for the pods of mgr's cluster.
-func (d *Daemon) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("daemonsim").For(&corev1.Pod{}).Complete(d)
+func (d *Daemon) SetupWithManager(mgr ctrl.Manager) error { return d.SetupWithCluster(mgr, mgr) }
+
+// SetupWithCluster runs the daemon, in mgr, for the pods of guest (another cluster than mgr's).
+func (d *Daemon) SetupWithCluster(mgr ctrl.Manager, guest cluster.Cluster) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("daemonsim").
+		WatchesRawSource(source.Kind(guest.GetCache(), &corev1.Pod{}, &handler.TypedEnqueueRequestForObject[*corev1.Pod]{})).
+		Complete(d)
 }
 
 // Seed writes the config a node was built with, as the first boot does.
