@@ -39,42 +39,46 @@ type Reconciler struct {
 	DaemonImage string
 }
 
-// SetupWithManager registers the reconciler with mgr (the management cluster) and watches the
-// guest's Nodes and daemon pods through guest.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, guest cluster.Cluster) error {
-	np := &unstructured.Unstructured{}
-	np.SetGroupVersionKind(NodePoolGVK)
-	toPool := func(name string) []reconcile.Request {
-		if name == "" {
+// SetupWithManager registers the reconciler with mgr. It watches NodePools, token Secrets,
+// MachineDeployments and MachineSets of Namespace through management, and the guest's Nodes and
+// daemon pods through guest. Either may be mgr itself: in the HCCO the manager is the guest
+// cluster's and the hosted control plane namespace is a cluster added to it (CPCluster).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, management, guest cluster.Cluster) error {
+	toPool := func(namespace, name string) []reconcile.Request {
+		if name == "" || namespace != r.Namespace {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: r.Namespace, Name: name}}}
 	}
+	// The pool's MachineDeployment and MachineSet are named after it, as HyperShift names them.
+	byName := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o *unstructured.Unstructured) []reconcile.Request {
+		return toPool(o.GetNamespace(), o.GetName())
+	})
 	return ctrl.NewControllerManagedBy(mgr).Named("configrefresh").
-		For(np).
-		Watches(unstructuredOf(MachineDeploymentGVK), &handler.EnqueueRequestForObject{}).
-		Watches(unstructuredOf(MachineSetGVK), &handler.EnqueueRequestForObject{}).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			name, _ := strings.CutPrefix(o.GetName(), "token-")
-			if i := strings.LastIndex(name, "-"); i > 0 && name != o.GetName() {
-				return toPool(name[:i])
+		WatchesRawSource(source.Kind(management.GetCache(), unstructuredOf(NodePoolGVK), byName)).
+		WatchesRawSource(source.Kind(management.GetCache(), unstructuredOf(MachineDeploymentGVK), byName)).
+		WatchesRawSource(source.Kind(management.GetCache(), unstructuredOf(MachineSetGVK), byName)).
+		WatchesRawSource(source.Kind(management.GetCache(), &corev1.Secret{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, s *corev1.Secret) []reconcile.Request {
+			name, _ := strings.CutPrefix(s.GetName(), "token-")
+			if i := strings.LastIndex(name, "-"); i > 0 && name != s.GetName() {
+				return toPool(s.Namespace, name[:i])
 			}
 			return nil
-		})).
+		}))).
 		WatchesRawSource(source.Kind(guest.GetCache(), &corev1.Node{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, n *corev1.Node) []reconcile.Request {
-			return toPool(n.Labels[NodePoolLabel])
+			return toPool(r.Namespace, n.Labels[NodePoolLabel])
 		}))).
 		WatchesRawSource(source.Kind(guest.GetCache(), &corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, p *corev1.Pod) []reconcile.Request {
 			name, _ := strings.CutSuffix(p.Namespace, "-upgrade")
 			if name == p.Namespace {
 				return nil
 			}
-			return toPool(name)
+			return toPool(r.Namespace, name)
 		}))).
 		Complete(r)
 }
 
-func unstructuredOf(gvk schema.GroupVersionKind) client.Object {
+func unstructuredOf(gvk schema.GroupVersionKind) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
 	return u

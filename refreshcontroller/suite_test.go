@@ -109,7 +109,7 @@ var _ = BeforeSuite(func() {
 	guest, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
 	r := &controller.Reconciler{Management: mgr.GetClient(), Namespace: hcpNamespace, Guest: guest, DaemonImage: "quay.io/example/machine-config-daemon:test"}
-	Expect(r.SetupWithManager(mgr, mgr)).To(Succeed())
+	Expect(r.SetupWithManager(mgr, mgr, mgr)).To(Succeed())
 	mgrDone = make(chan error, 1)
 	go func() {
 		defer GinkgoRecover()

@@ -64,20 +64,20 @@ func run(ctx context.Context, o options, logger logr.Logger) error {
 	if err != nil {
 		return fmt.Errorf("reading the guest kubeconfig: %w", err)
 	}
-	// The management side is read in the hosted control plane namespace only, as the HCCO does.
-	mgr, err := ctrl.NewManager(mcfg, ctrl.Options{
-		Scheme:  scheme.Scheme,
-		Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{o.namespace: {}}},
-		Metrics: metricsserver.Options{BindAddress: o.metricsAddress},
+	// As in the HCCO: the manager is the guest cluster's, and the management side is a cluster
+	// added to it, read in the hosted control plane namespace only.
+	mgr, err := ctrl.NewManager(gcfg, ctrl.Options{Scheme: scheme.Scheme, Metrics: metricsserver.Options{BindAddress: o.metricsAddress}})
+	if err != nil {
+		return err
+	}
+	management, err := cluster.New(mcfg, func(co *cluster.Options) {
+		co.Scheme = scheme.Scheme
+		co.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{o.namespace: {}}}
 	})
 	if err != nil {
 		return err
 	}
-	guest, err := cluster.New(gcfg, func(co *cluster.Options) { co.Scheme = scheme.Scheme })
-	if err != nil {
-		return err
-	}
-	if err := mgr.Add(guest); err != nil {
+	if err := mgr.Add(management); err != nil {
 		return err
 	}
 	// The plan reads the guest uncached: it must see its own writes, or a stale cache starts
@@ -86,8 +86,8 @@ func run(ctx context.Context, o options, logger logr.Logger) error {
 	if err != nil {
 		return err
 	}
-	r := &controller.Reconciler{Management: mgr.GetClient(), Namespace: o.namespace, Guest: guestDirect, DaemonImage: o.daemonImage}
-	if err := r.SetupWithManager(mgr, guest); err != nil {
+	r := &controller.Reconciler{Management: management.GetClient(), Namespace: o.namespace, Guest: guestDirect, DaemonImage: o.daemonImage}
+	if err := r.SetupWithManager(mgr, management, mgr); err != nil {
 		return err
 	}
 	if o.simulateDaemon {
@@ -97,7 +97,7 @@ func run(ctx context.Context, o options, logger logr.Logger) error {
 				return err
 			}
 		}
-		d := &daemonsim.Daemon{Client: guest.GetClient(), Root: root}
+		d := &daemonsim.Daemon{Client: mgr.GetClient(), Root: root}
 		mclient, err := client.New(mcfg, client.Options{Scheme: scheme.Scheme})
 		if err != nil {
 			return err
@@ -105,7 +105,7 @@ func run(ctx context.Context, o options, logger logr.Logger) error {
 		if err := seed(ctx, d, mclient, guestDirect, o.namespace, logger); err != nil {
 			return err
 		}
-		if err := d.SetupWithCluster(mgr, guest); err != nil {
+		if err := d.SetupWithManager(mgr); err != nil {
 			return err
 		}
 		logger.Info("Simulating the daemon of every guest node", "root", root)
