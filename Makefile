@@ -23,6 +23,7 @@ test: k8s vet requirements
 	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -vxF "$$($(GO) list $(RACE_PKGS))")
 	cd test/manifests && $(GO) test -count=1 ./...
 	cd refresh && $(GO) test -race -count=1 ./...
+	cd refreshcontroller && $(GO) test -race -count=1 ./...
 	cd hack/ignition-v2.26 && $(GO) test -race -count=1 github.com/bootimage-operator/bootimage-operator/refresh/...
 	@cd refresh && if $(GO) list -m all | grep -E '^(sigs.k8s.io/controller-runtime|k8s.io/client-go) '; then echo "refresh/ requires the modules above"; exit 1; fi
 	@# Prometheus is in the module graph through containers/image's go.mod (as in the MCO's), never built.
@@ -36,7 +37,7 @@ bench:
 
 # Go modules of the tree with code of their own: the root, refresh and the manifest checks (tools
 # modules aside).
-MODULES := . refresh test/manifests
+MODULES := . refresh refreshcontroller test/manifests
 # staticcheck, pinned in its tools module and built from the Go module proxy.
 STATICCHECK := $(GO) tool -modfile=$(CURDIR)/hack/tools/staticcheck/go.mod staticcheck
 
@@ -51,7 +52,7 @@ vet:
 ## requirements: fail on a requirement of go.mod or refresh/go.mod above the MCO's version
 ## (hack/mco-requirements.txt) that hack/newer-than-mco.txt does not name with a reason.
 requirements:
-	$(GO) run ./hack/check-requirements hack/mco-requirements.txt hack/newer-than-mco.txt go.mod refresh/go.mod
+	$(GO) run ./hack/check-requirements hack/mco-requirements.txt hack/newer-than-mco.txt go.mod refresh/go.mod refreshcontroller/go.mod
 
 ## manifests: copy the CRDs from the pinned openshift/api module into manifests/crds.
 manifests:

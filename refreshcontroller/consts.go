@@ -21,6 +21,9 @@ const (
 	// NodePoolCurrentConfigAnnotation is the rollout target the pool's nodes were built with
 	// (HashWithoutVersion, pinned by the hash split on a payload-only change).
 	NodePoolCurrentConfigAnnotation = "hypershift.openshift.io/nodePoolCurrentConfig"
+	// UpgradedRefreshConfig is the currentRefreshConfig of a node the in-place upgrader left on
+	// a payload no payload hash names: it is behind any target, so the refresh re-evaluates it.
+	UpgradedRefreshConfig = "upgraded"
 	// FieldManager names this controller's writes.
 	FieldManager = "config-refresh-controller"
 )

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -38,42 +39,46 @@ type Reconciler struct {
 	DaemonImage string
 }
 
-// SetupWithManager registers the reconciler with mgr (the management cluster) and watches the
-// guest's Nodes and daemon pods through guest.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, guest cluster.Cluster) error {
-	np := &unstructured.Unstructured{}
-	np.SetGroupVersionKind(NodePoolGVK)
-	toPool := func(name string) []reconcile.Request {
-		if name == "" {
+// SetupWithManager registers the reconciler with mgr. It watches NodePools, token Secrets,
+// MachineDeployments and MachineSets of Namespace through management, and the guest's Nodes and
+// daemon pods through guest. Either may be mgr itself: in the HCCO the manager is the guest
+// cluster's and the hosted control plane namespace is a cluster added to it (CPCluster).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, management, guest cluster.Cluster) error {
+	toPool := func(namespace, name string) []reconcile.Request {
+		if name == "" || namespace != r.Namespace {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: r.Namespace, Name: name}}}
 	}
+	// The pool's MachineDeployment and MachineSet are named after it, as HyperShift names them.
+	byName := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o *unstructured.Unstructured) []reconcile.Request {
+		return toPool(o.GetNamespace(), o.GetName())
+	})
 	return ctrl.NewControllerManagedBy(mgr).Named("configrefresh").
-		For(np).
-		Watches(unstructuredOf(MachineDeploymentGVK), &handler.EnqueueRequestForObject{}).
-		Watches(unstructuredOf(MachineSetGVK), &handler.EnqueueRequestForObject{}).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			name, _ := strings.CutPrefix(o.GetName(), "token-")
-			if i := strings.LastIndex(name, "-"); i > 0 && name != o.GetName() {
-				return toPool(name[:i])
+		WatchesRawSource(source.Kind(management.GetCache(), unstructuredOf(NodePoolGVK), byName)).
+		WatchesRawSource(source.Kind(management.GetCache(), unstructuredOf(MachineDeploymentGVK), byName)).
+		WatchesRawSource(source.Kind(management.GetCache(), unstructuredOf(MachineSetGVK), byName)).
+		WatchesRawSource(source.Kind(management.GetCache(), &corev1.Secret{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, s *corev1.Secret) []reconcile.Request {
+			name, _ := strings.CutPrefix(s.GetName(), "token-")
+			if i := strings.LastIndex(name, "-"); i > 0 && name != s.GetName() {
+				return toPool(s.Namespace, name[:i])
 			}
 			return nil
-		})).
+		}))).
 		WatchesRawSource(source.Kind(guest.GetCache(), &corev1.Node{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, n *corev1.Node) []reconcile.Request {
-			return toPool(n.Labels[NodePoolLabel])
+			return toPool(r.Namespace, n.Labels[NodePoolLabel])
 		}))).
 		WatchesRawSource(source.Kind(guest.GetCache(), &corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, p *corev1.Pod) []reconcile.Request {
 			name, _ := strings.CutSuffix(p.Namespace, "-upgrade")
 			if name == p.Namespace {
 				return nil
 			}
-			return toPool(name)
+			return toPool(r.Namespace, name)
 		}))).
 		Complete(r)
 }
 
-func unstructuredOf(gvk schema.GroupVersionKind) client.Object {
+func unstructuredOf(gvk schema.GroupVersionKind) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
 	return u
@@ -135,6 +140,14 @@ func (r *Reconciler) reconcile(ctx context.Context, np *unstructured.Unstructure
 	}
 	target := pool.RefreshConfigValue(rollout, payloadHash)
 
+	// A node on another rollout target than the NodePool reports (new nodes of a finished Replace
+	// rollout, or an in-place upgrade whose MachineSet is done before the NodePool says so): the
+	// pool is between rollouts, and adopting now would record a payload those nodes never got.
+	for i := range nodes.Items {
+		if c := nodes.Items[i].Annotations[pool.CurrentConfigAnnotation]; c != rollout && !strings.HasPrefix(c, rollout+"-") {
+			replaceRollout = true
+		}
+	}
 	state := pool.PoolState{Target: payloadHash, ReplaceRollout: replaceRollout, InPlaceUpgrade: inPlaceUpgrade,
 		MaxUnavailable: maxUnavailable(np, len(nodes.Items))}
 	if inPlaceUpgrade || replaceRollout {
@@ -151,8 +164,16 @@ func (r *Reconciler) reconcile(ctx context.Context, np *unstructured.Unstructure
 	if apierrors.IsNotFound(err) || err == nil && !strings.HasPrefix(cm.Data[hypershift.KeyHash], rollout+"-") {
 		// Adoption, or a rollout finished: the nodes built with this rollout target run the token
 		// Secret's payload, so it is the delivered one; nothing moves.
-		logger.Info("Adopting the pool's served payload", "nodePool", name, "rolloutTarget", rollout)
-		if err := r.adopt(ctx, name, next, target, rollout, nodes.Items, payloadHash); err != nil {
+		delivered, recorded := next, payloadHash
+		if err == nil && cm.Data[hypershift.KeyHash] == rollout {
+			// The in-place upgrader wrote this hash: the nodes run its config, which the token
+			// Secret's payload may have passed since (a refresh deferred during the upgrade).
+			if upgraded, _, _, perr := hypershift.ParseUpgradeConfigMap(cm); perr == nil && len(upgraded) > 0 && !bytes.Equal(upgraded, next) {
+				delivered, recorded = upgraded, UpgradedRefreshConfig
+			}
+		}
+		logger.Info("Adopting the pool's delivered payload", "nodePool", name, "rolloutTarget", rollout, "refreshConfig", recorded)
+		if err := r.adopt(ctx, name, delivered, pool.RefreshConfigValue(rollout, recorded), rollout, nodes.Items, recorded); err != nil {
 			return pool.Progress{}, err
 		}
 		return pool.Progress{}, errRequeue
@@ -170,7 +191,11 @@ func (r *Reconciler) reconcile(ctx context.Context, np *unstructured.Unstructure
 		}
 		if !verdict.Refresh {
 			// Left to the next rollout: the NodePool controller sees the reason and stops pinning.
-			return notARefresh(verdict, len(nodes.Items)), nil
+			// Nodes that failed an earlier refresh still count as degraded.
+			for i := range nodes.Items {
+				state.Nodes = append(state.Nodes, nodeState(&nodes.Items[i], podOn, rollout, target))
+			}
+			return notARefresh(verdict, pool.Plan(state)), nil
 		}
 		logger.Info("Delivering a refresh", "nodePool", name, "target", target, "reason", verdict.Reason)
 		if _, err := hypershift.SetUpgradeConfigMapData(cm, next, target, hypershift.NoRebootPathsFromPolicies(refresh.DefaultPolicies())); err != nil {

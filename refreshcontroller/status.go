@@ -17,14 +17,20 @@ import (
 // apply in place without a drain or a reboot: it is left to the next rollout.
 const ReasonNotARefresh = "NotARefresh"
 
-// notARefresh reports a payload change that is not a refresh; no node moves.
-func notARefresh(v hypershift.Verdict, nodes int) pool.Progress {
+// notARefresh reports a payload change that is not a refresh; no node moves. Degraded is the
+// plan's: a node that failed an earlier refresh is still named.
+func notARefresh(v hypershift.Verdict, plan pool.Progress) pool.Progress {
 	msg := fmt.Sprintf("Left to the next rollout (%s): %s", v.Reason, v.Message)
-	return pool.Progress{Conditions: []metav1.Condition{
+	conditions := []metav1.Condition{
 		{Type: pool.ConditionProgressing, Status: metav1.ConditionFalse, Reason: ReasonNotARefresh, Message: msg},
 		{Type: pool.ConditionComplete, Status: metav1.ConditionFalse, Reason: ReasonNotARefresh, Message: msg},
-		{Type: pool.ConditionDegraded, Status: metav1.ConditionFalse, Reason: "AsExpected", Message: fmt.Sprintf("No node of %d failed to refresh", nodes)},
-	}}
+	}
+	for _, c := range plan.Conditions {
+		if c.Type == pool.ConditionDegraded {
+			conditions = append(conditions, c)
+		}
+	}
+	return pool.Progress{Conditions: conditions}
 }
 
 // setConditions sets the three ConfigRefresh conditions on the NodePool's status, keeping its

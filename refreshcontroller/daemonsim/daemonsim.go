@@ -23,7 +23,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/bootimage-operator/bootimage-operator/refresh/hypershift"
 	"github.com/bootimage-operator/bootimage-operator/refresh/pool"
@@ -40,18 +43,23 @@ type Daemon struct {
 	Client client.Client
 	// Root holds one folder per node, each the node's /.
 	Root string
-	// Fail makes the daemon on these nodes fail, with the given reason.
-	Fail map[string]string
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// fail makes the daemon on these nodes fail, with the given reason (SetFail).
+	fail     map[string]string
 	reboots  map[string]int
 	drains   map[string]int
 	verdicts map[string][]string
 }
 
 // SetupWithManager runs the daemon for the pods of mgr's cluster.
-func (d *Daemon) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("daemonsim").For(&corev1.Pod{}).Complete(d)
+func (d *Daemon) SetupWithManager(mgr ctrl.Manager) error { return d.SetupWithCluster(mgr, mgr) }
+
+// SetupWithCluster runs the daemon, in mgr, for the pods of guest (another cluster than mgr's).
+func (d *Daemon) SetupWithCluster(mgr ctrl.Manager, guest cluster.Cluster) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("daemonsim").
+		WatchesRawSource(source.Kind(guest.GetCache(), &corev1.Pod{}, &handler.TypedEnqueueRequestForObject[*corev1.Pod]{})).
+		Complete(d)
 }
 
 // Seed writes the config a node was built with, as the first boot does.
@@ -61,6 +69,27 @@ func (d *Daemon) Seed(node string, payload []byte) error {
 		return err
 	}
 	return os.WriteFile(p, payload, 0o600)
+}
+
+// SetFail makes the daemon on node fail with reason from its next run; an empty reason heals it.
+func (d *Daemon) SetFail(node, reason string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fail == nil {
+		d.fail = map[string]string{}
+	}
+	if reason == "" {
+		delete(d.fail, node)
+		return
+	}
+	d.fail[node] = reason
+}
+
+func (d *Daemon) failure(node string) (string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	reason, ok := d.fail[node]
+	return reason, ok
 }
 
 // Reboots and Drains count what the daemon did on a node; Verdicts lists its decisions' reasons.
@@ -81,7 +110,7 @@ func (d *Daemon) record(m *map[string]int, node string) {
 	(*m)[node]++
 }
 
-// Reconcile runs the daemon of one pod's node once.
+// Reconcile runs the daemon of one pod's node once: a pending pod is first set running.
 func (d *Daemon) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	pod := &corev1.Pod{}
 	if err := d.Client.Get(ctx, req.NamespacedName, pod); err != nil {
@@ -89,6 +118,11 @@ func (d *Daemon) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	}
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || pod.Spec.NodeName == "" {
 		return reconcile.Result{}, nil
+	}
+	if pod.Status.Phase == "" || pod.Status.Phase == corev1.PodPending {
+		// The kubelet starts the container; the status update brings the pod back here.
+		pod.Status.Phase = corev1.PodRunning
+		return reconcile.Result{}, d.Client.Status().Update(ctx, pod)
 	}
 	node := &corev1.Node{}
 	if err := d.Client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, node); err != nil {
@@ -112,7 +146,7 @@ func (d *Daemon) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		// The daemon waits for the ConfigMap the node was asked for.
 		return reconcile.Result{RequeueAfter: waitFor}, nil
 	}
-	if reason, ok := d.Fail[node.Name]; ok {
+	if reason, ok := d.failure(node.Name); ok {
 		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{pool.StateAnnotation: pool.StateDegraded, pool.ReasonAnnotation: reason}, corev1.PodFailed)
 	}
 	root := filepath.Join(d.Root, node.Name)
