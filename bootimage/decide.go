@@ -30,6 +30,12 @@ var platforms = map[configv1.PlatformType]Platform{
 	configv1.VSpherePlatformType: vsphere{},
 }
 
+// Platforms are the platforms whose boot images are managed, sorted: what the shipped admission
+// policy's platform lists and the Cluster API Role are checked against.
+func Platforms() []configv1.PlatformType {
+	return slices.Sorted(maps.Keys(platforms))
+}
+
 // Decide computes what to do with obj. The checks run in a fixed order and the first that applies
 // decides, so the operator and `bootimagectl plan` give the same answer for the same inputs.
 // An error is transient (a cloud API call failed): try again later.
