@@ -16,6 +16,7 @@ RACE_PKGS := ./bootimage/... ./internal/... ./featuregates/... ./operator/... ./
 
 ## test: vet, unit tests and the integration suites on a real kube-apiserver and etcd; the refresh
 ## module on its own (lowest versions) and with the MCO's (hack/ignition-v2.26), and its requirements;
+## the reference refresh controller (refreshcontroller/, its own module) on the same kube-apiserver;
 ## the shipped manifests with Prometheus's parsers (test/manifests); requirements at or below the MCO's.
 test: k8s vet requirements
 	$(GO) test -count=1 -race -timeout 20m $(RACE_PKGS)
@@ -35,8 +36,8 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -json ./... | tee $(BIN)/bench.json
 	cd refresh && $(GO) test -run '^$$' -bench . -benchmem -json ./... | tee -a ../$(BIN)/bench.json
 
-# Go modules of the tree with code of their own: the root, refresh and the manifest checks (tools
-# modules aside).
+# Go modules of the tree with code of their own: the root, refresh, the refresh controller and the
+# manifest checks (tools modules aside).
 MODULES := . refresh refreshcontroller test/manifests
 # staticcheck, pinned in its tools module and built from the Go module proxy.
 STATICCHECK := $(GO) tool -modfile=$(CURDIR)/hack/tools/staticcheck/go.mod staticcheck
@@ -49,7 +50,7 @@ lint: vet
 vet:
 	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
-## requirements: fail on a requirement of go.mod or refresh/go.mod above the MCO's version
+## requirements: fail on a requirement of go.mod, refresh/go.mod or refreshcontroller/go.mod above the MCO's version
 ## (hack/mco-requirements.txt) that hack/newer-than-mco.txt does not name with a reason.
 requirements:
 	$(GO) run ./hack/check-requirements hack/mco-requirements.txt hack/newer-than-mco.txt go.mod refresh/go.mod refreshcontroller/go.mod
