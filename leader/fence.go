@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"net/http"
 	"os"
 	"sync"
@@ -453,7 +454,7 @@ func Configure(cfg *rest.Config, opts *ctrl.Options, margin time.Duration) (*Fen
 		if base != nil {
 			ctx = base()
 		}
-		return NewContext(ctx, f)
+		return cloud.WithWriteFence(NewContext(ctx, f), f)
 	}
 	return f, nil
 }

@@ -60,7 +60,7 @@ var _ = Describe("vCenter steps of a leader-elected process", func() {
 		// A lease of 3s fenced 1s before it ends, renewed once: the fence closes 2s from now.
 		fence := leader.NewFence(3*time.Second, time.Second)
 		Expect(fence.Lock(lock{}).Create(ctx, resourcelock.LeaderElectionRecord{HolderIdentity: "a"})).To(Succeed())
-		leading := leader.NewContext(ctx, fence)
+		leading := cloud.WithWriteFence(ctx, fence)
 
 		net := &network{held: make(chan struct{}, 100), release: make(chan struct{})}
 		vcenters := &cloud.VCenters{RootCAs: vc.RootCAs(), Credentials: vc.Credentials("1")}

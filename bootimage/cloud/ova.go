@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"github.com/go-logr/logr"
 )
 
 // OVACache keeps downloaded OVAs on disk, one file per sha256. A file is written under a
@@ -53,7 +53,7 @@ func (c *OVACache) Get(ctx context.Context, location, sum string) (string, error
 	if got, err := fileSHA256(final); err == nil && got == sum {
 		return final, nil
 	} else if err == nil {
-		logf.FromContext(ctx).Info("Discarding a cached OVA whose sha256 changed", "path", final, "sha256", got, "want", sum)
+		logr.FromContextOrDiscard(ctx).Info("Discarding a cached OVA whose sha256 changed", "path", final, "sha256", got, "want", sum)
 	}
 	if err := c.evictAll(); err != nil {
 		return "", err
@@ -110,7 +110,7 @@ func (c *OVACache) download(ctx context.Context, location, sum, final string) er
 	if err := os.Rename(tmp.Name(), final); err != nil {
 		return fmt.Errorf("OVA cache: %w", err)
 	}
-	logf.FromContext(ctx).Info("Downloaded OVA", "location", location, "sha256", sum, "bytes", n)
+	logr.FromContextOrDiscard(ctx).Info("Downloaded OVA", "location", location, "sha256", sum, "bytes", n)
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/nfc"
 	"github.com/vmware/govmomi/object"
@@ -27,10 +28,8 @@ import (
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 	"golang.org/x/sync/singleflight"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/leader"
 )
 
 // VSphereCredentials is a vCenter login, as Secret kube-system/vsphere-creds holds it.
@@ -96,7 +95,7 @@ func (v *VCenters) task(ctx context.Context) (context.Context, context.CancelFun
 // step bounds one vCenter step by timeout and, in a leader-elected process, by the closing time
 // of the fence ctx carries: a request not sent by then is never sent, one in flight is cancelled.
 func step(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc, error) {
-	fenced, cancelFence, err := leader.FromContext(ctx).Context(ctx)
+	fenced, cancelFence, err := writeFence(ctx).Context(ctx)
 	if err != nil {
 		return ctx, func() {}, fmt.Errorf("vCenter: %w", err)
 	}
@@ -108,7 +107,7 @@ func step(ctx context.Context, timeout time.Duration) (context.Context, context.
 type fencedSOAP struct{ next soap.RoundTripper }
 
 func (f fencedSOAP) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
-	if err := leader.FromContext(ctx).Send(ctx); err != nil {
+	if err := writeFence(ctx).Send(ctx); err != nil {
 		return fmt.Errorf("vCenter: %w", err)
 	}
 	return f.next.RoundTrip(ctx, req, res)
@@ -122,7 +121,7 @@ type fencedReader struct {
 }
 
 func (r fencedReader) Read(p []byte) (int, error) {
-	if err := leader.FromContext(r.ctx).Send(r.ctx); err != nil {
+	if err := writeFence(r.ctx).Send(r.ctx); err != nil {
 		return 0, err
 	}
 	return r.Reader.Read(p)
@@ -222,7 +221,7 @@ func (v *VCenters) ImportTemplate(ctx context.Context, imp bootimage.VSphereImpo
 	if err != nil {
 		return err
 	}
-	uploading, cancel := leader.FromContext(ctx).Bind(ctx)
+	uploading, cancel := writeFence(ctx).Bind(ctx)
 	err = upload(uploading, lease, info, archive)
 	cancel()
 	if err != nil {
@@ -254,7 +253,7 @@ func (v *VCenters) ImportTemplate(ctx context.Context, imp bootimage.VSphereImpo
 	manager := tags.NewManager(s.rest)
 	for _, tag := range append([]string{imp.InfrastructureName}, imp.TagIDs...) {
 		// The REST API does not go through fencedSOAP.
-		if err := leader.FromContext(ctx).Send(ctx); err != nil {
+		if err := writeFence(ctx).Send(ctx); err != nil {
 			return fmt.Errorf("vCenter: %w", err)
 		}
 		if err := manager.AttachTag(ctx, tag, vm.Reference()); err != nil {
@@ -572,7 +571,7 @@ func (v *VCenters) login(ctx context.Context, at bootimage.VSphereLocation, cred
 		_ = manager.Logout(ctx)
 		return nil, fmt.Errorf("logging in to the vCenter %s REST API as %s: %w", host, creds.Username, err)
 	}
-	logf.FromContext(ctx).Info("Logged in to vCenter", "server", host, "user", creds.Username)
+	logr.FromContextOrDiscard(ctx).Info("Logged in to vCenter", "server", host, "user", creds.Username)
 	s := &vcenterSession{version: creds.Version, vim: vim, manager: manager, rest: restClient}
 	s.checked.Store(time.Now().UnixNano())
 	return s, nil
