@@ -110,6 +110,11 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 	if err != nil || bootimage.PausedBecause(owner, cluster) != "" {
 		return res, nil
 	}
+	if d.Action == bootimage.Update {
+		// The copy just replaced cannot go before the grace period: look then, and keep a wave
+		// of updates free of collection.
+		return withRequeue(res, grace(ctx)), nil
+	}
 	// Whatever was decided: the copies of an owner deselected, in error or now of a
 	// MachineDeployment go too, once nothing uses them.
 	again, err := r.Copies.collect(ctx, owner.GetNamespace(), ownerCopies(r.Kind, owner.GetName(), ref.Kind))
@@ -117,10 +122,15 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 		// The error's backoff retries it; a result beside an error is dropped.
 		return ctrl.Result{}, err
 	}
-	if again > 0 && (res.RequeueAfter == 0 || again < res.RequeueAfter) {
-		res.RequeueAfter = again
+	return withRequeue(res, again), nil
+}
+
+// withRequeue returns res coming back after at most after (0: as res says).
+func withRequeue(res ctrl.Result, after time.Duration) ctrl.Result {
+	if after > 0 && (res.RequeueAfter == 0 || after < res.RequeueAfter) {
+		res.RequeueAfter = after
 	}
-	return res, nil
+	return res
 }
 
 // gone collects the copies made for an owner that no longer exists, of every template kind (its
@@ -273,7 +283,7 @@ func (r *ClusterAPIReconciler) Register(ctx context.Context, mgr ctrl.Manager) e
 func (r *ClusterAPIReconciler) objects(ctx context.Context) []reconcile.Request {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(ClusterAPIGroupVersion.WithKind(r.Kind + "List"))
-	if err := r.CAPI.List(ctx, list, client.InNamespace(bootimage.ClusterAPINamespace)); err != nil {
+	if err := r.CAPI.List(ctx, list, client.InNamespace(bootimage.ClusterAPINamespace), client.UnsafeDisableDeepCopy); err != nil {
 		logf.FromContext(ctx).Error(err, "Listing Cluster API objects", "kind", r.Kind)
 		return nil
 	}

@@ -170,16 +170,17 @@ func (g *templateCollector) ownerPaused(ctx context.Context, copy *unstructured.
 	return bootimage.PausedBecause(owner, cluster), nil
 }
 
-// templateUse reads what may still need a template of namespace, from the cache: every Cluster
-// API MachineSet's and MachineDeployment's reference, and the cloned-from annotations of every
-// Machine and infrastructure machine (of kind machineKind in the templates' version), of which
-// only the metadata is held.
+// templateUse reads what may still need a template of namespace, from the cache (the cached
+// objects themselves, read only, not copies): every Cluster API MachineSet's and
+// MachineDeployment's reference, and the cloned-from annotations of every Machine and
+// infrastructure machine (of kind machineKind in the templates' version), of which only the
+// metadata is held.
 func (g *templateCollector) templateUse(ctx context.Context, namespace, machineKind, version string) (bootimage.TemplateUse, error) {
 	var use bootimage.TemplateUse
 	for _, kind := range []string{bootimage.KindMachineSet, bootimage.KindMachineDeployment} {
 		l := &unstructured.UnstructuredList{}
 		l.SetGroupVersionKind(ClusterAPIGroupVersion.WithKind(kind + "List"))
-		if err := g.reader.List(ctx, l, client.InNamespace(namespace)); err != nil && !apimeta.IsNoMatchError(err) {
+		if err := g.reader.List(ctx, l, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil && !apimeta.IsNoMatchError(err) {
 			return use, err
 		}
 		for i := range l.Items {
@@ -192,7 +193,7 @@ func (g *templateCollector) templateUse(ctx context.Context, namespace, machineK
 	for _, gvk := range []schema.GroupVersionKind{ClusterAPIGroupVersion.WithKind("MachineList"), infra.WithKind(machineKind + "List")} {
 		l := &metav1.PartialObjectMetadataList{}
 		l.SetGroupVersionKind(gvk)
-		if err := g.reader.List(ctx, l, client.InNamespace(namespace)); err != nil && !apimeta.IsNoMatchError(err) {
+		if err := g.reader.List(ctx, l, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil && !apimeta.IsNoMatchError(err) {
 			return use, err
 		}
 		for i := range l.Items {

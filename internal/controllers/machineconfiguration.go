@@ -283,9 +283,10 @@ func (r *MachineConfigurationReconciler) progress(ctx context.Context, inputs st
 		if r.ClusterAPI == nil || r.ClusterAPI.Waiting(clusterAPIKind(kind)) {
 			continue
 		}
+		// Only the keys are read: the cached objects, not copies.
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(ClusterAPIGroupVersion.WithKind(kind + "List"))
-		if err := r.ClusterAPIReader.List(ctx, list, client.InNamespace(bootimage.ClusterAPINamespace)); err != nil && !meta.IsNoMatchError(err) {
+		if err := r.ClusterAPIReader.List(ctx, list, client.InNamespace(bootimage.ClusterAPINamespace), client.UnsafeDisableDeepCopy); err != nil && !meta.IsNoMatchError(err) {
 			return p, err
 		}
 		p.ClusterAPI.Total += len(list.Items)

@@ -132,6 +132,18 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 		GinkgoHelper()
 		Expect(mgr.Stop()).To(Succeed())
 	}
+	// updatedOwner creates the MachineSet name on a template of its own with the old AMI, waits
+	// for the operator to point it at its copy, and returns it with the installed template's name:
+	// each spec that starts from an updated object has one of its own, so that it runs alone.
+	updatedOwner := func(name string) (*unstructured.Unstructured, string) {
+		GinkgoHelper()
+		installed := name + "-0a1b2c3d"
+		Expect(k8s.Create(ctx, fixtures.AWSMachineTemplate(installed, fixtures.OldAWSAMI))).To(Succeed())
+		owner := fixtures.ClusterAPIOwner("MachineSet", name, installed)
+		Expect(k8s.Create(ctx, owner)).To(Succeed())
+		Eventually(templateOf(owner)).ShouldNot(Equal(installed))
+		return get(owner), installed
+	}
 
 	BeforeAll(func() {
 		capiEntries := &operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{
@@ -184,11 +196,11 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 	})
 
 	It("reuses the copy a pass made before it stopped short of the patch", func() {
-		owner := get(fixtures.ClusterAPIOwner("MachineSet", "w-1a", ""))
+		owner, installed := updatedOwner("r-1a")
 		copyName := templateOf(owner)()
 		// What a crash between the two writes leaves: the copy, and the owner on the old template.
 		stop()
-		Expect(unstructured.SetNestedField(owner.Object, oldTemplate, "spec", "template", "spec", "infrastructureRef", "name")).To(Succeed())
+		Expect(unstructured.SetNestedField(owner.Object, installed, "spec", "template", "spec", "infrastructureRef", "name")).To(Succeed())
 		Expect(k8s.Update(ctx, owner)).To(Succeed())
 		templates, err := env.WatchWrites(ctx, list("infrastructure.cluster.x-k8s.io/v1beta2", "AWSMachineTemplate"), client.InNamespace(testenv.CAPINamespace))
 		Expect(err).NotTo(HaveOccurred())
@@ -202,17 +214,17 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 	})
 
 	It("never overwrites a template of the copy's name with other content", func() {
-		owner := get(fixtures.ClusterAPIOwner("MachineSet", "w-1a", ""))
+		owner, installed := updatedOwner("x-1a")
 		copyName := templateOf(owner)()
 		stop()
 		Expect(k8s.Delete(ctx, template(copyName))).To(Succeed())
 		Eventually(func() error { return k8s.Create(ctx, fixtures.AWSMachineTemplate(copyName, fixtures.CustomAMI)) }).Should(Succeed())
-		Expect(unstructured.SetNestedField(owner.Object, oldTemplate, "spec", "template", "spec", "infrastructureRef", "name")).To(Succeed())
+		Expect(unstructured.SetNestedField(owner.Object, installed, "spec", "template", "spec", "infrastructureRef", "name")).To(Succeed())
 		Expect(k8s.Update(ctx, owner)).To(Succeed())
 		start()
 
-		Eventually(events("MachineSet", "w-1a")).Should(ContainElement(ContainSubstring(bootimage.ReasonTemplateConflict + ": Boot image update failed: template " + testenv.CAPINamespace + "/" + copyName)))
-		Expect(templateOf(owner)()).To(Equal(oldTemplate))
+		Eventually(events("MachineSet", "x-1a")).Should(ContainElement(ContainSubstring(bootimage.ReasonTemplateConflict + ": Boot image update failed: template " + testenv.CAPINamespace + "/" + copyName)))
+		Expect(templateOf(owner)()).To(Equal(installed))
 		Expect(field(get(template(copyName)).Object, "spec", "template", "spec", "ami", "id")).To(Equal(fixtures.CustomAMI))
 		// Clear the clash for the next specs: the operator then makes its copy.
 		Expect(k8s.Delete(ctx, template(copyName))).To(Succeed())
@@ -297,7 +309,7 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 	})
 
 	It("deletes only this operator's copies that nothing uses, once they are old enough", func() {
-		owner := get(fixtures.ClusterAPIOwner("MachineSet", "w-1a", ""))
+		owner, installed := updatedOwner("g-1a")
 		current := templateOf(owner)()
 		copyFor := func(name string, labels map[string]string, owner string) *unstructured.Unstructured {
 			t := fixtures.AWSMachineTemplate(name, fixtures.OldAWSAMI)
@@ -306,11 +318,11 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 			return t
 		}
 		ours := func(name string) *unstructured.Unstructured {
-			return copyFor(name, bootimage.TemplateCopyLabels("MachineSet", "w-1a"), "MachineSet/w-1a")
+			return copyFor(name, bootimage.TemplateCopyLabels("MachineSet", "g-1a"), "MachineSet/g-1a")
 		}
-		unused, usedByMachine := ours("w-1a-aaaaaaaaaa"), ours("w-1a-bbbbbbbbbb")
-		// Selected by w-1a's label, but the annotation, which decides, names another owner.
-		labelledOnly := copyFor("w-1a-cccccccccc", bootimage.TemplateCopyLabels("MachineSet", "w-1a"), "MachineSet/w-9z")
+		unused, usedByMachine := ours("g-1a-aaaaaaaaaa"), ours("g-1a-bbbbbbbbbb")
+		// Selected by g-1a's label, but the annotation, which decides, names another owner.
+		labelledOnly := copyFor("g-1a-cccccccccc", bootimage.TemplateCopyLabels("MachineSet", "g-1a"), "MachineSet/w-9z")
 		Expect(k8s.Create(ctx, unused)).To(Succeed())
 		Expect(k8s.Create(ctx, usedByMachine)).To(Succeed())
 		Expect(k8s.Create(ctx, labelledOnly)).To(Succeed())
@@ -318,12 +330,12 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 apiVersion: cluster.x-k8s.io/v1beta2
 kind: Machine
 metadata:
-  name: w-1a-x7k2p
-  annotations: {cluster.x-k8s.io/cloned-from-name: w-1a-bbbbbbbbbb}
+  name: g-1a-x7k2p
+  annotations: {cluster.x-k8s.io/cloned-from-name: g-1a-bbbbbbbbbb}
 spec:
   clusterName: demo
   bootstrap: {dataSecretName: worker-user-data}
-  infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: AWSMachine, name: w-1a-x7k2p}`)
+  infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: AWSMachine, name: g-1a-x7k2p}`)
 		Expect(k8s.Create(ctx, machine)).To(Succeed())
 
 		resync()
@@ -336,7 +348,7 @@ spec:
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(usedByMachine), template(usedByMachine.GetName()))).To(Succeed(), "a Machine was cloned from it")
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(labelledOnly), template(labelledOnly.GetName()))).To(Succeed(), "its annotation names another owner")
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: testenv.CAPINamespace, Name: current}, template(current))).To(Succeed(), "the one in use")
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: testenv.CAPINamespace, Name: oldTemplate}, template(oldTemplate))).To(Succeed(), "cluster-capi-operator's, never ours to delete")
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: testenv.CAPINamespace, Name: installed}, template(installed))).To(Succeed(), "cluster-capi-operator's, never ours to delete")
 
 		Expect(k8s.Delete(ctx, machine)).To(Succeed())
 		resync()
@@ -471,19 +483,28 @@ spec:
 		metric := func(name string, labels ...string) func() (float64, error) {
 			return func() (float64, error) { return testenv.Metric(metrics, name, labels...) }
 		}
-		machineAPIUpdates, err := metric("bootimage_updates_total", "kind", "MachineSet")()
-		Expect(err).NotTo(HaveOccurred())
+		// Every figure is taken before, so that what earlier specs counted does not make it true.
+		now := func(name string, labels ...string) float64 {
+			GinkgoHelper()
+			v, err := metric(name, labels...)()
+			Expect(err).NotTo(HaveOccurred())
+			return v
+		}
+		capiUpdates := []string{"kind", "MachineSet.cluster.x-k8s.io"}
+		upToDate := []string{"kind", "MachineSet.cluster.x-k8s.io", "action", "NoChange", "reason", bootimage.ReasonUpToDate, "stream", "rhel-9"}
+		rollingOut := []string{"kind", "MachineDeployment.cluster.x-k8s.io", "action", "Skip", "reason", bootimage.ReasonMachineDeploymentRollingOut, "stream", "rhel-9"}
+		machineAPIUpdates, updatesBefore, upToDateBefore, rollingOutBefore := now("bootimage_updates_total", "kind", "MachineSet"),
+			now("bootimage_updates_total", capiUpdates...), now("bootimage_decisions", upToDate...), now("bootimage_decisions", rollingOut...)
 		Expect(k8s.Create(ctx, fixtures.AWSMachineTemplate("o-metrics-0a1b2c3d", fixtures.OldAWSAMI))).To(Succeed())
 		owner := fixtures.ClusterAPIOwner("MachineSet", "o-metrics", "o-metrics-0a1b2c3d")
 		Expect(k8s.Create(ctx, owner)).To(Succeed())
 		Eventually(templateOf(owner)).ShouldNot(Equal("o-metrics-0a1b2c3d"))
 
-		Eventually(metric("bootimage_updates_total", "kind", "MachineSet.cluster.x-k8s.io")).Should(BeNumerically(">=", 1))
-		Eventually(metric("bootimage_decisions", "kind", "MachineSet.cluster.x-k8s.io", "action", "NoChange", "reason", bootimage.ReasonUpToDate, "stream", "rhel-9")).Should(BeNumerically(">=", 1))
+		Eventually(metric("bootimage_updates_total", capiUpdates...)).Should(Equal(updatesBefore + 1))
+		Eventually(metric("bootimage_decisions", upToDate...)).Should(Equal(upToDateBefore + 1))
 		// A MachineDeployment whose controller has not caught up yet: skipped until its rollout ends.
 		Expect(k8s.Create(ctx, fixtures.ClusterAPIOwner("MachineDeployment", "o-metrics-md", "o-metrics-0a1b2c3d"))).To(Succeed())
-		Eventually(metric("bootimage_decisions", "kind", "MachineDeployment.cluster.x-k8s.io", "action", "Skip", "reason", bootimage.ReasonMachineDeploymentRollingOut, "stream", "rhel-9")).
-			Should(BeNumerically(">=", 1), "MachineDeployments are counted too")
+		Eventually(metric("bootimage_decisions", rollingOut...)).Should(Equal(rollingOutBefore+1), "MachineDeployments are counted too")
 		Expect(metric("bootimage_updates_total", "kind", "MachineSet")()).To(Equal(machineAPIUpdates), "not counted as a Machine API MachineSet")
 	})
 })
