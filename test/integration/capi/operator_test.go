@@ -109,6 +109,8 @@ func idle(obj *unstructured.Unstructured, controller string) {
 // beforeOwnerPatch, when set, runs between a Cluster API owner's decision and its patch.
 var beforeOwnerPatch atomic.Pointer[func(context.Context, client.Object) error]
 
+// Ordered only to share one operator, started in BeforeAll; each spec makes its own objects and
+// runs alone (-ginkgo.focus).
 var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 	var mgr *testenv.Manager
 	// metrics are those of the operator started last.
