@@ -7,6 +7,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Cluster API objects, as OpenShift serves them. The pinned openshift/api does not name them yet
@@ -15,8 +16,6 @@ const (
 	// ClusterAPIGroup is the API group of Cluster API MachineSets and MachineDeployments, and
 	// the machineManagers apiGroup that selects them.
 	ClusterAPIGroup operatorv1.MachineManagerMachineSetsAPIGroupType = "cluster.x-k8s.io"
-	// ClusterAPIVersion is the version of them this operator reads.
-	ClusterAPIVersion = "cluster.x-k8s.io/v1beta2"
 	// MachineDeployments is the machineManagers resource of Cluster API MachineDeployments.
 	MachineDeployments operatorv1.MachineManagerMachineSetsResourceType = "machinedeployments"
 	// ClusterAPINamespace holds OpenShift's Cluster API objects.
@@ -113,6 +112,9 @@ func RollingOut(md *unstructured.Unstructured) bool {
 	}
 	return false
 }
+
+// ClusterAPIGroupVersion is the version of the Cluster API objects this operator reads.
+var ClusterAPIGroupVersion = schema.GroupVersion{Group: string(ClusterAPIGroup), Version: "v1beta2"}
 
 // PausedAnnotation is Cluster API's pause contract (cluster-api util/annotations.IsPaused): an
 // object carrying it is left alone by every controller, whatever its value; clusterctl move sets it.

@@ -165,7 +165,7 @@ func clusterAPIFromCluster(ctx context.Context, c client.Client) ([]client.Objec
 	var objs []client.Object
 	for _, kind := range []string{bootimage.KindMachineSet, bootimage.KindMachineDeployment} {
 		list := &unstructured.UnstructuredList{}
-		list.SetAPIVersion(bootimage.ClusterAPIVersion)
+		list.SetAPIVersion(bootimage.ClusterAPIGroupVersion.String())
 		list.SetKind(kind + "List")
 		err := c.List(ctx, list, client.InNamespace(bootimage.ClusterAPINamespace))
 		if apimeta.IsNoMatchError(err) || apierrors.IsNotFound(err) {

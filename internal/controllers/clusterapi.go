@@ -33,9 +33,6 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/kube"
 )
 
-// ClusterAPIGroupVersion is the version of Cluster API MachineSets and MachineDeployments read.
-var ClusterAPIGroupVersion = schema.GroupVersion{Group: string(bootimage.ClusterAPIGroup), Version: "v1beta2"}
-
 // clusterAPIKind names the Cluster API controller of kind in the Cluster API CRD gate.
 func clusterAPIKind(kind string) string { return "Cluster API " + kind }
 
@@ -59,7 +56,7 @@ type ClusterAPIReconciler struct {
 // newObject returns an empty object of r's kind, for reads.
 func (r *ClusterAPIReconciler) newObject() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(ClusterAPIGroupVersion.WithKind(r.Kind))
+	u.SetGroupVersionKind(bootimage.ClusterAPIGroupVersion.WithKind(r.Kind))
 	return u
 }
 
@@ -282,7 +279,7 @@ func (r *ClusterAPIReconciler) Register(ctx context.Context, mgr ctrl.Manager) e
 // objects returns a request for each object of r's kind in openshift-cluster-api.
 func (r *ClusterAPIReconciler) objects(ctx context.Context) []reconcile.Request {
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(ClusterAPIGroupVersion.WithKind(r.Kind + "List"))
+	list.SetGroupVersionKind(bootimage.ClusterAPIGroupVersion.WithKind(r.Kind + "List"))
 	if err := r.CAPI.List(ctx, list, client.InNamespace(bootimage.ClusterAPINamespace), client.UnsafeDisableDeepCopy); err != nil {
 		logf.FromContext(ctx).Error(err, "Listing Cluster API objects", "kind", r.Kind)
 		return nil

@@ -50,6 +50,6 @@ func newClusterAPICache(mgr ctrl.Manager) (clusterAPICache, client.Client, error
 // clusterAPIObject returns an empty Cluster API object of kind, for reads.
 func clusterAPIObject(kind string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(ClusterAPIGroupVersion.WithKind(kind))
+	u.SetGroupVersionKind(bootimage.ClusterAPIGroupVersion.WithKind(kind))
 	return u
 }

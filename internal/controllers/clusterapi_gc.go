@@ -179,7 +179,7 @@ func (g *templateCollector) templateUse(ctx context.Context, namespace, machineK
 	var use bootimage.TemplateUse
 	for _, kind := range []string{bootimage.KindMachineSet, bootimage.KindMachineDeployment} {
 		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(ClusterAPIGroupVersion.WithKind(kind + "List"))
+		l.SetGroupVersionKind(bootimage.ClusterAPIGroupVersion.WithKind(kind + "List"))
 		if err := g.reader.List(ctx, l, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil && !apimeta.IsNoMatchError(err) {
 			return use, err
 		}
@@ -190,7 +190,7 @@ func (g *templateCollector) templateUse(ctx context.Context, namespace, machineK
 		}
 	}
 	infra := schema.GroupVersion{Group: bootimage.InfrastructureGroup, Version: version}
-	for _, gvk := range []schema.GroupVersionKind{ClusterAPIGroupVersion.WithKind("MachineList"), infra.WithKind(machineKind + "List")} {
+	for _, gvk := range []schema.GroupVersionKind{bootimage.ClusterAPIGroupVersion.WithKind("MachineList"), infra.WithKind(machineKind + "List")} {
 		l := &metav1.PartialObjectMetadataList{}
 		l.SetGroupVersionKind(gvk)
 		if err := g.reader.List(ctx, l, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil && !apimeta.IsNoMatchError(err) {

@@ -285,7 +285,7 @@ func (r *MachineConfigurationReconciler) progress(ctx context.Context, inputs st
 		}
 		// Only the keys are read: the cached objects, not copies.
 		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(ClusterAPIGroupVersion.WithKind(kind + "List"))
+		list.SetGroupVersionKind(bootimage.ClusterAPIGroupVersion.WithKind(kind + "List"))
 		if err := r.ClusterAPIReader.List(ctx, list, client.InNamespace(bootimage.ClusterAPINamespace), client.UnsafeDisableDeepCopy); err != nil && !meta.IsNoMatchError(err) {
 			return p, err
 		}

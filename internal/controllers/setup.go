@@ -166,7 +166,7 @@ func Add(mgr ctrl.Manager, deps Deps) error {
 	copies := &templateCollector{reader: capiClient, writer: mgr.GetClient(), mapper: mgr.GetRESTMapper(), clock: deps.Clock}
 	for _, kind := range []struct{ kind, resource string }{{bootimage.KindMachineSet, "machinesets"}, {bootimage.KindMachineDeployment, "machinedeployments"}} {
 		r := &ClusterAPIReconciler{bootImages: steps, Kind: kind.kind, MachineAPI: machineAPI, Cache: capiCache, CAPI: capiClient, Copies: copies}
-		c := crdgate.Controller{GroupVersion: ClusterAPIGroupVersion, Resource: kind.resource, Kind: clusterAPIKind(kind.kind), Setup: register(r), Ready: ready}
+		c := crdgate.Controller{GroupVersion: bootimage.ClusterAPIGroupVersion, Resource: kind.resource, Kind: clusterAPIKind(kind.kind), Setup: register(r), Ready: ready}
 		if err := clusterAPI.Add(guardedClusterAPI(clusterAPI, access, capiCache, c, r.newObject)); err != nil {
 			return err
 		}

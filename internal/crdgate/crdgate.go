@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/kube"
 )
@@ -209,9 +210,9 @@ type machineAPIMapper struct{ apimeta.RESTMapper }
 var machineAPIResources = map[schema.GroupKind]schema.GroupVersionResource{
 	{Group: machinev1beta1.GroupName, Kind: "MachineSet"}:        machinev1beta1.GroupVersion.WithResource("machinesets"),
 	{Group: machinev1.GroupName, Kind: "ControlPlaneMachineSet"}: machinev1.GroupVersion.WithResource("controlplanemachinesets"),
-	// Cluster API, cached in openshift-cluster-api only (operator.CacheOptions).
-	{Group: "cluster.x-k8s.io", Kind: "MachineSet"}:        {Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinesets"},
-	{Group: "cluster.x-k8s.io", Kind: "MachineDeployment"}: {Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinedeployments"},
+	// Cluster API, read from the Cluster API controllers' own cache of openshift-cluster-api.
+	{Group: bootimage.ClusterAPIGroupVersion.Group, Kind: "MachineSet"}:        bootimage.ClusterAPIGroupVersion.WithResource("machinesets"),
+	{Group: bootimage.ClusterAPIGroupVersion.Group, Kind: "MachineDeployment"}: bootimage.ClusterAPIGroupVersion.WithResource("machinedeployments"),
 }
 
 func (m machineAPIMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*apimeta.RESTMapping, error) {
