@@ -12,7 +12,7 @@ run: build k8s
 # Packages whose tests run under the race detector: the controllers, the domain code they call
 # concurrently and the operator process (which ran twice in one test process). The rest run
 # without it (their envtest suites gain little and cost most).
-RACE_PKGS := ./bootimage/... ./internal/... ./featuregates/... ./operator/... ./cmd/bootimage-operator/
+RACE_PKGS := ./bootimage/... ./internal/... ./featuregates/... ./controllers/... ./cmd/bootimage-operator/
 
 ## test: vet, unit tests and the integration suites on a real kube-apiserver and etcd; the refresh
 ## module on its own (lowest versions) and with the MCO's (hack/ignition-v2.26), and its requirements;

@@ -49,7 +49,7 @@ const (
 )
 
 // AddToScheme adds the Kubernetes and OpenShift types the operator reads and writes to s: the
-// one list of them, for the operator (operator.AddToScheme), bootimagectl and the tests.
+// one list of them, for the operator (controllers.AddToScheme), bootimagectl and the tests.
 func AddToScheme(s *runtime.Scheme) error {
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, configv1.Install, operatorv1.Install, machinev1beta1.Install, machinev1.Install, mcfgv1.Install,

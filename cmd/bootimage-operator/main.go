@@ -24,11 +24,11 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcp"
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/buildinfo"
 	"github.com/bootimage-operator/bootimage-operator/internal/vsphereimport"
 	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/leader"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 )
 
 // The Lease; its timings follow the control plane topology (clustertuning.go).
@@ -129,7 +129,7 @@ func run(ctx context.Context, opts options, logger logr.Logger) error {
 	tuning := readClusterTuning(ctx, restConfig, log)
 	log.Info("Read cluster tuning", "leaseDuration", tuning.Lease.LeaseDuration.String(), "renewDeadline", tuning.Lease.RenewDeadline.String(),
 		"retryPeriod", tuning.Lease.RetryPeriod.String(), "metricsTLSProfile", tuning.TLSProfile)
-	mgrOpts := operator.ManagerOptions()
+	mgrOpts := controllers.ManagerOptions()
 	mgrOpts.Logger = quietOnStop(ctx, logger)
 	mgrOpts.Metrics = metricsOptions(opts.metricsAddr, opts.metricsCertDir, tuning)
 	mgrOpts.HealthProbeBindAddress = opts.probeAddr
@@ -158,7 +158,7 @@ func run(ctx context.Context, opts options, logger logr.Logger) error {
 			return err
 		}
 	}
-	if err := operator.AddToManager(mgr, operator.Options{
+	if err := controllers.AddToManager(mgr, controllers.Options{
 		Logger:          logger,
 		ReleaseVersion:  opts.releaseVersion,
 		ClusterOperator: opts.clusterOperator,

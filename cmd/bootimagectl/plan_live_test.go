@@ -22,10 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/kube"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -121,7 +121,7 @@ var _ = Describe("bootimagectl plan on a cluster", Ordered, func() {
 		p := parsePlan(out)
 		Expect(p.Notes).To(BeEmpty())
 		Expect(ec2.Calls.Load()).To(BeNumerically(">", 0))
-		// Not a plan of skips that would match an idle operator.
+		// Not a plan of skips that would match an idle controllers.
 		Expect(p.Summary.Update).To(BeNumerically(">=", 4), out)
 		operatorDoes(ctx, env, ec2, p.Items)
 	})
@@ -131,7 +131,7 @@ var _ = Describe("bootimagectl plan on a cluster", Ordered, func() {
 func operatorDoes(ctx context.Context, env *testenv.Env, ec2 *fakecloud.EC2, items []bootimage.Decision) {
 	GinkgoHelper()
 	planned := plannedOutcomes(items)
-	mgr, err := env.StartOperator(operator.Options{CloudRootCAs: ec2.RootCAs()})
+	mgr, err := env.StartOperator(controllers.Options{CloudRootCAs: ec2.RootCAs()})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(mgr.Stop)
 	seen := func() []outcome { return observedOutcomes(ctx, env.Client) }

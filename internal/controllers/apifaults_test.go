@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/bootimage-operator/bootimage-operator/operator"
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
@@ -30,7 +30,7 @@ func startOperatorThrough(wrap func(next http.RoundTripper) http.RoundTripper) *
 	through := *env
 	through.Config = rest.CopyConfig(env.Config)
 	through.Config.Wrap(wrap)
-	mgr, err := through.StartOperator(operator.Options{ReleaseVersion: fixtures.ReleaseVersion})
+	mgr, err := through.StartOperator(controllers.Options{ReleaseVersion: fixtures.ReleaseVersion})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(mgr.Stop)
 	return mgr

@@ -11,11 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	embedding "github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/kube"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
@@ -38,7 +38,7 @@ var _ = Describe("Bad configuration shows where an admin looks", func() {
 		DeferCleanup(func() { Expect(k8s.DeleteAllOf(ctx, &corev1.Event{}, client.InNamespace("default"))).To(Succeed()) })
 	})
 	start := func() {
-		mgr := startOperator(operator.Options{Images: staticImages})
+		mgr := startOperator(embedding.Options{Images: staticImages})
 		DeferCleanup(mgr.Stop)
 	}
 
@@ -112,7 +112,7 @@ var _ = Describe("Cloud lookups that keep failing", func() {
 		server.Unavailable.Store(true)
 		awsClusterAt(server)
 		Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet("worker-a", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)))).To(Succeed())
-		mgr := startOperatorWithHooks(operator.Options{CloudRootCAs: server.RootCAs()}, seams.Hooks{CloudErrorGrace: 2 * time.Second, CloudRetryInterval: time.Second})
+		mgr := startOperatorWithHooks(embedding.Options{CloudRootCAs: server.RootCAs()}, seams.Hooks{CloudErrorGrace: 2 * time.Second, CloudRetryInterval: time.Second})
 		DeferCleanup(mgr.Stop)
 
 		Eventually(condition(status.ConditionBootImageUpdateDegraded), "60s").Should(And(

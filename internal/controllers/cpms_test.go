@@ -12,10 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/kube"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
 
@@ -76,7 +76,7 @@ func modePtr(m operatorv1.MachineManagerSelectorMode) *operatorv1.MachineManager
 
 var _ = Describe("ControlPlaneMachineSet boot images", func() {
 	start := func() {
-		mgr := startOperator(operator.Options{Images: staticImages})
+		mgr := startOperator(controllers.Options{Images: staticImages})
 		DeferCleanup(mgr.Stop)
 	}
 

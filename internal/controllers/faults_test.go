@@ -18,10 +18,10 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/kube"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
@@ -139,7 +139,7 @@ var _ = Describe("An EC2 outage", func() {
 		// minutes of the defaults (5 retries) several times over.
 		// The cluster's catalogue, as the operator builds it, with the shorter backoff.
 		images := kube.Catalog(k8s, server.RootCAs(), cloud.Backoff{Initial: 200 * time.Millisecond, Max: time.Second}, nil, nil)
-		mgr := startOperatorWithHooks(operator.Options{Images: images, Metrics: operatorMetrics},
+		mgr := startOperatorWithHooks(controllers.Options{Images: images, Metrics: operatorMetrics},
 			seams.Hooks{CloudErrorGrace: 2 * time.Second, CloudRetryInterval: time.Second})
 		DeferCleanup(mgr.Stop)
 
@@ -184,7 +184,7 @@ var _ = Describe("A throttling EC2", func() {
 		names := awsMachineSets(n)
 		machineSetWrites := watchWrites(&machinev1beta1.MachineSetList{}, fixtures.MachineAPINamespace)
 		// The default timings and backoff: the minute is a real one.
-		mgr := startOperator(operator.Options{CloudRootCAs: server.RootCAs()})
+		mgr := startOperator(controllers.Options{CloudRootCAs: server.RootCAs()})
 		DeferCleanup(mgr.Stop)
 		Eventually(func() int { return server.CallsIn("us-east-1") + server.CallsIn("us-west-2") }).Should(BeNumerically(">", 0))
 		start := time.Now()

@@ -12,10 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	embedding "github.com/bootimage-operator/bootimage-operator/controllers"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/controllers"
 	"github.com/bootimage-operator/bootimage-operator/kube"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
@@ -25,7 +25,7 @@ var _ = Describe("Feature gates read live", Ordered, func() {
 
 	BeforeAll(func() {
 		var err error
-		mgr, err = env.StartOperator(operator.Options{ReleaseVersion: fixtures.ReleaseVersion})
+		mgr, err = env.StartOperator(embedding.Options{ReleaseVersion: fixtures.ReleaseVersion})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() {
 			Expect(mgr.Stop()).To(Succeed())
@@ -95,7 +95,7 @@ var _ = Describe("A feature gate reader that becomes ready later", func() {
 		bootImageCluster(configv1.AWSPlatformType)
 		Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet("worker-a", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)))).To(Succeed())
 		late := &lateGates{}
-		mgr := startOperator(operator.Options{Images: staticImages, FeatureGates: late})
+		mgr := startOperator(embedding.Options{Images: staticImages, FeatureGates: late})
 		DeferCleanup(mgr.Stop)
 		late.gates = kube.GateSource{Reader: mgr.GetClient(), ReleaseVersion: fixtures.ReleaseVersion}
 		Eventually(eventNotes(controllers.ReasonFeatureGatesUnknown)).Should(ContainElement(ContainSubstring("feature gates not observed yet")))

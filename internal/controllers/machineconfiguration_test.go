@@ -15,11 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/migrations"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
@@ -64,13 +64,13 @@ func cleanCluster() {
 	}
 }
 
-func startOperator(opts operator.Options) *testenv.Manager {
+func startOperator(opts controllers.Options) *testenv.Manager {
 	GinkgoHelper()
 	return startOperatorWithHooks(opts, seams.Hooks{})
 }
 
 // startOperatorWithHooks starts the operator with test seams.
-func startOperatorWithHooks(opts operator.Options, hooks seams.Hooks) *testenv.Manager {
+func startOperatorWithHooks(opts controllers.Options, hooks seams.Hooks) *testenv.Manager {
 	GinkgoHelper()
 	opts.ReleaseVersion = fixtures.ReleaseVersion
 	mgr, err := env.StartOperatorWithHooks(hooks, opts)
@@ -92,7 +92,7 @@ func effective() []operatorv1.MachineManager {
 var _ = Describe("Effective boot image configuration", Ordered, func() {
 	var mgr *testenv.Manager
 	BeforeAll(func() {
-		mgr = startOperator(operator.Options{})
+		mgr = startOperator(controllers.Options{})
 		DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
 	})
 
@@ -219,7 +219,7 @@ var _ = Describe("Legacy empty machineManagers migration", func() {
 
 	It("writes explicit None for MachineSets and the CPMS when the gate is on", func() {
 		w := setUp(configv1.AWSPlatformType, true, emptyList)
-		mgr := startOperator(operator.Options{})
+		mgr := startOperator(controllers.Options{})
 		defer mgr.Stop()
 
 		Eventually(specEntries).Should(Equal([]operatorv1.MachineManager{entry(ms, operatorv1.None), entry(cpms, operatorv1.None)}))
@@ -231,7 +231,7 @@ var _ = Describe("Legacy empty machineManagers migration", func() {
 
 	It("writes explicit None for MachineSets only when the gate is off", func() {
 		w := setUp(configv1.GCPPlatformType, false, emptyList)
-		mgr := startOperator(operator.Options{})
+		mgr := startOperator(controllers.Options{})
 		defer mgr.Stop()
 
 		Eventually(specEntries).Should(Equal([]operatorv1.MachineManager{entry(ms, operatorv1.None)}))
@@ -243,7 +243,7 @@ var _ = Describe("Legacy empty machineManagers migration", func() {
 		setUp(configv1.AWSPlatformType, true, emptyList)
 		userChoice := []operatorv1.MachineManager{entry(ms, operatorv1.Partial)}
 		raced := false
-		mgr := startOperatorWithHooks(operator.Options{}, seams.Hooks{BeforeMigrationWrite: func(context.Context, string) error {
+		mgr := startOperatorWithHooks(controllers.Options{}, seams.Hooks{BeforeMigrationWrite: func(context.Context, string) error {
 			if !raced {
 				raced = true
 				mc := machineConfiguration()
@@ -265,7 +265,7 @@ var _ = Describe("Legacy empty machineManagers migration", func() {
 		w := setUp(configv1.AWSPlatformType, true, emptyList)
 		crashed := make(chan struct{})
 		var once sync.Once
-		first := startOperatorWithHooks(operator.Options{}, seams.Hooks{BeforeMigrationWrite: func(context.Context, string) error {
+		first := startOperatorWithHooks(controllers.Options{}, seams.Hooks{BeforeMigrationWrite: func(context.Context, string) error {
 			once.Do(func() { close(crashed) })
 			return errors.New("operator killed before the migration's write")
 		}})
@@ -274,7 +274,7 @@ var _ = Describe("Legacy empty machineManagers migration", func() {
 		Expect(specEntries()).To(BeEmpty())
 		Expect(specEntries()).NotTo(BeNil(), "the empty list is still there")
 
-		second := startOperator(operator.Options{})
+		second := startOperator(controllers.Options{})
 		defer second.Stop()
 		Eventually(specEntries).Should(Equal([]operatorv1.MachineManager{entry(ms, operatorv1.None), entry(cpms, operatorv1.None)}))
 		Eventually(effective).Should(Equal([]operatorv1.MachineManager{entry(ms, operatorv1.None), entry(cpms, operatorv1.None)}))
@@ -283,7 +283,7 @@ var _ = Describe("Legacy empty machineManagers migration", func() {
 
 	It("leaves an absent list alone", func() {
 		setUp(configv1.AWSPlatformType, true, nil)
-		mgr := startOperator(operator.Options{})
+		mgr := startOperator(controllers.Options{})
 		defer mgr.Stop()
 
 		Eventually(effective).Should(Equal([]operatorv1.MachineManager{entry(ms, operatorv1.All), entry(cpms, operatorv1.None)}))

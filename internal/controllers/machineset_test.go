@@ -20,10 +20,10 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	embedding "github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/kube"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -129,7 +129,7 @@ var machineSetProviderSpec = []string{"spec", "template", "spec", "providerSpec"
 var _ = Describe("MachineSet boot images", func() {
 	var mgr *testenv.Manager
 	start := func() {
-		mgr = startOperator(operator.Options{Images: staticImages})
+		mgr = startOperator(embedding.Options{Images: staticImages})
 		DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
 	}
 
@@ -371,7 +371,7 @@ var _ = Describe("MachineSet boot images through EC2", func() {
 			fixtures.MachineSet("worker-a", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)),
 			fixtures.MachineSet("custom", fixtures.AWSProviderSpec("us-east-1", fixtures.CustomAMI)),
 		)).To(Succeed())
-		mgr := startOperator(operator.Options{CloudRootCAs: server.RootCAs()})
+		mgr := startOperator(embedding.Options{CloudRootCAs: server.RootCAs()})
 		DeferCleanup(mgr.Stop)
 
 		Eventually(amiOf("worker-a")).Should(Equal(fixtures.NewAWSAMIUSEast1))
@@ -409,7 +409,7 @@ var _ = Describe("MachineSet boot images left alone elsewhere", func() {
 			}
 			Expect(fixtures.Create(ctx, k8s, ms)).To(Succeed())
 			rv := ms.ResourceVersion
-			mgr := startOperator(operator.Options{Images: images})
+			mgr := startOperator(embedding.Options{Images: images})
 			DeferCleanup(mgr.Stop)
 			Eventually(machineSetEvents("worker-a")).Should(ConsistOf(HavePrefix(event)))
 			Expect(resourceVersionOf("worker-a")()).To(Equal(rv))

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/operator"
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
@@ -61,7 +61,7 @@ var _ = Describe("AWS Marketplace MachineSets through EC2", func() {
 			want[name] = ami("new", product, region)
 		}
 
-		mgr := startOperator(operator.Options{CloudRootCAs: server.RootCAs()})
+		mgr := startOperator(controllers.Options{CloudRootCAs: server.RootCAs()})
 		DeferCleanup(mgr.Stop)
 
 		Eventually(func() map[string]string {

@@ -10,7 +10,7 @@ import (
 )
 
 // Metrics are the operator's metrics. They are registered where the embedder says (see
-// operator.Options.Metrics; controller-runtime's registry, beside its controller_runtime_* ones,
+// controllers.Options.Metrics; controller-runtime's registry, beside its controller_runtime_* ones,
 // by default), never at import time. The alerts in
 // manifests/0000_90_machine-config_10_bootimage-operator_metrics.yaml name them; the cloud
 // adapters add bootimage_cloud_requests_total and bootimage_cloud_request_duration_seconds.

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/operator"
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
@@ -33,7 +33,7 @@ var _ = Describe("The operator's metrics", func() {
 		updates := metric(operatorMetrics, "bootimage_updates_total", "kind", "MachineSet")
 		errs := metric(operatorMetrics, "bootimage_errors_total", "kind", "MachineSet", "reason", bootimage.ReasonInvalidArchitecture)
 		updatesBefore, errsBefore := updates(), errs()
-		mgr := startOperator(operator.Options{Images: staticImages, ClusterOperator: clusterOperatorName, Metrics: operatorMetrics})
+		mgr := startOperator(controllers.Options{Images: staticImages, ClusterOperator: clusterOperatorName, Metrics: operatorMetrics})
 		DeferCleanup(func() {
 			Expect(mgr.Stop()).To(Succeed())
 			Expect(k8s.DeleteAllOf(ctx, &configv1.ClusterOperator{})).To(Succeed())

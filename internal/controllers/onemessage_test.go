@@ -12,10 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/kube"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
@@ -38,7 +38,7 @@ var _ = Describe("One cluster-level problem is one message", func() {
 		for _, name := range workers {
 			Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet(name, fixtures.GCPProviderSpec(fixtures.OldGCPImage)))).To(Succeed())
 		}
-		mgr := startOperator(operator.Options{Images: staticImages})
+		mgr := startOperator(controllers.Options{Images: staticImages})
 		DeferCleanup(mgr.Stop)
 		Eventually(func() any { return providerSpec("worker-c")["disks"].([]any)[0].(map[string]any)["image"] }).Should(Equal(fixtures.NewGCPImage))
 	}
@@ -112,7 +112,7 @@ var _ = Describe("A stream image the cloud keeps unavailable", func() {
 
 	It("is a Skip at first, and Degraded naming the AMI and the region once it lasts past the cloud grace period", func() {
 		server := missingTargetCluster()
-		mgr := startOperatorWithHooks(operator.Options{CloudRootCAs: server.RootCAs()}, seams.Hooks{CloudErrorGrace: 2 * time.Second, CloudRetryInterval: time.Second})
+		mgr := startOperatorWithHooks(controllers.Options{CloudRootCAs: server.RootCAs()}, seams.Hooks{CloudErrorGrace: 2 * time.Second, CloudRetryInterval: time.Second})
 		DeferCleanup(mgr.Stop)
 
 		Eventually(machineSetEvents("worker-a")).Should(ContainElement("TargetImageUnavailable: Boot image update skipped: target AMI " + missingAMI + " is not found in us-east-1"))
@@ -134,7 +134,7 @@ var _ = Describe("A stream image the cloud keeps unavailable", func() {
 	It("keeps the grace period across a restart: it runs from the first Event that said Skip", func() {
 		server := missingTargetCluster()
 		hooks := seams.Hooks{CloudErrorGrace: time.Hour, CloudRetryInterval: time.Second}
-		mgr := startOperatorWithHooks(operator.Options{CloudRootCAs: server.RootCAs()}, hooks)
+		mgr := startOperatorWithHooks(controllers.Options{CloudRootCAs: server.RootCAs()}, hooks)
 		skipped := "TargetImageUnavailable: Boot image update skipped: target AMI " + missingAMI + " is not found in us-east-1"
 		Eventually(machineSetEvents("worker-a")).Should(ContainElement(skipped))
 		Expect(mgr.Stop()).To(Succeed())
@@ -151,7 +151,7 @@ var _ = Describe("A stream image the cloud keeps unavailable", func() {
 			}
 		}
 		Expect(aged).To(Equal(1))
-		mgr = startOperatorWithHooks(operator.Options{CloudRootCAs: server.RootCAs()}, hooks)
+		mgr = startOperatorWithHooks(controllers.Options{CloudRootCAs: server.RootCAs()}, hooks)
 		DeferCleanup(mgr.Stop)
 		Eventually(condition(status.ConditionBootImageUpdateDegraded), "30s").Should(And(
 			HaveField("Status", metav1.ConditionTrue),

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/kube"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
 
@@ -70,7 +70,7 @@ var _ = Describe("OS streams on a 5.0 cluster", func() {
 			if p.platform == configv1.AWSPlatformType {
 				untouched["rhel10-west"] = resourceVersionOf("rhel10-west")()
 			}
-			mgr := startOperator(operator.Options{Images: staticImages})
+			mgr := startOperator(controllers.Options{Images: staticImages})
 			DeferCleanup(mgr.Stop)
 
 			imageOf := func(name string) func() any { return func() any { return p.image(providerSpec(name)) } }
@@ -110,7 +110,7 @@ var _ = Describe("OS streams on a 5.0 cluster", func() {
 			Expect(k8s.DeleteAllOf(ctx, &mcfgv1.MachineConfigPool{})).To(Succeed())
 			Expect(k8s.DeleteAllOf(ctx, &mcfgv1.OSImageStream{})).To(Succeed())
 		})
-		mgr := startOperator(operator.Options{Images: staticImages})
+		mgr := startOperator(controllers.Options{Images: staticImages})
 		DeferCleanup(mgr.Stop)
 		image := func() any { return providerSpec("unlabelled")["disks"].([]any)[0].(map[string]any)["image"] }
 		Eventually(image).Should(Equal(fixtures.NewGCPImage), "an upgraded cluster's default, rhel-9")

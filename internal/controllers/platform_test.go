@@ -10,10 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/kube"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
 
@@ -38,7 +38,7 @@ var _ = Describe("Azure Stack Hub", func() {
 			Expect(k8s.DeleteAllOf(ctx, &machinev1.ControlPlaneMachineSet{}, client.InNamespace(fixtures.MachineAPINamespace))).To(Succeed())
 		})
 		before := getMachineSet("worker-a")
-		mgr := startOperator(operator.Options{Images: staticImages})
+		mgr := startOperator(controllers.Options{Images: staticImages})
 		DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
 
 		Eventually(machineSetEvents("worker-a")).Should(ContainElement(

@@ -18,9 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
 
@@ -65,7 +65,7 @@ var _ = Describe("A second writer", func() {
 		counted.Config = rest.CopyConfig(env.Config)
 		counted.Config.Wrap(writes.wrap)
 		mgr, err := counted.StartOperatorWithHooks(seams.Hooks{ContestInterval: interval},
-			operator.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: staticImages, ContestedWrites: budget})
+			controllers.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: staticImages, ContestedWrites: budget})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
 		Eventually(amiOf("worker-a")).Should(Equal(fixtures.NewAWSAMIUSEast1))

@@ -1,6 +1,6 @@
 // Package controllers holds the operator's reconcilers: the MachineSet and ControlPlaneMachineSet
 // boot image reconcilers, the MachineConfiguration status reconciler and the feature gate
-// reporter. Embedders reach them only through operator.AddToManager, which checks the manager
+// reporter. Embedders reach them only through controllers.AddToManager, which checks the manager
 // first; the status writer, the CRD gate and the vSphere imports are packages of their own.
 package controllers
 
@@ -31,7 +31,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/migrations"
 )
 
-// Deps are what the controllers are given, resolved by operator.AddToManager from its Options
+// Deps are what the controllers are given, resolved by controllers.AddToManager from its Options
 // once it has checked the manager. Every field is set except Images (nil: the cluster's clouds
 // are asked, see kube.Catalog), GCP, CloudRootCAs, OVACacheDir, ClusterOperator and Name.
 type Deps struct {
@@ -68,7 +68,7 @@ func EventRecorder(mgr ctrl.Manager) record.EventRecorder {
 }
 
 // Add registers every controller of the operator with mgr, in the order they are wired.
-// operator.AddToManager is its one caller.
+// controllers.AddToManager is its one caller.
 func Add(mgr ctrl.Manager, deps Deps) error {
 	reg := registration{prefix: deps.Name, logger: deps.Logger}
 	gates, recorder := deps.Gates, deps.Recorder

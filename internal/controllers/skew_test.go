@@ -9,9 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/kube"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
 
@@ -51,7 +51,7 @@ func clusterOperatorUpgradeable() *configv1.ClusterOperatorStatusCondition {
 
 var _ = Describe("Boot image skew enforcement", func() {
 	start := func() {
-		mgr := startOperator(operator.Options{Images: staticImages, ClusterOperator: clusterOperatorName})
+		mgr := startOperator(controllers.Options{Images: staticImages, ClusterOperator: clusterOperatorName})
 		DeferCleanup(func() {
 			Expect(mgr.Stop()).To(Succeed())
 			Expect(k8s.DeleteAllOf(ctx, &configv1.ClusterOperator{})).To(Succeed())

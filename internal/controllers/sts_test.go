@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/kube"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
@@ -46,7 +46,7 @@ var _ = Describe("The operator on an AWS STS cluster, with nothing writable", fu
 			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fixtures.MachineAPINamespace, Name: kube.AWSCredentialsSecret}, Data: map[string][]byte{"credentials": []byte(sharedConfig)}},
 			fixtures.MachineSet("worker-a", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)),
 		)).To(Succeed())
-		mgr := startOperator(operator.Options{CloudRootCAs: trust})
+		mgr := startOperator(controllers.Options{CloudRootCAs: trust})
 		DeferCleanup(mgr.Stop)
 
 		Eventually(amiOf("worker-a")).Should(Equal(fixtures.NewAWSAMIUSEast1))

@@ -23,11 +23,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/manifests"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -123,9 +123,9 @@ func (w *vsphereWorld) start(failAt bootimage.VSphereSwapStep) *testenv.Manager 
 
 // config is the operator's configuration against the simulator, with a registry of its own for
 // the metrics (a registry takes them once), which w.metrics is from then on.
-func (w *vsphereWorld) config() operator.Options {
+func (w *vsphereWorld) config() controllers.Options {
 	w.metrics = prometheus.NewRegistry()
-	return operator.Options{CloudRootCAs: w.vc.RootCAs(), OVACacheDir: w.cacheDir, Metrics: w.metrics}
+	return controllers.Options{CloudRootCAs: w.vc.RootCAs(), OVACacheDir: w.cacheDir, Metrics: w.metrics}
 }
 
 // hooks record the swap's steps; failAt, when set, fails the swap once after that step.
@@ -350,7 +350,7 @@ var _ = Describe("vSphere MachineSet boot images, against vcsim", func() {
 // startElected runs the operator as its command does: holding a Lease released on shutdown, with
 // the command's grace period, past which the manager's Start fails. stop cancels it and returns
 // Start's error.
-func startElected(opts operator.Options) (stop func() error) {
+func startElected(opts controllers.Options) (stop func() error) {
 	GinkgoHelper()
 	opts.ReleaseVersion = fixtures.ReleaseVersion
 	grace := 30 * time.Second
@@ -362,7 +362,7 @@ func startElected(opts operator.Options) (stop func() error) {
 	mgrOpts.GracefulShutdownTimeout = &grace
 	mgr, err := ctrl.NewManager(env.Config, mgrOpts)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(operator.AddToManager(mgr, opts)).To(Succeed())
+	Expect(controllers.AddToManager(mgr, opts)).To(Succeed())
 	runCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(runCtx) }()

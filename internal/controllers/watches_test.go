@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
@@ -30,7 +30,7 @@ var _ = Describe("Changes that do not change a decision's inputs", func() {
 		for i := range n {
 			Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet(fmt.Sprintf("worker-%02d", i), fixtures.GCPProviderSpec(fixtures.NewGCPImage)))).To(Succeed())
 		}
-		mgr := startOperator(operator.Options{Images: staticImages})
+		mgr := startOperator(controllers.Options{Images: staticImages})
 		DeferCleanup(mgr.Stop)
 		Eventually(condition(status.ConditionBootImageUpdateProgressing)).Should(And(
 			HaveField("Status", metav1.ConditionFalse), HaveField("Message", HavePrefix(fmt.Sprintf("Reconciled %d of %d", n, n)))))

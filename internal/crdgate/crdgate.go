@@ -195,7 +195,7 @@ func (g *Gate) Start(ctx context.Context) error {
 // NewRESTMapper is the manager's REST mapper (ctrl.Options.MapperProvider): controller-runtime's
 // dynamic mapper, which also knows MachineSet and ControlPlaneMachineSet as namespaced while the
 // API does not serve them yet. The cache is limited to openshift-machine-api for them
-// (operator.CacheOptions) and must know their scope for that; nothing reads them before the Gate
+// (controllers.CacheOptions) and must know their scope for that; nothing reads them before the Gate
 // finds them served.
 func NewRESTMapper(cfg *rest.Config, httpClient *http.Client) (apimeta.RESTMapper, error) {
 	dynamic, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)

@@ -23,7 +23,7 @@ type Hooks struct {
 	// The operator's waits, shortened so that a spec need not sit through them; zero keeps the
 	// default. CloudErrorGrace, CloudRetryInterval and CloudRecheckInterval time cloud failures
 	// and cloud-dependent skips; ContestInterval is the window of the status writes' ration while
-	// a second writer is seen (the ration itself is operator.Options.ContestedWrites); CRDPollInterval is how often missing Machine API CRDs are
+	// a second writer is seen (the ration itself is controllers.Options.ContestedWrites); CRDPollInterval is how often missing Machine API CRDs are
 	// looked for. TemplateGCGrace is how old an unused Cluster API template copy must be to go,
 	// and how often copies still kept are looked at again.
 	CloudErrorGrace, CloudRetryInterval, CloudRecheckInterval time.Duration

@@ -27,10 +27,10 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/manifests"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
@@ -60,7 +60,7 @@ type SteadyResult struct {
 	// ByRequest breaks Requests down by "VERB group/resource[/subresource]".
 	ByRequest map[string]float64 `json:"byRequest"`
 	// Window and Baseline are the raw server-side counts, by the same keys, with and without the
-	// operator.
+	// controllers.
 	Window   map[string]float64 `json:"window"`
 	Baseline map[string]float64 `json:"baseline"`
 	// ClientRequests are the non-watch requests the operator's own REST client sent during the
@@ -114,7 +114,7 @@ func runSteady(ctx context.Context, b *testing.B, n int, idle, grace time.Durati
 	res := SteadyResult{Platform: "AWS Cluster API", MachineSets: n, GraceSeconds: grace.Seconds(), IdleSeconds: idle.Seconds()}
 	setup := time.Now()
 	phase := func(what string) { b.Logf("%6.1fs %s", time.Since(setup).Seconds(), what) }
-	logs, err := os.Create(filepath.Join(manifests.RepoRoot(), "bin", "steady-operator.log"))
+	logs, err := os.Create(filepath.Join(manifests.RepoRoot(), "bin", "steady-controllers.log"))
 	if err != nil {
 		return res, err
 	}
@@ -160,7 +160,7 @@ func runSteady(ctx context.Context, b *testing.B, n int, idle, grace time.Durati
 	opEnv.Config.QPS, opEnv.Config.Burst = 200, 400
 	opEnv.Config.Wrap(func(rt http.RoundTripper) http.RoundTripper { return sent.wrap(rt) })
 	mgr, err := opEnv.StartOperatorWithHooks(seams.Hooks{TemplateGCGrace: grace},
-		operator.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: &cloud.Static{AMIs: images}})
+		controllers.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: &cloud.Static{AMIs: images}})
 	if err != nil {
 		return res, err
 	}

@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 )
 
 // Manager is a running controller-runtime manager running the operator for one test.
@@ -23,11 +23,11 @@ type Manager struct {
 	err    error
 }
 
-// ManagerOptions are operator.ManagerOptions() as a test runs them: metrics serving and probes
+// ManagerOptions are controllers.ManagerOptions() as a test runs them: metrics serving and probes
 // off, controller names reusable (each test starts its own manager), and hooks in the context
 // the manager gives its controllers.
 func ManagerOptions(hooks seams.Hooks) ctrl.Options {
-	opts := operator.ManagerOptions()
+	opts := controllers.ManagerOptions()
 	opts.BaseContext = func() context.Context { return seams.With(context.Background(), hooks) }
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
 	opts.HealthProbeBindAddress = "0"
@@ -37,14 +37,14 @@ func ManagerOptions(hooks seams.Hooks) ctrl.Options {
 }
 
 // StartOperator starts a manager on the control plane as an embedder builds it (ManagerOptions,
-// operator.AddToManager with opts), without leader election. opts.Metrics defaults to a
+// controllers.AddToManager with opts), without leader election. opts.Metrics defaults to a
 // registry of its own: a registry takes the operator's metrics once. Stop it with Stop.
-func (e *Env) StartOperator(opts operator.Options) (*Manager, error) {
+func (e *Env) StartOperator(opts controllers.Options) (*Manager, error) {
 	return e.StartOperatorWithHooks(seams.Hooks{}, opts)
 }
 
 // StartOperatorWithHooks is StartOperator with the operator's test seams.
-func (e *Env) StartOperatorWithHooks(hooks seams.Hooks, opts operator.Options) (*Manager, error) {
+func (e *Env) StartOperatorWithHooks(hooks seams.Hooks, opts controllers.Options) (*Manager, error) {
 	mgr, err := ctrl.NewManager(e.Config, ManagerOptions(hooks))
 	if err != nil {
 		return nil, err
@@ -52,7 +52,7 @@ func (e *Env) StartOperatorWithHooks(hooks seams.Hooks, opts operator.Options) (
 	if opts.Metrics == nil {
 		opts.Metrics = prometheus.NewRegistry()
 	}
-	if err := operator.AddToManager(mgr, opts); err != nil {
+	if err := controllers.AddToManager(mgr, opts); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

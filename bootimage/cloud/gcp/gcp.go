@@ -1,5 +1,5 @@
 // Package gcp looks GCP compute images up for the boot image pre-flight check. It is the only
-// package that links the Google Cloud SDK: an embedder registers it (operator.Options.GCP) only
+// package that links the Google Cloud SDK: an embedder registers it (controllers.Options.GCP) only
 // when the operator may run on GCP.
 package gcp
 

@@ -20,9 +20,9 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
@@ -50,7 +50,7 @@ var _ = Describe("Cluster API template copies through their life", Ordered, func
 				}
 				return nil
 			}}
-		mgr, err = own.StartOperatorWithHooks(hooks, operator.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: &cloud.Static{AMIs: fixtures.AWSImages()}})
+		mgr, err = own.StartOperatorWithHooks(hooks, controllers.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: &cloud.Static{AMIs: fixtures.AWSImages()}})
 		Expect(err).NotTo(HaveOccurred())
 	}
 	BeforeAll(func() {

@@ -22,9 +22,9 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
@@ -127,7 +127,7 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 			return nil
 		}}
 		mgr, err = env.StartOperatorWithHooks(hooks,
-			operator.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: &cloud.Static{AMIs: fixtures.AWSImages()}, Clock: clk, Metrics: metrics})
+			controllers.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: &cloud.Static{AMIs: fixtures.AWSImages()}, Clock: clk, Metrics: metrics})
 		Expect(err).NotTo(HaveOccurred())
 	}
 	stop := func() {

@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
@@ -29,7 +29,7 @@ var _ = Describe("The operator inside the machine-config-controller, with Cluste
 	const oldTemplate = "w-1a-0a1b2c3d"
 	var env *testenv.Env
 	hooks := seams.Hooks{CRDPollInterval: 100 * time.Millisecond}
-	opts := operator.Options{Images: &cloud.Static{AMIs: fixtures.AWSImages()}}
+	opts := controllers.Options{Images: &cloud.Static{AMIs: fixtures.AWSImages()}}
 	owner := fixtures.ClusterAPIOwner("MachineSet", "w-1a", oldTemplate)
 	capiTemplate := func() string {
 		got := &unstructured.Unstructured{}

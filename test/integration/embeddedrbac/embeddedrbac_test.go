@@ -1,4 +1,4 @@
-// Package embeddedrbac runs operator.AddToManager as the machine-config-controller's
+// Package embeddedrbac runs controllers.AddToManager as the machine-config-controller's
 // ServiceAccount, holding only the MCC's own roles (openshift/machine-config-operator
 // manifests/machineconfigcontroller/ at 7ff337a4, the rules the operator touches) plus the
 // documented embedded RBAC (manifests/embedded/machine-config-controller-bootimage-rbac.yaml).
@@ -26,11 +26,11 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/manifests"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
@@ -40,7 +40,7 @@ const mccServiceAccount = "machine-config-controller"
 var ctx = context.Background()
 
 func TestEmbeddedRBAC(t *testing.T) {
-	testenv.RunSpecs(t, "operator.AddToManager under the machine-config-controller's RBAC", testenv.Waits{Timeout: 30 * time.Second})
+	testenv.RunSpecs(t, "controllers.AddToManager under the machine-config-controller's RBAC", testenv.Waits{Timeout: 30 * time.Second})
 }
 
 // mccRules are the rules of the MCC's ClusterRole at 7ff337a4 on what the operator reads or
@@ -49,8 +49,8 @@ var mccRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch", "patch", "update"}},
 	{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
 	{APIGroups: []string{"config.openshift.io"}, Resources: []string{"images", "clusterversions", "featuregates", "nodes", "schedulers", "apiservers", "infrastructures"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{"operator.openshift.io"}, Resources: []string{"machineconfigurations"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{"operator.openshift.io"}, Resources: []string{"machineconfigurations/status"}, Verbs: []string{"get", "update"}},
+	{APIGroups: []string{"controllers.openshift.io"}, Resources: []string{"machineconfigurations"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"controllers.openshift.io"}, Resources: []string{"machineconfigurations/status"}, Verbs: []string{"get", "update"}},
 	{APIGroups: []string{"machine.openshift.io"}, Resources: []string{"machinesets", "machines", "controlplanemachinesets"}, Verbs: []string{"get", "list", "watch", "patch"}},
 	{APIGroups: []string{"machineconfiguration.openshift.io"}, Resources: []string{"machineconfigpools", "osimagestreams"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create", "get", "update"}},
@@ -126,11 +126,11 @@ func grantEmbeddedIf(c client.Client, keep func(client.Object) bool) {
 
 // asMCC starts the operator as the MCC's ServiceAccount.
 func asMCC(env *testenv.Env) *testenv.Manager {
-	return asMCCWith(env, seams.Hooks{}, operator.Options{})
+	return asMCCWith(env, seams.Hooks{}, controllers.Options{})
 }
 
 // asMCCWith is asMCC with hooks and options.
-func asMCCWith(env *testenv.Env, hooks seams.Hooks, opts operator.Options) *testenv.Manager {
+func asMCCWith(env *testenv.Env, hooks seams.Hooks, opts controllers.Options) *testenv.Manager {
 	mcc := *env
 	mcc.Config = rest.CopyConfig(env.Config)
 	mcc.Config.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + kube.MCONamespace + ":" + mccServiceAccount}
@@ -194,7 +194,7 @@ var _ = Describe("The operator inside the machine-config-controller", func() {
 		Eventually(eventsOf(env.Client, status.ReasonForbidden)).Should(ContainElement(And(
 			HavePrefix("MachineConfiguration/cluster: "),
 			ContainSubstring("Forbidden to patch machineconfigurations/status"),
-			ContainSubstring("{apiGroups: [operator.openshift.io], resources: [machineconfigurations/status], verbs: [patch]}"))))
+			ContainSubstring("{apiGroups: [controllers.openshift.io], resources: [machineconfigurations/status], verbs: [patch]}"))))
 		Expect(eventsOf(env.Client, status.ReasonSecondWriter)()).To(BeEmpty())
 		Expect(gcpImage(env.Client, "worker-a")()).To(Equal(fixtures.OldGCPImage), "the boot image reconcilers wait for the status")
 	})

@@ -25,10 +25,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/leader"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
@@ -164,7 +164,7 @@ func startReplica(stopOnLoss bool) *replica {
 	Expect(err).NotTo(HaveOccurred())
 	r.mgr, err = ctrl.NewManager(cfg, opts)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(operator.AddToManager(r.mgr, operator.Options{ReleaseVersion: fixtures.ReleaseVersion, Metrics: prometheus.NewRegistry()})).To(Succeed())
+	Expect(controllers.AddToManager(r.mgr, controllers.Options{ReleaseVersion: fixtures.ReleaseVersion, Metrics: prometheus.NewRegistry()})).To(Succeed())
 	runCtx, cancel := context.WithCancel(ctx)
 	go func() {
 		defer close(r.ended)

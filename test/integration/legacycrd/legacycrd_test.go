@@ -17,9 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
@@ -81,7 +81,7 @@ var _ = Describe("A stored Partial selection for controlplanemachinesets", func(
 		Expect(fixtures.Create(ctx, env.Client, fixtures.MachineConfiguration(&operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{partial}}))).
 			To(Succeed(), "without the rule the API server stores Partial")
 
-		mgr, err := env.StartOperator(operator.Options{ReleaseVersion: fixtures.ReleaseVersion})
+		mgr, err := env.StartOperator(controllers.Options{ReleaseVersion: fixtures.ReleaseVersion})
 		Expect(err).NotTo(HaveOccurred())
 		defer mgr.Stop()
 

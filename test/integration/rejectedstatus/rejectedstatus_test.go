@@ -20,8 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
@@ -64,7 +64,7 @@ var _ = Describe("A status the API rejects", func() {
 	It("is reported with the API's message, while the boot images are still updated", func() {
 		Expect(fixtures.Create(ctx, env.Client, fixtures.GCPCluster(
 			fixtures.MachineSet("worker-a", fixtures.GCPProviderSpec(fixtures.OldGCPImage)))...)).To(Succeed())
-		mgr, err := env.StartOperator(operator.Options{ReleaseVersion: fixtures.ReleaseVersion})
+		mgr, err := env.StartOperator(controllers.Options{ReleaseVersion: fixtures.ReleaseVersion})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(mgr.Stop)
 

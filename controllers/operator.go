@@ -1,13 +1,13 @@
-// Package operator embeds the boot image controllers in another process's controller-runtime
+// Package controllers embeds the boot image controllers in another process's controller-runtime
 // manager: the standalone cmd/bootimage-operator, or the MCO's machine-config-controller.
 //
-//	opts := operator.ManagerOptions()      // scheme and cache restrictions
+//	opts := controllers.ManagerOptions()      // scheme and cache restrictions
 //	opts.LeaderElection = false            // the embedder's own election already holds
 //	mgr, err := ctrl.NewManager(cfg, opts)
-//	err = operator.AddToManager(mgr, operator.Options{Logger: log, FeatureGates: gates})
+//	err = controllers.AddToManager(mgr, controllers.Options{Logger: log, FeatureGates: gates})
 //
 // Nothing is registered or set at import time.
-package operator
+package controllers
 
 import (
 	"crypto/x509"
@@ -38,7 +38,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
-	"github.com/bootimage-operator/bootimage-operator/internal/controllers"
+	reconcilers "github.com/bootimage-operator/bootimage-operator/internal/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
 	"github.com/bootimage-operator/bootimage-operator/kube"
 )
@@ -183,7 +183,7 @@ func AddToManager(mgr ctrl.Manager, opts Options) error {
 	if opts.ContestedWrites < 0 {
 		return fmt.Errorf("ContestedWrites is %d: give a positive number of status writes an hour, or 0 for the default", opts.ContestedWrites)
 	}
-	metrics, cloudMetrics := controllers.NewMetrics(), cloud.NewMetrics()
+	metrics, cloudMetrics := reconcilers.NewMetrics(), cloud.NewMetrics()
 	registry := opts.Metrics
 	if registry == nil {
 		registry = crmetrics.Registry
@@ -193,7 +193,7 @@ func AddToManager(mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("registering the boot image metrics: %w (one registration per registry: pass Options.Metrics)", err)
 		}
 	}
-	deps := controllers.Deps{
+	deps := reconcilers.Deps{
 		Name:            opts.Name,
 		Logger:          opts.Logger,
 		Gates:           opts.FeatureGates,
@@ -216,12 +216,12 @@ func AddToManager(mgr ctrl.Manager, opts Options) error {
 		deps.Gates = kube.GateSource{Reader: mgr.GetClient(), ReleaseVersion: opts.ReleaseVersion}
 	}
 	if deps.Recorder == nil {
-		deps.Recorder = controllers.EventRecorder(mgr)
+		deps.Recorder = reconcilers.EventRecorder(mgr)
 	}
 	if deps.Clock == nil {
 		deps.Clock = clock.RealClock{}
 	}
-	return controllers.Add(mgr, deps)
+	return reconcilers.Add(mgr, deps)
 }
 
 // needed are the types the operator reads and writes; namespaced ones list only the namespace
@@ -252,7 +252,7 @@ func Check(mgr ctrl.Manager, namespace string) error {
 	for _, n := range needed {
 		gvk, err := apiutil.GVKForObject(n.obj, scheme)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("the scheme has no %T (operator.AddToScheme adds it)", n.obj))
+			problems = append(problems, fmt.Sprintf("the scheme has no %T (controllers.AddToScheme adds it)", n.obj))
 			continue
 		}
 		ns := n.namespace
@@ -265,8 +265,8 @@ func Check(mgr ctrl.Manager, namespace string) error {
 	}
 	checked, ok := mgr.GetCache().(*checkedCache)
 	if !ok {
-		problems = append(problems, "the cache was not built with operator.NewCache, so its namespaces cannot be checked: "+
-			"build the manager from operator.ManagerOptions() (its Cache and NewCache)")
+		problems = append(problems, "the cache was not built with controllers.NewCache, so its namespaces cannot be checked: "+
+			"build the manager from controllers.ManagerOptions() (its Cache and NewCache)")
 	} else {
 		problems = append(problems, cacheProblems(checked.opts, scheme, gvks)...)
 	}

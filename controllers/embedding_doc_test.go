@@ -1,4 +1,4 @@
-package operator_test
+package controllers_test
 
 import (
 	"os"
@@ -39,7 +39,7 @@ func TestEmbeddingExampleCompiles(t *testing.T) {
 		}
 	}
 	src := "package embedder\n\nimport (" + imports + "\n)\n\n" + `// The MCO's controller context, version and common packages, as the example names them.
-var ctrlctx struct{ FeatureGatesHandler operator.FeatureGateSet }
+var ctrlctx struct{ FeatureGatesHandler controllers.FeatureGateSet }
 var version struct{ ReleaseVersion string }
 var ctrlcommon struct{ WriteTerminationError func(error) }
 

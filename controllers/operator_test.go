@@ -1,4 +1,4 @@
-package operator_test
+package controllers_test
 
 import (
 	"context"
@@ -26,9 +26,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/manifests"
-	"github.com/bootimage-operator/bootimage-operator/operator"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
@@ -123,7 +123,7 @@ func (l *lines) contain(s string) func() bool {
 func ownScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(operator.AddToScheme(s))
+	utilruntime.Must(controllers.AddToScheme(s))
 	return s
 }
 
@@ -148,7 +148,7 @@ var _ = Describe("A manager of another binary", Ordered, func() {
 	})
 
 	It("embeds the operator under the shipped RBAC, without leader election, and updates a MachineSet", func() {
-		opts := operator.ManagerOptions()
+		opts := controllers.ManagerOptions()
 		opts.Scheme = ownScheme()
 		mgr, err := ctrl.NewManager(asOperator, bareOptions(opts))
 		Expect(err).NotTo(HaveOccurred())
@@ -156,8 +156,8 @@ var _ = Describe("A manager of another binary", Ordered, func() {
 		logs := &lines{}
 		// Gates as the MCO holds them: library-go's accessor, which knows neither per-platform
 		// gate (removed once GA), so their compiled-in defaults apply.
-		gates := operator.FeatureGateAccess(accessor{hardcodedGate{disabled: []configv1.FeatureGateName{featuregates.ManagedBootImagesCPMS}}}, fixtures.ReleaseVersion)
-		Expect(operator.AddToManager(mgr, operator.Options{
+		gates := controllers.FeatureGateAccess(accessor{hardcodedGate{disabled: []configv1.FeatureGateName{featuregates.ManagedBootImagesCPMS}}}, fixtures.ReleaseVersion)
+		Expect(controllers.AddToManager(mgr, controllers.Options{
 			Logger:       logs.logger(),
 			Metrics:      registry,
 			FeatureGates: gates,
@@ -204,11 +204,11 @@ var _ = Describe("A manager of another binary", Ordered, func() {
 		Expect(testutil.GatherAndCount(registry, "bootimage_cloud_requests_total")).To(BeZero(), "no GCP lookups linked, none made")
 
 		By("letting a second registration share the process")
-		opts = operator.ManagerOptions()
+		opts = controllers.ManagerOptions()
 		second, err := ctrl.NewManager(asOperator, bareOptions(opts))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(operator.AddToManager(second, operator.Options{Name: "second", Metrics: prometheus.NewPedanticRegistry()})).To(Succeed())
-		Expect(operator.AddToManager(second, operator.Options{Name: "third", Metrics: registry})).To(MatchError(ContainSubstring("registering the boot image metrics")))
+		Expect(controllers.AddToManager(second, controllers.Options{Name: "second", Metrics: prometheus.NewPedanticRegistry()})).To(Succeed())
+		Expect(controllers.AddToManager(second, controllers.Options{Name: "third", Metrics: registry})).To(MatchError(ContainSubstring("registering the boot image metrics")))
 	})
 })
 
@@ -218,7 +218,7 @@ var _ = Describe("AddToManager on a manager that cannot serve it", func() {
 			mgr, err := ctrl.NewManager(asOperator, bareOptions(opts()))
 			Expect(err).NotTo(HaveOccurred())
 			registry := prometheus.NewPedanticRegistry()
-			err = operator.AddToManager(mgr, operator.Options{Metrics: registry})
+			err = controllers.AddToManager(mgr, controllers.Options{Metrics: registry})
 			Expect(err).To(HaveOccurred())
 			for _, m := range messages {
 				Expect(err.Error()).To(ContainSubstring(m))
@@ -227,25 +227,25 @@ var _ = Describe("AddToManager on a manager that cannot serve it", func() {
 		},
 		Entry("a default cache, which the shipped RBAC never lets sync", func() ctrl.Options {
 			return ctrl.Options{Scheme: ownScheme()}
-		}, "the cache was not built with operator.NewCache", "operator.ManagerOptions()"),
+		}, "the cache was not built with controllers.NewCache", "controllers.ManagerOptions()"),
 		Entry("a cluster-wide cache", func() ctrl.Options {
-			opts := operator.ManagerOptions()
+			opts := controllers.ManagerOptions()
 			opts.Cache = cache.Options{}
 			return opts
 		}, "the cache lists MachineSets in all namespaces, which the shipped RBAC forbids (it never syncs): restrict them to openshift-machine-api",
 			"the cache lists Secrets in all namespaces", "the cache lists ConfigMaps in all namespaces, which the shipped RBAC forbids (it never syncs): restrict them to openshift-machine-config-operator"),
 		Entry("a cache of the wrong namespace", func() ctrl.Options {
-			opts := operator.ManagerOptions()
-			opts.Cache = operator.CacheOptions("elsewhere")
+			opts := controllers.ManagerOptions()
+			opts.Cache = controllers.CacheOptions("elsewhere")
 			return opts
 		}, "the cache lists ConfigMaps in elsewhere: the operator needs exactly openshift-machine-config-operator"),
 		Entry("a scheme without the OpenShift types", func() ctrl.Options {
-			opts := operator.ManagerOptions()
+			opts := controllers.ManagerOptions()
 			s := runtime.NewScheme()
 			utilruntime.Must(clientgoscheme.AddToScheme(s))
 			opts.Scheme = s
 			opts.Cache = cache.Options{} // restrictions by type need the types
 			return opts
-		}, "the scheme has no *v1beta1.MachineSet (operator.AddToScheme adds it)", "the scheme has no *v1.FeatureGate"),
+		}, "the scheme has no *v1beta1.MachineSet (controllers.AddToScheme adds it)", "the scheme has no *v1.FeatureGate"),
 	)
 })
