@@ -40,7 +40,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 	reconcilers "github.com/bootimage-operator/bootimage-operator/internal/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
-	"github.com/bootimage-operator/bootimage-operator/kube"
+	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 )
 
 // Options are what the embedder gives the operator. Every field is optional.

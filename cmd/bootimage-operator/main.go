@@ -26,8 +26,8 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcp"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/buildinfo"
+	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/internal/vsphereimport"
-	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/leader"
 )
 

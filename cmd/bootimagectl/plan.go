@@ -25,7 +25,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/cpms"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/capi"
-	"github.com/bootimage-operator/bootimage-operator/kube"
+	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 )
 
 // planInputs are the objects a plan reads, from files or from a cluster.

@@ -17,7 +17,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	gcpimages "github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcp"
-	"github.com/bootimage-operator/bootimage-operator/kube"
+	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 )
 
 type planOptions struct {

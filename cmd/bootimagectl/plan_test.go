@@ -26,7 +26,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
-	"github.com/bootimage-operator/bootimage-operator/kube"
+	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )

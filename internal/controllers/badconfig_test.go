@@ -13,9 +13,9 @@ import (
 
 	embedding "github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/controllers"
+	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
-	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )

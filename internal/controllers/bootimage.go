@@ -19,10 +19,10 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/internal/vsphereimport"
-	"github.com/bootimage-operator/bootimage-operator/kube"
 )
 
 // Cloud timings. A lookup that fails is retried when the cloud adapter's failure backoff says

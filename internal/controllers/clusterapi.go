@@ -28,9 +28,9 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/internal/capi"
 	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
+	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
-	"github.com/bootimage-operator/bootimage-operator/kube"
 )
 
 // clusterAPIKind names the Cluster API controller of kind in the Cluster API CRD gate.

@@ -15,7 +15,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/cpms"
 
-	"github.com/bootimage-operator/bootimage-operator/kube"
+	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 )
 
 // ControlPlaneMachineSetReconciler keeps the singleton ControlPlaneMachineSet's boot image in step

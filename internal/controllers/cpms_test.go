@@ -14,8 +14,8 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
-	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 
-	"github.com/bootimage-operator/bootimage-operator/kube"
+	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 )
 
 // machineSetProviderSpecPath is where a MachineSet's providerSpec.value sits, for JSON Patch.

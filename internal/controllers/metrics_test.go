@@ -15,7 +15,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/kube"
+	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 )
 
 var _ = Describe("Metrics", func() {

@@ -24,10 +24,10 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
+	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/internal/vsphereimport"
-	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/migrations"
 )
 

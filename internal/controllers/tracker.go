@@ -10,7 +10,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 
-	"github.com/bootimage-operator/bootimage-operator/kube"
+	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 )
 
 // Tracker keeps the latest decision per object, shared by the reconcilers that decide and the one

@@ -27,8 +27,8 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
-	"github.com/bootimage-operator/bootimage-operator/kube"
 )
 
 // DefaultPollInterval is how often the Machine API is looked for while its CRDs are missing.

@@ -27,7 +27,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/kube"
+	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 )
 
 // Conditions this operator writes on MachineConfiguration/cluster; bootimage computes the first

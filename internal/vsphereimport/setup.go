@@ -13,8 +13,8 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
-	"github.com/bootimage-operator/bootimage-operator/kube"
 )
 
 // DefaultOVACacheDir is where downloaded OVAs are kept: a writable volume of the Deployment.

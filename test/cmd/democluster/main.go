@@ -30,8 +30,8 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
-	"github.com/bootimage-operator/bootimage-operator/kube"
 	"github.com/bootimage-operator/bootimage-operator/manifests"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
