@@ -16,7 +16,6 @@ import (
 
 	"github.com/coreos/stream-metadata-go/stream"
 	"github.com/go-logr/logr"
-	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -28,7 +27,6 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
-	"github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/manifests"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
@@ -132,13 +130,8 @@ func runSteady(ctx context.Context, b *testing.B, n int, idle, grace time.Durati
 	mid.Architectures["x86_64"].Images.Aws.Regions["us-east-1"] = stream.SingleImage{Release: midAWSRelease, Image: midAWSAMI}
 	images := append(fixtures.AWSImages(), bootimage.AWSImage{ImageID: midAWSAMI, OwnerID: bootimage.RHCOSOwner, Name: midAWSAMIImage,
 		Description: midAWSAMIImage, CreationDate: "2025-03-01T00:00:00.000Z", Region: "us-east-1", State: "available"})
-	if err := fixtures.Create(ctx, c,
-		fixtures.Infrastructure(configv1.AWSPlatformType),
-		fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, []configv1.FeatureGateName{featuregates.ManagedBootImagesAWSCAPI}, nil),
-		fixtures.ClusterVersion(fixtures.ReleaseVersion, true),
-		fixtures.MachineConfiguration(&operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{fixtures.ClusterAPIManager(operatorv1.MachineSets, operatorv1.All)}}),
-		fixtures.BootImagesConfigMap(before, fixtures.ReleaseVersion),
-	); err != nil {
+	if err := fixtures.Create(ctx, c, append(fixtures.ClusterAPIOnAWS(fixtures.ClusterAPIManager(operatorv1.MachineSets, operatorv1.All)),
+		fixtures.BootImagesConfigMap(before, fixtures.ReleaseVersion))...); err != nil {
 		return res, err
 	}
 	name := func(i int) string { return fmt.Sprintf("worker-%05d", i) }

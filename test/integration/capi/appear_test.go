@@ -7,7 +7,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,7 +15,6 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
-	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -32,13 +30,8 @@ var _ = Describe("Cluster API CRDs installed after the operator started, without
 			return strings.HasSuffix(crd.Spec.Group, "x-k8s.io") || crd.Spec.Group == "machine.openshift.io"
 		}})
 		c := own.Client
-		Expect(fixtures.Create(ctx, c,
-			fixtures.Infrastructure(configv1.AWSPlatformType),
-			fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, []configv1.FeatureGateName{fg.ManagedBootImagesAWSCAPI}, nil),
-			fixtures.ClusterVersion(fixtures.ReleaseVersion, true),
-			fixtures.MachineConfiguration(&operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{fixtures.ClusterAPIManager(operatorv1.MachineSets, operatorv1.All)}}),
-			fixtures.BootImagesConfigMap(fixtures.Stream(), fixtures.ReleaseVersion),
-		)).To(Succeed())
+		Expect(fixtures.Create(ctx, c, append(fixtures.ClusterAPIOnAWS(fixtures.ClusterAPIManager(operatorv1.MachineSets, operatorv1.All)),
+			fixtures.BootImagesConfigMap(fixtures.Stream(), fixtures.ReleaseVersion))...)).To(Succeed())
 		mgr, err := own.StartOperatorWithHooks(seams.Hooks{CRDPollInterval: 100 * time.Millisecond},
 			controllers.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: &cloud.Static{AMIs: fixtures.AWSImages()}})
 		Expect(err).NotTo(HaveOccurred())

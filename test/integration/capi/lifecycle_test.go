@@ -9,7 +9,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,7 +20,6 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
-	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -58,13 +56,8 @@ var _ = Describe("Cluster API template copies through their life", Ordered, func
 		c = own.Client
 		selected := fixtures.ClusterAPIManager(operatorv1.MachineSets, operatorv1.Partial)
 		selected.Selection.Partial = &operatorv1.PartialSelector{MachineResourceSelector: &metav1.LabelSelector{MatchLabels: managed}}
-		Expect(fixtures.Create(ctx, c,
-			fixtures.Infrastructure(configv1.AWSPlatformType),
-			fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, []configv1.FeatureGateName{fg.ManagedBootImagesAWSCAPI}, nil),
-			fixtures.ClusterVersion(fixtures.ReleaseVersion, true),
-			fixtures.MachineConfiguration(&operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{selected}}),
-			fixtures.BootImagesConfigMap(fixtures.Stream(), fixtures.ReleaseVersion),
-		)).To(Succeed())
+		Expect(fixtures.Create(ctx, c, append(fixtures.ClusterAPIOnAWS(selected),
+			fixtures.BootImagesConfigMap(fixtures.Stream(), fixtures.ReleaseVersion))...)).To(Succeed())
 		start()
 		DeferCleanup(func() { _ = mgr.Stop() })
 	})

@@ -8,7 +8,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,7 +22,6 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
-	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -148,16 +146,11 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 	}
 
 	BeforeAll(func() {
-		capiEntries := &operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{
+		capiEntries := []operatorv1.MachineManager{
 			fixtures.ClusterAPIManager(operatorv1.MachineSets, operatorv1.All), fixtures.ClusterAPIManager(bootimage.MachineDeployments, operatorv1.All),
-		}}
-		Expect(fixtures.Create(ctx, k8s,
-			fixtures.Infrastructure(configv1.AWSPlatformType),
-			fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, []configv1.FeatureGateName{fg.ManagedBootImagesAWSCAPI}, nil),
-			fixtures.ClusterVersion(fixtures.ReleaseVersion, true),
-			fixtures.MachineConfiguration(capiEntries),
-			fixtures.BootImagesConfigMap(fixtures.Stream(), fixtures.ReleaseVersion),
-		)).To(Succeed())
+		}
+		Expect(fixtures.Create(ctx, k8s, append(fixtures.ClusterAPIOnAWS(capiEntries...),
+			fixtures.BootImagesConfigMap(fixtures.Stream(), fixtures.ReleaseVersion))...)).To(Succeed())
 		start()
 		DeferCleanup(func() { _ = mgr.Stop() })
 	})

@@ -6,7 +6,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,7 +13,6 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
-	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -26,15 +24,10 @@ var _ = Describe("Cluster API objects on a 5.0 cluster", func() {
 	It("copies each template with its own stream's AMI, MachineDeployments too, and skips a stream the ConfigMap lacks", func() {
 		own := testenv.StartForSpecs(testenv.Options{CAPI: true})
 		c := own.Client
-		Expect(fixtures.Create(ctx, c,
-			fixtures.Infrastructure(configv1.AWSPlatformType),
-			fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, []configv1.FeatureGateName{fg.ManagedBootImagesAWSCAPI}, nil),
-			fixtures.ClusterVersion(fixtures.ReleaseVersion, true),
-			fixtures.MachineConfiguration(&operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{
-				fixtures.ClusterAPIManager(operatorv1.MachineSets, operatorv1.All), fixtures.ClusterAPIManager(bootimage.MachineDeployments, operatorv1.All)}}),
+		Expect(fixtures.Create(ctx, c, append(fixtures.ClusterAPIOnAWS(
+			fixtures.ClusterAPIManager(operatorv1.MachineSets, operatorv1.All), fixtures.ClusterAPIManager(bootimage.MachineDeployments, operatorv1.All)),
 			fixtures.BootImagesConfigMap50(fixtures.Streams50(), fixtures.OCP50ReleaseVersion),
-			fixtures.OSImageStream("rhel-10"), fixtures.Pool("worker", ""),
-		)).To(Succeed())
+			fixtures.OSImageStream("rhel-10"), fixtures.Pool("worker", ""))...)).To(Succeed())
 		owners := map[string]*unstructured.Unstructured{}
 		for _, o := range []struct{ kind, name, osStream string }{
 			{"MachineSet", "rhel10", "rhel-10"}, {"MachineSet", "rhel9", "rhel-9"}, {"MachineSet", "centos", "centos-10"},
