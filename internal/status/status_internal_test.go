@@ -92,7 +92,7 @@ var _ = Describe("The skew guard's Event", func() {
 var _ = Describe("The second writer of a hot loop", func() {
 	entry := func(manager, fields string, at int) metav1.ManagedFieldsEntry {
 		t := metav1.Date(2026, 1, 1, at, 0, 0, 0, time.UTC)
-		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Time: &t, FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Time: &t, FieldsV1: metav1.NewFieldsV1(fields)}
 	}
 	It("is looked for in the field a boot image update writes: a Cluster API owner's template reference", func() {
 		owner := &unstructured.Unstructured{}
