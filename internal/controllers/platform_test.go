@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
@@ -45,7 +46,7 @@ var _ = Describe("Azure Stack Hub", func() {
 			"UnsupportedPlatform: Boot image update skipped: boot images of machinesets are not managed on Azure Stack Hub (Infrastructure status.platformStatus.azure.cloudName AzureStackCloud): its boot images are fixed at install"))
 		Eventually(cpmsEvents).Should(ContainElement(ContainSubstring("UnsupportedPlatform: Boot image update skipped: boot images of controlplanemachinesets are not managed on Azure Stack Hub")))
 		Eventually(condition(status.ConditionBootImageUpdateSupported)).Should(And(
-			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", status.ReasonUnsupportedPlatform),
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", bootimage.ReasonUnsupportedPlatform),
 			HaveField("Message", ContainSubstring("Azure Stack Hub (Infrastructure status.platformStatus.azure.cloudName AzureStackCloud)"))))
 		Eventually(condition(status.ConditionBootImageUpdateProgressing)).Should(HaveField("Message",
 			"Reconciled 1 of 1 MAPI MachineSets (1 skipped) | Reconciled 1 of 1 ControlPlaneMachineSets (1 skipped)"))

@@ -361,11 +361,9 @@ func (w *Writer) ReportGuard(ctx context.Context, mc *operatorv1.MachineConfigur
 	return nil
 }
 
-// Reasons of ConditionBootImageUpdateSupported.
-const (
-	ReasonUnsupportedPlatform = "UnsupportedPlatform"
-	ReasonMachineAPIMissing   = "MachineAPIMissing"
-)
+// Reasons of ConditionBootImageUpdateSupported: bootimage.ReasonUnsupportedPlatform, the same
+// reason the decisions of its objects give, or ReasonMachineAPIMissing.
+const ReasonMachineAPIMissing = "MachineAPIMissing"
 
 // SetSupportCondition says whether boot images can be managed on this cluster at all, and if not,
 // why: the platform (bare metal, None, Azure Stack Hub: what the MCO's CheckBootImagePlatform
@@ -374,7 +372,7 @@ func SetSupportCondition(mc *operatorv1.MachineConfiguration, platform configv1.
 	cond := metav1.Condition{Type: ConditionBootImageUpdateSupported, Status: metav1.ConditionTrue, Reason: ReasonAsExpected, ObservedGeneration: mc.Generation,
 		Message: "Boot images are managed on this platform"}
 	if len(bootimage.SupportedResources(platform, gates)) == 0 {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonUnsupportedPlatform, bootimage.UnsupportedMessage("MachineSets and ControlPlaneMachineSets", platform)
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, bootimage.ReasonUnsupportedPlatform, bootimage.UnsupportedMessage("MachineSets and ControlPlaneMachineSets", platform)
 	} else if missing != "" {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonMachineAPIMissing, missing
 	}
