@@ -18,10 +18,6 @@ const (
 	WorkerPool = "worker"
 )
 
-// ReasonOSStreamMismatch is the Warning Event beside a decision whose object's labels or pool
-// disagree with the OS stream its boot image comes from (OSStreamChoice.Note).
-const ReasonOSStreamMismatch = "OSStreamMismatch"
-
 // OSStreamChoice is the OS stream an object's boot image comes from, and why.
 type OSStreamChoice struct {
 	// Name is the stream, a key of coreos-bootimages' `streams`.

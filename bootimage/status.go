@@ -21,14 +21,6 @@ const (
 	ConditionConfigurationDegraded = "BootImageConfigurationDegraded"
 )
 
-// Reasons of the status conditions.
-const (
-	ReasonAsExpected            = "AsExpected"
-	ReasonInvalidSelection      = "InvalidSelection"
-	ReasonBootImageUpdating     = "BootImageUpdating"
-	ReasonBootImageUpdateFailed = "BootImageUpdateFailed"
-)
-
 // MaxErrorsInMessage bounds the lists in condition messages on clusters with many broken objects.
 const MaxErrorsInMessage = 5
 

@@ -15,18 +15,6 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 )
 
-// Reasons of vSphere decisions.
-const (
-	// ReasonFailureDomainMismatch: the MachineSet's workspace matches no failure domain of the
-	// Infrastructure, so the operator does not know where its template belongs.
-	ReasonFailureDomainMismatch = "FailureDomainMismatch"
-	// ReasonVCenterNotConsulted: the template's RHCOS version is unknown because vCenter was not
-	// asked (no credentials, or an offline plan).
-	ReasonVCenterNotConsulted = "VCenterNotConsulted"
-	// ReasonTemplateNameTooLong: the managed template's name exceeds vSphere's 80 characters.
-	ReasonTemplateNameTooLong = "TemplateNameTooLong"
-)
-
 // MaxVSphereNameLength is the longest name vSphere accepts for a VM.
 const MaxVSphereNameLength = 80
 

@@ -22,10 +22,6 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 )
 
-// ReasonClusterAPINotStarted is the reason of the Warning Event (and the Degraded message) saying
-// that the Cluster API controllers wait: for an RBAC rule, or after they stopped.
-const ReasonClusterAPINotStarted = "ClusterAPIControllersNotStarted"
-
 const capiGroup = string(bootimage.ClusterAPIGroup)
 
 // clusterAPIReads are the rules without which the Cluster API controllers cannot run: the

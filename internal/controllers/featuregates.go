@@ -18,12 +18,6 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 )
 
-// Event reasons of the feature gate reporter.
-const (
-	ReasonFeatureGatesRead    = "FeatureGatesRead"
-	ReasonFeatureGatesUnknown = "FeatureGatesUnknown"
-)
-
 // GatesRetry is how soon a reconcile that found the feature gates unknown looks again: a reader
 // other than FeatureGate/cluster (library-go's accessor, the MCO's handler) becomes ready without
 // any event this operator watches.

@@ -177,10 +177,6 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
-// ReasonClusterVersionMissing is the Event reason of a missing ClusterVersion/version: nothing is
-// wrong with the selection, the operator only lacks the release history.
-const ReasonClusterVersionMissing = "ClusterVersionMissing"
-
 // warning is a problem of the cluster's inputs, said once on MachineConfiguration/cluster: in
 // Degraded or ConfigurationDegraded, and as a Warning Event with reason.
 type warning struct{ reason, message string }

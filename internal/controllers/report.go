@@ -11,12 +11,6 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 )
 
-// Event reasons besides the decision reasons.
-const (
-	ReasonBootImageUpdated = "BootImageUpdated"
-	ReasonUserDataUpgraded = "UserDataUpgraded"
-)
-
 // report records d, taken on inputs, and, when it changed, says so in an Event and the log: every
 // skip and error once, not again while nothing changes.
 func report(ctx context.Context, recorder record.EventRecorder, tracker *Tracker, metrics *Metrics, obj client.Object, d bootimage.Decision, inputs string) {

@@ -13,9 +13,6 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/internal/vsphereimport"
 )
 
-// ReasonTemplateImportFailed is the reason of an Error decision whose vCenter import failed.
-const ReasonTemplateImportFailed = "TemplateImportFailed"
-
 // vsphereImport holds back a vSphere update until its template is imported. It returns the
 // decision to apply, or wait with the result to return: the import was asked for (its end
 // reconciles the object again) or failed (reported, retried after the import's backoff). The

@@ -7,10 +7,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// ReasonForbidden is the Event reason of a write the operator's identity may not make: a missing
-// RBAC rule, never another writer.
-const ReasonForbidden = "Forbidden"
-
 // RBACManifest is where the rules the operator needs inside the machine-config-controller are listed.
 const RBACManifest = "manifests/embedded/machine-config-controller-bootimage-rbac.yaml"
 

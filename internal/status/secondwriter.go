@@ -24,8 +24,6 @@ import (
 const (
 	DefaultContestInterval = time.Hour
 	DefaultContestedWrites = 3
-	// ReasonSecondWriter is the Degraded reason and the Event reason.
-	ReasonSecondWriter = "SecondWriterDetected"
 )
 
 // secondWriterHint is what an admin should look at first.

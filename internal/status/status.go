@@ -46,16 +46,6 @@ const (
 	ConditionUpgradeable = string(configv1.OperatorUpgradeable)
 )
 
-// Condition reasons and Event reasons of the status writer.
-const (
-	ReasonAsExpected                = bootimage.ReasonAsExpected
-	ReasonInvalidSelection          = bootimage.ReasonInvalidSelection
-	ReasonBootImageUpdating         = bootimage.ReasonBootImageUpdating
-	ReasonBootImageUpdateFailed     = bootimage.ReasonBootImageUpdateFailed
-	ReasonStatusRejected            = "StatusRejected"
-	ReasonClusterBootImageSkewError = "ClusterBootImageSkewError"
-)
-
 // statusRule is what a status write (server-side apply, a patch) needs.
 var statusRule = Rule{Verb: "patch", Group: operatorv1.GroupName, Resource: "machineconfigurations/status"}
 
@@ -360,10 +350,6 @@ func (w *Writer) ReportGuard(ctx context.Context, mc *operatorv1.MachineConfigur
 	logf.FromContext(ctx).Info("Updated ClusterOperator Upgradeable", "clusterOperator", w.ClusterOperator, "status", cond.Status)
 	return nil
 }
-
-// Reasons of ConditionBootImageUpdateSupported: bootimage.ReasonUnsupportedPlatform, the same
-// reason the decisions of its objects give, or ReasonMachineAPIMissing.
-const ReasonMachineAPIMissing = "MachineAPIMissing"
 
 // SetSupportCondition says whether boot images can be managed on this cluster at all, and if not,
 // why: the platform (bare metal, None, Azure Stack Hub: what the MCO's CheckBootImagePlatform

@@ -1,0 +1,99 @@
+package bootimage
+
+// The reasons of this package, in one place: of decisions (their Events, conditions and the
+// plan's rows), of the OS stream Warning, and of the status conditions.
+
+// Reasons: stable words for why a decision was taken, documented in the README.
+const (
+	ReasonImageOutdated = "ImageOutdated"
+	ReasonUpToDate      = "UpToDate"
+
+	ReasonNotSelected             = "NotSelected"
+	ReasonFeatureGateDisabled     = "FeatureGateDisabled"
+	ReasonClusterNotStable        = "ClusterNotStable"
+	ReasonUnsupportedPlatform     = "UnsupportedPlatform"
+	ReasonOwnedByController       = "OwnedByController"
+	ReasonWindowsMachineSet       = "WindowsMachineSet"
+	ReasonArchitectureUnknown     = "ArchitectureUnknown"
+	ReasonArchitectureNotInStream = "ArchitectureNotInStream"
+	ReasonRegionNotInStream       = "RegionNotInStream"
+	ReasonCustomImage             = "CustomImage"
+	ReasonImageNotByID            = "ImageNotByID"
+	ReasonConfidentialVM          = "ConfidentialVM"
+	ReasonUnsupportedArchitecture = "UnsupportedArchitecture"
+	ReasonTargetImageUnavailable  = "TargetImageUnavailable"
+	// ReasonOSStreamNotInBootImages: the object's OS stream (its label, or its pool's) is not in
+	// coreos-bootimages; no other stream's image is given instead.
+	ReasonOSStreamNotInBootImages = "OSStreamNotInBootImages"
+	// ReasonOSStreamTemplateTaken: every vSphere template name of the object's OS stream holds a
+	// template of another RHEL major, which is never overwritten.
+	ReasonOSStreamTemplateTaken = "OSStreamTemplateTaken"
+
+	ReasonInvalidArchitecture = "InvalidArchitecture"
+	ReasonInvalidProviderSpec = "InvalidProviderSpec"
+	ReasonInvalidStream       = "InvalidStream"
+	ReasonStreamMissing       = "StreamMissing"
+	ReasonInvalidUserData     = "InvalidUserData"
+	ReasonHotLoopDetected     = "HotLoopDetected"
+	ReasonInvalidTemplate     = "InvalidTemplate"
+	// ReasonImageNotFound: the cloud does not know the object's current image where it launches
+	// machines (an AMI not in the MachineSet's region), so it cannot boot as it is.
+	ReasonImageNotFound = "ImageNotFound"
+	// ReasonCloudLookupFailed: a cloud API call the decision needs kept failing for longer than
+	// the operator waits; the message carries the API's error.
+	ReasonCloudLookupFailed = "CloudLookupFailed"
+
+	// ReasonAuthorityClusterAPI: a Machine API MachineSet whose status.authoritativeAPI is
+	// ClusterAPI; its Cluster API twin is the one to update.
+	ReasonAuthorityClusterAPI = "AuthorityClusterAPI"
+	// ReasonAuthorityMachineAPI: a Cluster API MachineSet whose Machine API twin is in charge.
+	ReasonAuthorityMachineAPI = "AuthorityMachineAPI"
+	// ReasonMigrating: the MachineSet is moving between the Machine API and Cluster API; neither
+	// side is written until it settles.
+	ReasonMigrating = "Migrating"
+	// ReasonOwnedByMachineDeployment: a Cluster API MachineSet whose template is its
+	// MachineDeployment's, which is decided on instead.
+	ReasonOwnedByMachineDeployment = "OwnedByMachineDeployment"
+	// ReasonManagedByTopology: a Cluster API object of a ClusterClass topology, whose templates
+	// the topology controller writes.
+	ReasonManagedByTopology = "ManagedByTopology"
+	// ReasonUnsupportedTemplate: a Cluster API object whose infrastructure template is of a kind
+	// this operator does not manage on the cluster's platform.
+	ReasonUnsupportedTemplate = "UnsupportedTemplate"
+	// ReasonMachineDeploymentRollingOut: a MachineDeployment due for an update is still replacing
+	// Machines; a second change would replace Machines that are themselves new.
+	ReasonMachineDeploymentRollingOut = "MachineDeploymentRollingOut"
+	// ReasonTemplateConflict: a template of the copy's name exists with other content; it is never
+	// overwritten.
+	ReasonTemplateConflict = "TemplateConflict"
+	// ReasonDeniedByPolicy: an admission policy refused the update for good (422 Invalid, e.g.
+	// OpenShift's openshift-cluster-api-deny-unsupported-resources); decided again on a change.
+	ReasonDeniedByPolicy = "DeniedByPolicy"
+	// ReasonPaused: a Cluster API object annotated cluster.x-k8s.io/paused, which every Cluster
+	// API controller leaves alone; decided again when the annotation goes.
+	ReasonPaused = "Paused"
+)
+
+// Reasons of vSphere decisions.
+const (
+	// ReasonFailureDomainMismatch: the MachineSet's workspace matches no failure domain of the
+	// Infrastructure, so the operator does not know where its template belongs.
+	ReasonFailureDomainMismatch = "FailureDomainMismatch"
+	// ReasonVCenterNotConsulted: the template's RHCOS version is unknown because vCenter was not
+	// asked (no credentials, or an offline plan).
+	ReasonVCenterNotConsulted = "VCenterNotConsulted"
+	// ReasonTemplateNameTooLong: the managed template's name exceeds vSphere's 80 characters.
+	ReasonTemplateNameTooLong = "TemplateNameTooLong"
+)
+
+// ReasonOSStreamMismatch is the Warning Event beside a decision whose object's labels or pool
+// disagree with the OS stream its boot image comes from (OSStreamChoice.Note).
+const ReasonOSStreamMismatch = "OSStreamMismatch"
+
+// Reasons of the status conditions.
+const (
+	ReasonAsExpected            = "AsExpected"
+	ReasonInvalidSelection      = "InvalidSelection"
+	ReasonBootImageUpdating     = "BootImageUpdating"
+	ReasonBootImageUpdateFailed = "BootImageUpdateFailed"
+)

@@ -1,0 +1,27 @@
+package controllers
+
+// The Event reasons of the controllers, in one place; those of decisions are bootimage's
+// (bootimage/reasons.go), those of the status writer internal/status's.
+
+// ReasonClusterAPINotStarted is the reason of the Warning Event (and the Degraded message) saying
+// that the Cluster API controllers wait: for an RBAC rule, or after they stopped.
+const ReasonClusterAPINotStarted = "ClusterAPIControllersNotStarted"
+
+// Event reasons of the feature gate reporter.
+const (
+	ReasonFeatureGatesRead    = "FeatureGatesRead"
+	ReasonFeatureGatesUnknown = "FeatureGatesUnknown"
+)
+
+// ReasonClusterVersionMissing is the Event reason of a missing ClusterVersion/version: nothing is
+// wrong with the selection, the operator only lacks the release history.
+const ReasonClusterVersionMissing = "ClusterVersionMissing"
+
+// ReasonTemplateImportFailed is the reason of an Error decision whose vCenter import failed.
+const ReasonTemplateImportFailed = "TemplateImportFailed"
+
+// Events of updates, besides the decision reasons.
+const (
+	ReasonBootImageUpdated = "BootImageUpdated"
+	ReasonUserDataUpgraded = "UserDataUpgraded"
+)
