@@ -112,7 +112,7 @@ func runSteady(ctx context.Context, b *testing.B, n int, idle, grace time.Durati
 	res := SteadyResult{Platform: "AWS Cluster API", MachineSets: n, GraceSeconds: grace.Seconds(), IdleSeconds: idle.Seconds()}
 	setup := time.Now()
 	phase := func(what string) { b.Logf("%6.1fs %s", time.Since(setup).Seconds(), what) }
-	logs, err := os.Create(filepath.Join(manifests.RepoRoot(), "bin", "steady-controllers.log"))
+	logs, err := os.Create(filepath.Join(manifests.RepoRoot(), "bin", "steady-operator.log"))
 	if err != nil {
 		return res, err
 	}

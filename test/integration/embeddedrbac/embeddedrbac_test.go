@@ -49,8 +49,8 @@ var mccRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch", "patch", "update"}},
 	{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
 	{APIGroups: []string{"config.openshift.io"}, Resources: []string{"images", "clusterversions", "featuregates", "nodes", "schedulers", "apiservers", "infrastructures"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{"controllers.openshift.io"}, Resources: []string{"machineconfigurations"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{"controllers.openshift.io"}, Resources: []string{"machineconfigurations/status"}, Verbs: []string{"get", "update"}},
+	{APIGroups: []string{"operator.openshift.io"}, Resources: []string{"machineconfigurations"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"operator.openshift.io"}, Resources: []string{"machineconfigurations/status"}, Verbs: []string{"get", "update"}},
 	{APIGroups: []string{"machine.openshift.io"}, Resources: []string{"machinesets", "machines", "controlplanemachinesets"}, Verbs: []string{"get", "list", "watch", "patch"}},
 	{APIGroups: []string{"machineconfiguration.openshift.io"}, Resources: []string{"machineconfigpools", "osimagestreams"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create", "get", "update"}},
@@ -194,7 +194,7 @@ var _ = Describe("The operator inside the machine-config-controller", func() {
 		Eventually(eventsOf(env.Client, status.ReasonForbidden)).Should(ContainElement(And(
 			HavePrefix("MachineConfiguration/cluster: "),
 			ContainSubstring("Forbidden to patch machineconfigurations/status"),
-			ContainSubstring("{apiGroups: [controllers.openshift.io], resources: [machineconfigurations/status], verbs: [patch]}"))))
+			ContainSubstring("{apiGroups: [operator.openshift.io], resources: [machineconfigurations/status], verbs: [patch]}"))))
 		Expect(eventsOf(env.Client, status.ReasonSecondWriter)()).To(BeEmpty())
 		Expect(gcpImage(env.Client, "worker-a")()).To(Equal(fixtures.OldGCPImage), "the boot image reconcilers wait for the status")
 	})
