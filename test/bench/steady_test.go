@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -207,8 +208,11 @@ func runSteady(ctx context.Context, b *testing.B, n int, idle, grace time.Durati
 		}
 	}
 	// Settle: each owner's first garbage collection pass after the change, which finds its first
-	// copy old enough and still in use, falls before the window.
-	time.Sleep(grace + 5*time.Second)
+	// copy old enough and still in use, falls before the window: once the copies are a grace period
+	// old, as many reconciles as owners.
+	if err := settled(ctx, time.Now().Add(grace), float64(n)); err != nil {
+		return res, fmt.Errorf("settling: %w", err)
+	}
 	res.SetupSeconds = time.Since(setup).Seconds()
 	phase("settled; idle window starts")
 
@@ -235,9 +239,8 @@ func runSteady(ctx context.Context, b *testing.B, n int, idle, grace time.Durati
 		return res, fmt.Errorf("stopping the operator: %w", err)
 	}
 	phase("idle window done, operator stopped")
-	// The baseline: as long a window with the operator stopped, for the API server's own requests,
-	// once the requests the operator had in flight have finished.
-	time.Sleep(5 * time.Second)
+	// The baseline: as long a window with the operator stopped (Stop returns once its runnables,
+	// and so their requests, have ended), for the API server's own requests.
 	baseline, _, err := idleRequests(ctx, env.Config, idle, nil)
 	if err != nil {
 		return res, err
@@ -489,3 +492,22 @@ func foldNames(path string) string {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// settled waits until oldAt has passed and the Cluster API MachineSet controller has then
+// reconciled at least owners more times.
+func settled(ctx context.Context, oldAt time.Time, owners float64) error {
+	base := -1.0
+	return wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(context.Context) (bool, error) {
+		if time.Now().Before(oldAt) {
+			return false, nil
+		}
+		n, err := testenv.Reconciles(capiMachineSetController)
+		if err != nil {
+			return false, err
+		}
+		if base < 0 {
+			base = n
+		}
+		return n >= base+owners, nil
+	})
+}
