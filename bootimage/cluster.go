@@ -18,10 +18,9 @@ type ClusterObjects struct {
 	// Effective is the boot image configuration in force.
 	Effective        operatorv1.ManagedBootImages
 	ControlPlaneArch string
-	Images           Catalog
-	Streams          *StreamCache
-	// Templates reads vCenter templates; nil when vCenter is not consulted.
-	Templates VSphereTemplates
+	// Clouds are the cloud lookups available; the platform's is the decisions' Cluster.Cloud.
+	Clouds  Clouds
+	Streams *StreamCache
 	// Pools are the MachineConfigPools, and OSImageStream the cluster's OSImageStream (nil
 	// before 5.0): they give the OS stream of unlabelled objects.
 	Pools         []mcfgv1.MachineConfigPool
@@ -33,16 +32,13 @@ type ClusterObjects struct {
 func NewCluster(o ClusterObjects) Cluster {
 	c := Cluster{
 		Gates: o.Gates, GatesError: o.GatesError, Effective: o.Effective,
-		ControlPlaneArch: o.ControlPlaneArch, BootImages: o.BootImages, Images: o.Images, Streams: o.Streams,
-		Templates: o.Templates,
+		ControlPlaneArch: o.ControlPlaneArch, BootImages: o.BootImages, Streams: o.Streams,
 	}
 	if infra := o.Infrastructure; infra != nil {
+		c.Infrastructure = infra
 		c.Platform = PlatformOf(infra)
+		c.Cloud = o.Clouds[c.Platform]
 		c.InfrastructureName = infra.Status.InfrastructureName
-		c.VSphere = infra.Spec.PlatformSpec.VSphere
-		if ps := infra.Status.PlatformStatus; ps != nil && ps.AWS != nil {
-			c.Region = ps.AWS.Region
-		}
 	}
 	if len(o.Pools) > 0 {
 		c.PoolStreams = make(map[string]string, len(o.Pools))

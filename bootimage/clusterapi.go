@@ -139,7 +139,7 @@ func Paused(d Decision, owner, cluster *unstructured.Unstructured) Decision {
 		return d
 	}
 	d.ProviderSpecPatch, d.UserData = nil, nil
-	return d.with(Skip, ReasonPaused, "%s %s/%s is paused (%s): its boot image is decided again once it is resumed", d.Kind, d.Namespace, d.Name, why)
+	return d.With(Skip, ReasonPaused, "%s %s/%s is paused (%s): its boot image is decided again once it is resumed", d.Kind, d.Namespace, d.Name, why)
 }
 
 // PausedBecause says why owner is paused, "" when it is not: its PausedAnnotation, or its

@@ -62,7 +62,7 @@ const (
 func capiCluster(platform configv1.PlatformType) bootimage.Cluster {
 	c := clusterOn(platform)
 	c.Gates = gateSet{featuregates.ManagedBootImagesAWSCAPI: true}
-	c.Region = "us-east-1"
+	c.Infrastructure = awsInfrastructure("us-east-1")
 	c.Effective.MachineManagers = append(c.Effective.MachineManagers,
 		operatorv1.MachineManager{Resource: operatorv1.MachineSets, APIGroup: bootimage.ClusterAPIGroup, Selection: operatorv1.MachineManagerSelector{Mode: operatorv1.All}},
 		operatorv1.MachineManager{Resource: bootimage.MachineDeployments, APIGroup: bootimage.ClusterAPIGroup, Selection: operatorv1.MachineManagerSelector{Mode: operatorv1.All}})
@@ -154,7 +154,7 @@ var _ = Describe("Cluster API objects", func() {
 			bootimage.Error, bootimage.ReasonArchitectureUnknown, "multi-architecture cluster"),
 		Entry("AWS: AMI looked up by name", configv1.AWSPlatformType, "MachineSet", `{"imageLookupOrg": "123", "ami": {}}`, none, bootimage.Skip, bootimage.ReasonImageNotByID, "looked up by name"),
 		Entry("AWS: custom AMI", configv1.AWSPlatformType, "MachineSet", `{"ami": {"id": "`+fixtures.CustomAMI+`"}}`, none, bootimage.Skip, bootimage.ReasonCustomImage, "owned by account"),
-		Entry("AWS: region unknown", configv1.AWSPlatformType, "MachineSet", awsTemplateSpec, mutate(func(c *bootimage.Cluster, _ *bootimage.Object) { c.Region = "" }),
+		Entry("AWS: region unknown", configv1.AWSPlatformType, "MachineSet", awsTemplateSpec, mutate(func(c *bootimage.Cluster, _ *bootimage.Object) { c.Infrastructure = awsInfrastructure("") }),
 			bootimage.Error, bootimage.ReasonInvalidProviderSpec, "status.platformStatus.aws.region is empty"),
 		Entry("GCP: imageFamily", configv1.GCPPlatformType, "MachineSet", `{"imageFamily": "projects/rhcos-cloud/global/images/family/rhcos-9"}`, none, bootimage.Skip, bootimage.ReasonImageNotByID, "imageFamily"),
 		Entry("GCP: marketplace image", configv1.GCPPlatformType, "MachineSet", `{"image": "projects/redhat-marketplace-public/global/images/rhcos-x"}`, none, bootimage.Skip, bootimage.ReasonCustomImage, "not an RHCOS image"),
@@ -420,3 +420,8 @@ var _ = Describe("Progress with Cluster API objects", func() {
 		Expect(p.Counts()).To(HaveSuffix("| Reconciled 2 of 3 CAPI MachineSets and MachineDeployments (1 skipped, 1 failed)"))
 	})
 })
+
+// awsInfrastructure is an AWS Infrastructure/cluster in region.
+func awsInfrastructure(region string) *configv1.Infrastructure {
+	return &configv1.Infrastructure{Status: configv1.InfrastructureStatus{PlatformStatus: &configv1.PlatformStatus{Type: configv1.AWSPlatformType, AWS: &configv1.AWSPlatformStatus{Region: region}}}}
+}

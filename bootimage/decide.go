@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/coreos/stream-metadata-go/stream"
-	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,21 +19,6 @@ import (
 // HotLoopLimit is how many patches of one object to one target are made before the operator
 // concludes that something reverts them.
 const HotLoopLimit = 3
-
-// platforms are the platforms whose boot images are managed: adding one is a file implementing
-// Platform and a line here.
-var platforms = map[configv1.PlatformType]Platform{
-	configv1.AWSPlatformType:     aws{},
-	configv1.GCPPlatformType:     gcp{},
-	configv1.AzurePlatformType:   azure{},
-	configv1.VSpherePlatformType: vsphere{},
-}
-
-// Platforms are the platforms whose boot images are managed, sorted: what the shipped admission
-// policy's platform lists and the Cluster API Role are checked against.
-func Platforms() []configv1.PlatformType {
-	return slices.Sorted(maps.Keys(platforms))
-}
 
 // Decide computes what to do with obj. The checks run in a fixed order and the first that applies
 // decides, so the operator and `bootimagectl plan` give the same answer for the same inputs.
@@ -47,12 +31,12 @@ func Decide(ctx context.Context, cluster Cluster, obj Object) (Decision, error) 
 	choice := cluster.OSStream(obj)
 	d.Stream = choice.Name
 	if skip, ok := preconditions(cluster, obj); ok {
-		return d.with(skip.Action, skip.Reason, "%s", skip.Message), nil
+		return d.With(skip.Action, skip.Reason, "%s", skip.Message), nil
 	}
 	// The note waits for the preconditions: an object left alone for another reason boots nothing new.
 	d.StreamNote = choice.Note
 	if cluster.BootImages == nil {
-		return d.with(Error, ReasonStreamMissing, "%s", StreamMissingMessage), nil
+		return d.With(Error, ReasonStreamMissing, "%s", StreamMissingMessage), nil
 	}
 	parse := ParseBootImages
 	if cluster.Streams != nil {
@@ -60,14 +44,14 @@ func Decide(ctx context.Context, cluster Cluster, obj Object) (Decision, error) 
 	}
 	streams, err := parse(cluster.BootImages)
 	if err != nil {
-		return d.with(Error, ReasonInvalidStream, "%v", err), nil
+		return d.With(Error, ReasonInvalidStream, "%v", err), nil
 	}
 	if obj.Problem != "" {
-		return d.with(Error, ReasonInvalidTemplate, "%s", obj.Problem), nil
+		return d.With(Error, ReasonInvalidTemplate, "%s", obj.Problem), nil
 	}
 	spec, err := parseProviderSpec(obj.ProviderSpec)
 	if err != nil {
-		return d.with(Error, ReasonInvalidProviderSpec, "providerSpec: %v", err), nil
+		return d.With(Error, ReasonInvalidProviderSpec, "providerSpec: %v", err), nil
 	}
 	st, decided, ok := osStream(d, streams, choice)
 	if !ok {
@@ -86,7 +70,7 @@ func Decide(ctx context.Context, cluster Cluster, obj Object) (Decision, error) 
 	d = updateChecks(d, obj, obj.selectionKey(cluster.Effective))
 	if d.Action == Update && obj.RollingOut {
 		d.ProviderSpecPatch = nil
-		return d.with(Skip, ReasonMachineDeploymentRollingOut, "MachineDeployment %s is still rolling out (status.observedGeneration behind metadata.generation, or condition RollingOut True): its boot image is updated once the rollout ends, not in the middle of it", obj.Name), nil
+		return d.With(Skip, ReasonMachineDeploymentRollingOut, "MachineDeployment %s is still rolling out (status.observedGeneration behind metadata.generation, or condition RollingOut True): its boot image is updated once the rollout ends, not in the middle of it", obj.Name), nil
 	}
 	if d.Action == Update && d.Rolls != nil {
 		d.Message += fmt.Sprintf("; rolls %d machines: a MachineDeployment replaces every Machine it owns when its template changes", *d.Rolls)
@@ -97,7 +81,7 @@ func Decide(ctx context.Context, cluster Cluster, obj Object) (Decision, error) 
 // preconditions applies the checks that need neither the stream nor the providerSpec.
 func preconditions(cluster Cluster, obj Object) (Decision, bool) {
 	skip := func(reason, format string, args ...any) (Decision, bool) {
-		return Decision{}.with(Skip, reason, format, args...), true
+		return Decision{}.With(Skip, reason, format, args...), true
 	}
 	p, managed := platforms[cluster.Platform]
 	capi := obj.APIGroup == ClusterAPIGroup
@@ -153,7 +137,7 @@ func preconditions(cluster Cluster, obj Object) (Decision, bool) {
 // migrating, nothing stops them racing the migration.
 func authority(obj Object) (Decision, bool) {
 	skip := func(reason, format string, args ...any) (Decision, bool) {
-		return Decision{}.with(Skip, reason, format, args...), true
+		return Decision{}.With(Skip, reason, format, args...), true
 	}
 	switch {
 	case obj.APIGroup == ClusterAPIGroup && obj.Kind == KindMachineSet && obj.Twin != nil:
@@ -182,12 +166,12 @@ func authority(obj Object) (Decision, bool) {
 func clusterAPIOwner(obj Object) (Decision, bool) {
 	if ref := metav1.GetControllerOfNoCopy(&metav1.ObjectMeta{OwnerReferences: obj.OwnerReferences}); ref != nil {
 		if ref.Kind == KindMachineDeployment {
-			return Decision{}.with(Skip, ReasonOwnedByMachineDeployment, "owned by MachineDeployment %s, whose boot image is decided instead", ref.Name), true
+			return Decision{}.With(Skip, ReasonOwnedByMachineDeployment, "owned by MachineDeployment %s, whose boot image is decided instead", ref.Name), true
 		}
-		return Decision{}.with(Skip, ReasonOwnedByController, "owned by %s %s, which manages its boot image", ref.Kind, ref.Name), true
+		return Decision{}.With(Skip, ReasonOwnedByController, "owned by %s %s, which manages its boot image", ref.Kind, ref.Name), true
 	}
 	if _, ok := obj.Labels[TopologyOwnedLabel]; ok {
-		return Decision{}.with(Skip, ReasonManagedByTopology, "label %s: a ClusterClass topology writes its templates", TopologyOwnedLabel), true
+		return Decision{}.With(Skip, ReasonManagedByTopology, "label %s: a ClusterClass topology writes its templates", TopologyOwnedLabel), true
 	}
 	return Decision{}, false
 }
@@ -206,13 +190,13 @@ func osStream(d Decision, streams *Streams, choice OSStreamChoice) (*stream.Stre
 		return st, d, true
 	}
 	if err, ok := streams.Invalid[choice.Name]; ok {
-		return nil, d.with(Error, ReasonInvalidStream, "%v", err), false
+		return nil, d.With(Error, ReasonInvalidStream, "%v", err), false
 	}
 	if !streams.Keyed {
-		return nil, d.with(Skip, ReasonOSStreamNotInBootImages, "%s names OS stream %s, but coreos-bootimages has no streams key (a payload before OpenShift 5.0): its stream key holds %s boot images only",
+		return nil, d.With(Skip, ReasonOSStreamNotInBootImages, "%s names OS stream %s, but coreos-bootimages has no streams key (a payload before OpenShift 5.0): its stream key holds %s boot images only",
 			choice.From, choice.Name, LegacyOSStream), false
 	}
-	return nil, d.with(Skip, ReasonOSStreamNotInBootImages, "%s names OS stream %s, which coreos-bootimages key streams does not carry (it has %s)",
+	return nil, d.With(Skip, ReasonOSStreamNotInBootImages, "%s names OS stream %s, which coreos-bootimages key streams does not carry (it has %s)",
 		choice.From, choice.Name, strings.Join(streams.Names(), ", ")), false
 }
 
@@ -225,7 +209,7 @@ func architecture(d Decision, cluster Cluster, obj Object, st *stream.Stream, os
 	} else {
 		a, err := archFromAnnotation(obj.Annotations)
 		if err != nil {
-			return "", d.with(Error, ReasonInvalidArchitecture, "%v", err), false
+			return "", d.With(Error, ReasonInvalidArchitecture, "%v", err), false
 		}
 		arch = a
 		if arch == "" && cluster.MultiArch {
@@ -234,7 +218,7 @@ func architecture(d Decision, cluster Cluster, obj Object, st *stream.Stream, os
 			if obj.APIGroup == ClusterAPIGroup {
 				action = Error
 			}
-			return "", d.with(action, ReasonArchitectureUnknown, "multi-architecture cluster and no kubernetes.io/arch in annotation %s", ArchAnnotation), false
+			return "", d.With(action, ReasonArchitectureUnknown, "multi-architecture cluster and no kubernetes.io/arch in annotation %s", ArchAnnotation), false
 		}
 		if arch == "" {
 			arch = cluster.ControlPlaneArch
@@ -242,14 +226,14 @@ func architecture(d Decision, cluster Cluster, obj Object, st *stream.Stream, os
 	}
 	rpm, ok := RPMArch(arch)
 	if !ok {
-		return "", d.with(Skip, ReasonArchitectureUnknown, "architecture %q unknown", arch), false
+		return "", d.With(Skip, ReasonArchitectureUnknown, "architecture %q unknown", arch), false
 	}
 	d.Arch = arch
 	if arches := platforms[cluster.Platform].Traits().Arches; arches != nil && !slices.Contains(arches, rpm) {
-		return "", d.with(Skip, ReasonUnsupportedArchitecture, "%s has no %s boot images", cluster.Platform, arch), false
+		return "", d.With(Skip, ReasonUnsupportedArchitecture, "%s has no %s boot images", cluster.Platform, arch), false
 	}
 	if _, ok := st.Architectures[rpm]; !ok {
-		return "", d.with(Skip, ReasonArchitectureNotInStream, "the %s stream has no %s boot images (it has %s)", osStream, rpm, strings.Join(slices.Sorted(maps.Keys(st.Architectures)), ", ")), false
+		return "", d.With(Skip, ReasonArchitectureNotInStream, "the %s stream has no %s boot images (it has %s)", osStream, rpm, strings.Join(slices.Sorted(maps.Keys(st.Architectures)), ", ")), false
 	}
 	return arch, d, true
 }
@@ -258,17 +242,17 @@ func architecture(d Decision, cluster Cluster, obj Object, st *stream.Stream, os
 // the hot-loop guard.
 func updateChecks(update Decision, obj Object, selection string) Decision {
 	refuse := update
-	refuse.ProviderSpecPatch, refuse.UserData, refuse.VSphere = nil, nil, nil
+	refuse.ProviderSpecPatch, refuse.UserData, refuse.Prepare = nil, nil, nil
 	d := update
 	if obj.UserData != nil {
 		upgraded, from, err := UpgradeUserData(obj.UserData)
 		if err != nil {
-			return refuse.with(Error, ReasonInvalidUserData, "%v", err)
+			return refuse.With(Error, ReasonInvalidUserData, "%v", err)
 		}
 		d.UserData, d.UserDataVersion = upgraded, from
 	}
 	if obj.Attempts(d.Target, selection) >= HotLoopLimit {
-		return refuse.with(Error, ReasonHotLoopDetected, "refusing to reconcile %s %s, hot loop detected. Please opt-out of boot image updates, adjust your machine provisioning workflow to prevent hot loops and opt back in to resume boot image updates",
+		return refuse.With(Error, ReasonHotLoopDetected, "refusing to reconcile %s %s, hot loop detected. Please opt-out of boot image updates, adjust your machine provisioning workflow to prevent hot loops and opt back in to resume boot image updates",
 			strings.ToLower(obj.Kind), obj.Name)
 	}
 	return d

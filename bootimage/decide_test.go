@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws/awscloud"
+
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -13,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
@@ -26,7 +28,7 @@ func clusterOn(platform configv1.PlatformType) bootimage.Cluster {
 		Stable:           true,
 		ControlPlaneArch: "amd64",
 		BootImages:       fixtures.BootImagesConfigMap(fixtures.Stream(), "4.20.3"),
-		Images:           &cloud.Static{AMIs: fixtures.AWSImages()},
+		Cloud:            &awscloud.Static{AMIs: fixtures.AWSImages()},
 	}
 }
 
@@ -135,10 +137,10 @@ var _ = Describe("Decide", func() {
 		Entry(nil, configv1.AzurePlatformType, fixtures.AzureProviderSpec(fixtures.DefaultAzureImage, "ConfidentialVM"), mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Skip, bootimage.ReasonConfidentialVM, "securityType is ConfidentialVM"),
 		Entry(nil, configv1.AzurePlatformType, fixtures.AzureProviderSpec(fixtures.AzureImage{Publisher: "contoso", Offer: "golden", SKU: "v1", Version: "1.0.0"}, ""), mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Skip, bootimage.ReasonCustomImage, "contoso:golden:v1:1.0.0"),
 		Entry(nil, configv1.AWSPlatformType, fixtures.AWSProviderSpec("ap-south-1", fixtures.OldAWSAMI), mutate(func(c *bootimage.Cluster, _ *bootimage.Object) {
-			c.Images = &cloud.Static{AMIs: []bootimage.AWSImage{{ImageID: fixtures.OldAWSAMI, OwnerID: bootimage.RHCOSOwner, Region: "ap-south-1", State: "available"}}}
+			c.Cloud = &awscloud.Static{AMIs: []aws.Image{{ImageID: fixtures.OldAWSAMI, OwnerID: aws.RHCOSOwner, Region: "ap-south-1", State: "available"}}}
 		}), bootimage.Skip, bootimage.ReasonRegionNotInStream, "no x86_64 AMI for region ap-south-1"),
 		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(c *bootimage.Cluster, _ *bootimage.Object) {
-			c.Images = &cloud.Static{AMIs: fixtures.AWSImages()[:2]}
+			c.Cloud = &awscloud.Static{AMIs: fixtures.AWSImages()[:2]}
 		}), bootimage.Skip, bootimage.ReasonTargetImageUnavailable, "target AMI ami-0f1e2d3c4b5a69788 is not found in us-east-1"),
 		Entry(nil, configv1.VSpherePlatformType, fixtures.VSphereProviderSpec(fixtures.OldVSphereTmpl), mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Skip, bootimage.ReasonFailureDomainMismatch, "matches no vCenter and failure domain"),
 		Entry("user data checked only when an update is due", configv1.AWSPlatformType, awsOld, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {

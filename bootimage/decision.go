@@ -20,7 +20,7 @@ const (
 // fails with err.
 func CloudLookupFailed(d Decision, err error) Decision {
 	d.ProviderSpecPatch, d.UserData = nil, nil
-	return d.with(Error, ReasonCloudLookupFailed, "cloud lookup failed: %v", err)
+	return d.With(Error, ReasonCloudLookupFailed, "cloud lookup failed: %v", err)
 }
 
 // StreamMissingMessage says that the stream ConfigMap is missing.
@@ -43,7 +43,7 @@ const CloudErrorGrace = 3 * time.Minute
 // lasted for longer than grace: new machines keep booting the current image meanwhile, which an
 // admin must hear of.
 func TargetUnavailableTooLong(d Decision, grace time.Duration) Decision {
-	return d.with(Error, ReasonTargetImageUnavailable, "%s for more than %s: new machines keep booting %s until it is published there or the stream changes", d.Message, grace, d.Current)
+	return d.With(Error, ReasonTargetImageUnavailable, "%s for more than %s: new machines keep booting %s until it is published there or the stream changes", d.Message, grace, d.Current)
 }
 
 // cloudDependentSkips are skips that a cloud can lift without any change in the cluster: an image
@@ -106,14 +106,15 @@ type Decision struct {
 	UserData []byte `json:"-"`
 	// UserDataVersion is the Ignition version UserData was upgraded from.
 	UserDataVersion string `json:"-"`
-	// VSphere, on a vSphere Update, is the template import to make before the patch; nil when
-	// the template is already current.
-	VSphere *VSphereImport `json:"-"`
+	// Prepare, on an Update, is what the platform must do in its cloud before the patch, of the
+	// type its folder names (a *vsphere.Import); nil when nothing is.
+	Prepare any `json:"-"`
 	// Rolls, on a MachineDeployment, is how many Machines an update replaces (Object.Machines).
 	Rolls *int `json:"rolls,omitempty"`
 }
 
-func (d Decision) with(action Action, reason, format string, args ...any) Decision {
+// With returns d with its action, reason and message set.
+func (d Decision) With(action Action, reason, format string, args ...any) Decision {
 	d.Action, d.Reason, d.Message = action, reason, fmt.Sprintf(format, args...)
 	return d
 }

@@ -18,9 +18,9 @@ const WindowsLabel = "machine.openshift.io/os-id"
 type Cluster struct {
 	Platform           configv1.PlatformType
 	InfrastructureName string
-	// Region is the cluster's AWS region (Infrastructure status.platformStatus.aws.region): where
-	// Cluster API machines launch, as their templates do not say.
-	Region string
+	// Infrastructure is Infrastructure/cluster, for the platform's own fields of it; nil when
+	// missing.
+	Infrastructure *configv1.Infrastructure
 	// Gates is nil while the gates are unknown; GatesError says why.
 	Gates      Gates
 	GatesError error
@@ -34,12 +34,9 @@ type Cluster struct {
 	BootImages *corev1.ConfigMap
 	// Streams, when set, parses BootImages (a StreamCache shared across decisions).
 	Streams *StreamCache
-	// Images looks cloud images up; nil when no catalogue is available.
-	Images Catalog
-	// VSphere is Infrastructure spec.platformSpec.vsphere: vCenters and failure domains.
-	VSphere *configv1.VSpherePlatformSpec
-	// Templates reads vCenter templates; nil when vCenter is not consulted (offline plans).
-	Templates VSphereTemplates
+	// Cloud looks the platform's images up, as the interface its folder defines (Clouds); nil
+	// when none is available, as offline.
+	Cloud any
 	// PoolStreams maps each MachineConfigPool to its spec.osImageStream.name ("" when unset).
 	PoolStreams map[string]string
 	// DefaultOSStream is OSImageStream cluster's status.defaultStream; "" without one.

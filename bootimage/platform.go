@@ -1,16 +1,19 @@
 package bootimage
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/coreos/stream-metadata-go/stream"
 	configv1 "github.com/openshift/api/config/v1"
 )
 
-// Platform reads, chooses and writes the boot image of one cloud's machines. Each platform is one
-// file of this package and one line of the platforms table (decide.go); the dispatcher (Decide)
-// runs the checks every platform shares before it asks the platform.
+// Platform reads, chooses and writes the boot image of one cloud's machines. Each platform is a
+// folder of bootimage/ that registers itself (Register) and one line of bootimage/platforms; the
+// dispatcher (Decide) runs the checks every platform shares before it asks the platform.
 type Platform interface {
 	// Traits are what the dispatcher needs to know of the platform before it reads a spec.
 	Traits() PlatformTraits
@@ -26,6 +29,8 @@ type Platform interface {
 
 // PlatformTraits are the static facts of a platform.
 type PlatformTraits struct {
+	// Type is the Infrastructure platform type the platform decides for.
+	Type configv1.PlatformType
 	// MachineSetGate is the gate of older releases that turned MachineSet updates on; "" for none.
 	MachineSetGate configv1.FeatureGateName
 	// ControlPlane is true when the ControlPlaneMachineSet's boot image can be managed.
@@ -78,4 +83,26 @@ func UnsupportedMessage(resource string, platform configv1.PlatformType) string 
 		return fmt.Sprintf("boot images of %s are not managed on Azure Stack Hub (Infrastructure status.platformStatus.azure.cloudName %s): its boot images are fixed at install", resource, configv1.AzureStackCloud)
 	}
 	return fmt.Sprintf("boot images of %s are not managed on platform %q", resource, platform)
+}
+
+// platforms are the registered platforms, by type. Registration happens in the platform
+// packages' init functions, so it is complete before any decision.
+var platforms = map[configv1.PlatformType]Platform{}
+
+// Register makes p decide the boot images of its platform type. It panics on a second
+// registration of one type: two folders claiming a platform is a build mistake.
+func Register(p Platform) {
+	t := p.Traits().Type
+	if _, dup := platforms[t]; dup || t == "" {
+		panic(fmt.Sprintf("bootimage: platform %q registered twice or without a type", t))
+	}
+	platforms[t] = p
+}
+
+// Platforms are the registered platforms, sorted by type: what the shipped admission policy's
+// platform lists and the Cluster API Role are checked against.
+func Platforms() []Platform {
+	return slices.SortedFunc(maps.Values(platforms), func(a, b Platform) int {
+		return cmp.Compare(a.Traits().Type, b.Traits().Type)
+	})
 }

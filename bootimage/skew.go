@@ -203,16 +203,16 @@ func SkewViolation(status operatorv1.BootImageSkewEnforcementStatus) string {
 	if v, err := version.ParseGeneric(ocp); err == nil && v.LessThan(MinimumOCPVersion) {
 		return fmt.Sprintf("Upgrades are blocked: the cluster's boot images are from OCP %s, older than the oldest supported OCP %s: %s", ocp, MinimumOCPVersion, fix)
 	}
-	if v, ok := rhelVersion(rhcos); ok && v.LessThan(MinimumRHCOSVersion) {
+	if v, ok := RHELVersion(rhcos); ok && v.LessThan(MinimumRHCOSVersion) {
 		return fmt.Sprintf("Upgrades are blocked: the cluster's boot images are RHCOS %s (RHEL %d.%d), older than the oldest supported RHEL %d.%d: %s",
 			rhcos, v.Major(), v.Minor(), MinimumRHCOSVersion.Major(), MinimumRHCOSVersion.Minor(), fix)
 	}
 	return ""
 }
 
-// rhelVersion returns the RHEL major.minor of an RHCOS version: "9.2.20230101-0" is 9.2, and the
+// RHELVersion returns the RHEL major.minor of an RHCOS version: "9.2.20230101-0" is 9.2, and the
 // legacy "413.92.202305021736-0" (OCP 4.13 on RHEL 9.2) is 9.2 too.
-func rhelVersion(rhcos string) (*version.Version, bool) {
+func RHELVersion(rhcos string) (*version.Version, bool) {
 	parts := strings.SplitN(rhcos, ".", 3)
 	if len(parts) < 2 {
 		return nil, false

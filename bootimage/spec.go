@@ -26,9 +26,9 @@ func (s MachineSpec) where() string {
 	return "providerSpec"
 }
 
-// invalid returns d as an Error: s cannot be read, as format says.
-func (s MachineSpec) invalid(d Decision, format string, args ...any) Decision {
-	return d.with(Error, ReasonInvalidProviderSpec, "%s: %s", s.where(), fmt.Sprintf(format, args...))
+// Invalid returns d as an Error: s cannot be read, as format says.
+func (s MachineSpec) Invalid(d Decision, format string, args ...any) Decision {
+	return d.With(Error, ReasonInvalidProviderSpec, "%s: %s", s.where(), fmt.Sprintf(format, args...))
 }
 
 // Field decodes key of s into v; a missing key leaves v alone.
@@ -70,15 +70,15 @@ type PatchOp struct {
 	Value any    `json:"value"`
 }
 
-// set returns the operation that sets path (relative to the machine spec) to value, whether or
+// Set returns the operation that sets path (relative to the machine spec) to value, whether or
 // not it exists: JSON Patch "add" replaces an existing member.
-func set(path string, value any) PatchOp { return PatchOp{Op: "add", Path: path, Value: value} }
+func Set(path string, value any) PatchOp { return PatchOp{Op: "add", Path: path, Value: value} }
 
 // JSONPatch returns the JSON Patch that applies d to an object whose providerSpec.value is at
 // prefix, with the resourceVersion the decision was made on: the API server refuses the patch
 // with a conflict if the object changed since. Nothing but the image fields is touched.
 func (d Decision) JSONPatch(prefix, resourceVersion string, extra ...PatchOp) ([]byte, error) {
-	ops := []PatchOp{set("/metadata/resourceVersion", resourceVersion)}
+	ops := []PatchOp{Set("/metadata/resourceVersion", resourceVersion)}
 	for _, op := range d.ProviderSpecPatch {
 		op.Path = prefix + op.Path
 		ops = append(ops, op)

@@ -154,14 +154,14 @@ func SameTemplateCopy(existing *unstructured.Unstructured, kind string, d Decisi
 // exists and is not that copy: it is never overwritten.
 func TemplateConflict(d Decision, name string) Decision {
 	d.ProviderSpecPatch = nil
-	return d.with(Error, ReasonTemplateConflict, "template %s/%s exists and is not this operator's copy of the template with %s: delete or rename it; it is never overwritten", d.Namespace, name, d.Target)
+	return d.With(Error, ReasonTemplateConflict, "template %s/%s exists and is not this operator's copy of the template with %s: delete or rename it; it is never overwritten", d.Namespace, name, d.Target)
 }
 
 // DeniedByPolicy returns the Skip decision for d when an admission policy refused its write with
 // said (the policy's own words): no retry until the object or the cluster's inputs change.
 func DeniedByPolicy(d Decision, said string) Decision {
 	d.ProviderSpecPatch = nil
-	return d.with(Skip, ReasonDeniedByPolicy, "boot image update to %s refused by admission: %s", d.Target, said)
+	return d.With(Skip, ReasonDeniedByPolicy, "boot image update to %s refused by admission: %s", d.Target, said)
 }
 
 // InfrastructureRefPatch returns the JSON Patch that points a Cluster API MachineSet or
@@ -170,7 +170,7 @@ func DeniedByPolicy(d Decision, said string) Decision {
 // 409 for the version), with extra operations (the update-attempts annotation) in the same write.
 // The version guard is what makes an annotations map written whole safe: it is the map read.
 func InfrastructureRefPatch(resourceVersion, oldName, newName string, extra ...PatchOp) ([]byte, error) {
-	ops := []PatchOp{set("/metadata/resourceVersion", resourceVersion),
+	ops := []PatchOp{Set("/metadata/resourceVersion", resourceVersion),
 		{Op: "test", Path: infrastructureRefNamePath, Value: oldName}, {Op: "replace", Path: infrastructureRefNamePath, Value: newName}}
 	return json.Marshal(append(ops, extra...))
 }

@@ -13,14 +13,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// toy is a platform written the way a real one is: this file and the one line in the
+// toy is a platform written the way a real one is (a folder of bootimage/ holds one): this and the one line in the
 // BeforeEach below are all it takes to add one. Its boot image is the string at "image".
 type toy struct{ target string }
 
 const toyPlatform configv1.PlatformType = "Toy"
 
 func (toy) Traits() PlatformTraits {
-	return PlatformTraits{Arches: []string{"x86_64"}, TemplateKind: "ToyMachineTemplate"}
+	return PlatformTraits{Type: toyPlatform, Arches: []string{"x86_64"}, TemplateKind: "ToyMachineTemplate"}
 }
 
 func (toy) Current(spec MachineSpec) string {
@@ -32,14 +32,14 @@ func (toy) Current(spec MachineSpec) string {
 func (t toy) Decide(_ context.Context, d Decision, in PlatformInput) (Decision, error) {
 	d.Current = t.Current(in.Spec)
 	if d.Current == "" {
-		return d.with(Error, ReasonInvalidProviderSpec, "providerSpec: image is missing or not a string"), nil
+		return d.With(Error, ReasonInvalidProviderSpec, "providerSpec: image is missing or not a string"), nil
 	}
 	d.Target = fmt.Sprintf("%s-%s", t.target, in.Arch)
 	if d.Current == d.Target {
-		return d.with(NoChange, ReasonUpToDate, "image %s is the stream's", d.Current), nil
+		return d.With(NoChange, ReasonUpToDate, "image %s is the stream's", d.Current), nil
 	}
-	d.ProviderSpecPatch = []PatchOp{set("/image", d.Target)}
-	return d.with(Update, ReasonImageOutdated, "image %s is outdated: the stream's is %s", d.Current, d.Target), nil
+	d.ProviderSpecPatch = []PatchOp{Set("/image", d.Target)}
+	return d.With(Update, ReasonImageOutdated, "image %s is outdated: the stream's is %s", d.Current, d.Target), nil
 }
 
 type toyGates struct{}

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -15,13 +17,13 @@ import (
 // memoryVCenter is one workspace folder as a map of VM name to template. imports is the release
 // an import yields; failOn, when set, fails that operation.
 type memoryVCenter struct {
-	vms       map[string]bootimage.VSphereTemplate
+	vms       map[string]vsphere.Template
 	imports   string
 	diskTypes []string
 	failOn    string
 }
 
-func (m *memoryVCenter) VSphereTemplate(_ context.Context, _ bootimage.VSphereLocation, name string) (*bootimage.VSphereTemplate, error) {
+func (m *memoryVCenter) Template(_ context.Context, _ vsphere.Location, name string) (*vsphere.Template, error) {
 	if m.failOn == "read" {
 		return nil, errors.New("vCenter unreachable")
 	}
@@ -31,16 +33,16 @@ func (m *memoryVCenter) VSphereTemplate(_ context.Context, _ bootimage.VSphereLo
 	return nil, nil
 }
 
-func (m *memoryVCenter) ImportTemplate(ctx context.Context, _ bootimage.VSphereImport, name, _, diskType string) error {
+func (m *memoryVCenter) ImportTemplate(ctx context.Context, _ vsphere.Import, name, _, diskType string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	m.diskTypes = append(m.diskTypes, diskType)
-	m.vms[name] = bootimage.VSphereTemplate{Version: m.imports, DiskType: diskType, IsTemplate: true}
+	m.vms[name] = vsphere.Template{Version: m.imports, DiskType: diskType, IsTemplate: true}
 	return nil
 }
 
-func (m *memoryVCenter) RenameTemplate(_ context.Context, _ bootimage.VSphereLocation, from, to string) error {
+func (m *memoryVCenter) RenameTemplate(_ context.Context, _ vsphere.Location, from, to string) error {
 	if m.failOn == "rename" {
 		return errors.New("rename refused")
 	}
@@ -49,7 +51,7 @@ func (m *memoryVCenter) RenameTemplate(_ context.Context, _ bootimage.VSphereLoc
 	return nil
 }
 
-func (m *memoryVCenter) DestroyTemplate(_ context.Context, _ bootimage.VSphereLocation, name string) error {
+func (m *memoryVCenter) DestroyTemplate(_ context.Context, _ vsphere.Location, name string) error {
 	delete(m.vms, name)
 	return nil
 }
@@ -60,20 +62,20 @@ var _ = Describe("vSphere template swaps", func() {
 		release = "9.6.1"
 		old     = "9.4.1"
 	)
-	importing, replaced := bootimage.VSphereSwapNames(name)
-	current := bootimage.VSphereTemplate{Version: release, DiskType: "thick", IsTemplate: true}
-	outdated := bootimage.VSphereTemplate{Version: old, DiskType: "eagerZeroedThick", IsTemplate: true}
-	partial := bootimage.VSphereTemplate{Version: release, IsTemplate: false}
-	imp := bootimage.VSphereImport{Name: name, Release: release, OVALocation: "https://mirror/rhcos.ova", OVASHA256: "ab"}
+	importing, replaced := vsphere.SwapNames(name)
+	current := vsphere.Template{Version: release, DiskType: "thick", IsTemplate: true}
+	outdated := vsphere.Template{Version: old, DiskType: "eagerZeroedThick", IsTemplate: true}
+	partial := vsphere.Template{Version: release, IsTemplate: false}
+	imp := vsphere.Import{Name: name, Release: release, OVALocation: "https://mirror/rhcos.ova", OVASHA256: "ab"}
 	imp.Folder = "/dc1/vm/infra"
 
 	var vc *memoryVCenter
 	var downloads int
-	var swapper bootimage.VSphereSwapper
+	var swapper vsphere.Swapper
 	BeforeEach(func() {
 		downloads = 0
-		vc = &memoryVCenter{vms: map[string]bootimage.VSphereTemplate{}, imports: release}
-		swapper = bootimage.VSphereSwapper{
+		vc = &memoryVCenter{vms: map[string]vsphere.Template{}, imports: release}
+		swapper = vsphere.Swapper{
 			Store: vc,
 			OVA: func(context.Context, string, string) (string, error) {
 				downloads++
@@ -85,7 +87,7 @@ var _ = Describe("vSphere template swaps", func() {
 	names := func() []string { return slices.Sorted(maps.Keys(vc.vms)) }
 
 	DescribeTable("finish from every state vCenter can be in, leaving only a current template",
-		func(start map[string]bootimage.VSphereTemplate, steps []bootimage.VSphereSwapStep, diskTypes []string) {
+		func(start map[string]vsphere.Template, steps []vsphere.SwapStep, diskTypes []string) {
 			maps.Copy(vc.vms, start)
 			Expect(swapper.Swap(context.Background(), imp)).To(Equal(steps))
 			Expect(names()).To(Equal([]string{name}))
@@ -93,41 +95,41 @@ var _ = Describe("vSphere template swaps", func() {
 			Expect(vc.diskTypes).To(Equal(diskTypes))
 		},
 		Entry("outdated: import, swap, delete",
-			map[string]bootimage.VSphereTemplate{name: outdated},
-			[]bootimage.VSphereSwapStep{bootimage.SwapImport, bootimage.SwapRenameAway, bootimage.SwapRenameIn, bootimage.SwapDeleteReplaced},
+			map[string]vsphere.Template{name: outdated},
+			[]vsphere.SwapStep{vsphere.SwapImport, vsphere.SwapRenameAway, vsphere.SwapRenameIn, vsphere.SwapDeleteReplaced},
 			[]string{"eagerZeroedThick"}),
 		Entry("a new failure domain: provisioned as the install config says",
-			map[string]bootimage.VSphereTemplate{},
-			[]bootimage.VSphereSwapStep{bootimage.SwapImport, bootimage.SwapRenameIn}, []string{"thin"}),
-		Entry("current: nothing to do", map[string]bootimage.VSphereTemplate{name: current}, nil, nil),
+			map[string]vsphere.Template{},
+			[]vsphere.SwapStep{vsphere.SwapImport, vsphere.SwapRenameIn}, []string{"thin"}),
+		Entry("current: nothing to do", map[string]vsphere.Template{name: current}, nil, nil),
 		Entry("current with an import left next to it: deleted",
-			map[string]bootimage.VSphereTemplate{name: current, importing: current},
-			[]bootimage.VSphereSwapStep{bootimage.SwapDeleteImporting}, nil),
+			map[string]vsphere.Template{name: current, importing: current},
+			[]vsphere.SwapStep{vsphere.SwapDeleteImporting}, nil),
 		Entry("interrupted after the import: the verified import is reused",
-			map[string]bootimage.VSphereTemplate{name: outdated, importing: current},
-			[]bootimage.VSphereSwapStep{bootimage.SwapRenameAway, bootimage.SwapRenameIn, bootimage.SwapDeleteReplaced}, nil),
+			map[string]vsphere.Template{name: outdated, importing: current},
+			[]vsphere.SwapStep{vsphere.SwapRenameAway, vsphere.SwapRenameIn, vsphere.SwapDeleteReplaced}, nil),
 		Entry("interrupted during the import: the unverified import is replaced",
-			map[string]bootimage.VSphereTemplate{name: outdated, importing: partial},
-			[]bootimage.VSphereSwapStep{bootimage.SwapImport, bootimage.SwapRenameAway, bootimage.SwapRenameIn, bootimage.SwapDeleteReplaced},
+			map[string]vsphere.Template{name: outdated, importing: partial},
+			[]vsphere.SwapStep{vsphere.SwapImport, vsphere.SwapRenameAway, vsphere.SwapRenameIn, vsphere.SwapDeleteReplaced},
 			[]string{"eagerZeroedThick"}),
 		Entry("interrupted after renaming away: finished forward",
-			map[string]bootimage.VSphereTemplate{replaced: outdated, importing: current},
-			[]bootimage.VSphereSwapStep{bootimage.SwapRenameIn, bootimage.SwapDeleteReplaced}, nil),
+			map[string]vsphere.Template{replaced: outdated, importing: current},
+			[]vsphere.SwapStep{vsphere.SwapRenameIn, vsphere.SwapDeleteReplaced}, nil),
 		Entry("renamed away with no verified import (the MCO's leftover): restored, then swapped",
-			map[string]bootimage.VSphereTemplate{replaced: outdated},
-			[]bootimage.VSphereSwapStep{bootimage.SwapRestore, bootimage.SwapImport, bootimage.SwapRenameAway, bootimage.SwapRenameIn, bootimage.SwapDeleteReplaced},
+			map[string]vsphere.Template{replaced: outdated},
+			[]vsphere.SwapStep{vsphere.SwapRestore, vsphere.SwapImport, vsphere.SwapRenameAway, vsphere.SwapRenameIn, vsphere.SwapDeleteReplaced},
 			[]string{"eagerZeroedThick"}),
 		Entry("interrupted after renaming in: the replaced template is deleted",
-			map[string]bootimage.VSphereTemplate{name: current, replaced: outdated},
-			[]bootimage.VSphereSwapStep{bootimage.SwapDeleteReplaced}, nil),
+			map[string]vsphere.Template{name: current, replaced: outdated},
+			[]vsphere.SwapStep{vsphere.SwapDeleteReplaced}, nil),
 	)
 
 	It("is finished by the next run when stopped after any step", func() {
-		full := []bootimage.VSphereSwapStep{bootimage.SwapImport, bootimage.SwapRenameAway, bootimage.SwapRenameIn, bootimage.SwapDeleteReplaced}
+		full := []vsphere.SwapStep{vsphere.SwapImport, vsphere.SwapRenameAway, vsphere.SwapRenameIn, vsphere.SwapDeleteReplaced}
 		for i, stop := range full {
-			vc.vms = map[string]bootimage.VSphereTemplate{name: outdated}
+			vc.vms = map[string]vsphere.Template{name: outdated}
 			interrupted := swapper
-			interrupted.AfterStep = func(_ context.Context, step bootimage.VSphereSwapStep) error {
+			interrupted.AfterStep = func(_ context.Context, step vsphere.SwapStep) error {
 				if step == stop {
 					return errors.New("operator killed")
 				}
@@ -148,7 +150,7 @@ var _ = Describe("vSphere template swaps", func() {
 		vc.imports = "9.5.0"
 		steps, err := swapper.Swap(context.Background(), imp)
 		Expect(err).To(MatchError(ContainSubstring("is not a template of RHCOS 9.6.1; left for the next attempt to replace")))
-		Expect(steps).To(Equal([]bootimage.VSphereSwapStep{bootimage.SwapImport}))
+		Expect(steps).To(Equal([]vsphere.SwapStep{vsphere.SwapImport}))
 		Expect(downloads).To(Equal(1))
 		Expect(vc.vms).To(HaveKeyWithValue(name, outdated))
 	})
@@ -158,7 +160,7 @@ var _ = Describe("vSphere template swaps", func() {
 		vc.failOn = "rename"
 		steps, err := swapper.Swap(context.Background(), imp)
 		Expect(err).To(MatchError("rename refused"))
-		Expect(steps).To(Equal([]bootimage.VSphereSwapStep{bootimage.SwapImport}))
+		Expect(steps).To(Equal([]vsphere.SwapStep{vsphere.SwapImport}))
 		Expect(names()).To(ConsistOf(name, importing))
 
 		vc.failOn = "read"
@@ -172,7 +174,7 @@ var _ = Describe("vSphere template swaps", func() {
 		cancel()
 		_, err := swapper.Swap(ctx, imp)
 		Expect(err).To(MatchError(context.Canceled))
-		Expect(vc.vms).To(Equal(map[string]bootimage.VSphereTemplate{name: outdated}))
+		Expect(vc.vms).To(Equal(map[string]vsphere.Template{name: outdated}))
 	})
 })
 
@@ -181,26 +183,26 @@ var _ = Describe("A decision after the import it asked for", func() {
 		Kind: "MachineSet", Name: "worker-a", Action: bootimage.Update, Reason: bootimage.ReasonImageOutdated,
 		Current: "t@9.4.1", Target: "t@9.6.1",
 		ProviderSpecPatch: []bootimage.PatchOp{{Op: "add", Path: "/template", Value: "t"}},
-		VSphere:           &bootimage.VSphereImport{Name: "t", Release: "9.6.1"},
+		Prepare:           &vsphere.Import{Name: "t", Release: "9.6.1"},
 	}
-	asked.VSphere.Folder = "/dc1/vm/infra"
+	vsphere.ImportOf(asked).Folder = "/dc1/vm/infra"
 
 	It("is the update the import made, from the template it replaced", func() {
 		now := bootimage.Decision{Kind: "MachineSet", Name: "worker-a", Action: bootimage.NoChange, Reason: bootimage.ReasonUpToDate, Current: "t@9.6.1", Target: "t@9.6.1"}
-		d := bootimage.VSphereImported(asked, now)
+		d := vsphere.Imported(asked, now)
 		Expect(d.Action).To(Equal(bootimage.Update))
 		Expect(d.Current).To(Equal("t@9.4.1"))
 		Expect(d.ProviderSpecPatch).To(Equal(asked.ProviderSpecPatch))
-		Expect(d.VSphere).To(BeNil(), "nothing left to import")
+		Expect(vsphere.ImportOf(d)).To(BeNil(), "nothing left to import")
 		Expect(d.Message).To(Equal("imported template t as RHCOS 9.6.1 in /dc1/vm/infra"))
 	})
 
 	It("is the fresh decision when that is an update without an import, or about another target", func() {
 		repoint := bootimage.Decision{Action: bootimage.Update, Target: "t@9.6.1", ProviderSpecPatch: asked.ProviderSpecPatch}
-		Expect(bootimage.VSphereImported(asked, repoint)).To(Equal(repoint))
+		Expect(vsphere.Imported(asked, repoint)).To(Equal(repoint))
 		moved := bootimage.Decision{Action: bootimage.NoChange, Target: "t@9.7.0"}
-		Expect(bootimage.VSphereImported(asked, moved)).To(Equal(moved))
+		Expect(vsphere.Imported(asked, moved)).To(Equal(moved))
 		skipped := bootimage.Decision{Action: bootimage.Skip, Target: "t@9.6.1"}
-		Expect(bootimage.VSphereImported(asked, skipped)).To(Equal(skipped))
+		Expect(vsphere.Imported(asked, skipped)).To(Equal(skipped))
 	})
 })

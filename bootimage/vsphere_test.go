@@ -6,6 +6,8 @@ import (
 	"path"
 	"strings"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
@@ -16,11 +18,11 @@ import (
 
 // folderTemplates is vCenter as a map of inventory path to template; err, when set, fails reads.
 type folderTemplates struct {
-	byPath map[string]bootimage.VSphereTemplate
+	byPath map[string]vsphere.Template
 	err    error
 }
 
-func (f folderTemplates) VSphereTemplate(_ context.Context, at bootimage.VSphereLocation, name string) (*bootimage.VSphereTemplate, error) {
+func (f folderTemplates) Template(_ context.Context, at vsphere.Location, name string) (*vsphere.Template, error) {
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -43,17 +45,17 @@ var _ = Describe("vSphere decisions", func() {
 
 	var templates folderTemplates
 	BeforeEach(func() {
-		templates = folderTemplates{byPath: map[string]bootimage.VSphereTemplate{
+		templates = folderTemplates{byPath: map[string]vsphere.Template{
 			folder + "/" + installed: {Version: "9.4.20240101-0", DiskType: "eagerZeroedThick", IsTemplate: true},
 		}}
 	})
 
-	vsphere := func(template string, mutations ...mutate) bootimage.Decision {
+	decideVSphere := func(template string, mutations ...mutate) bootimage.Decision {
 		GinkgoHelper()
 		c, o := clusterOn(configv1.VSpherePlatformType), machineSet(fixtures.VSphereProviderSpecAt(template, ws))
-		c.VSphere = fixtures.VSpherePlatformSpec("fd1", 443, ws, "/dc1/host/c1", "ci-segment")
+		c.Infrastructure = &configv1.Infrastructure{Spec: configv1.InfrastructureSpec{PlatformSpec: configv1.PlatformSpec{VSphere: fixtures.VSpherePlatformSpec("fd1", 443, ws, "/dc1/host/c1", "ci-segment")}}}
 		c.BootImages = fixtures.BootImagesConfigMap(fixtures.WithVSphereOVA(fixtures.Stream(), release, "https://mirror/rhcos.ova", ovaSHA), "4.20.3")
-		c.Templates = templates
+		c.Cloud = templates
 		for _, m := range mutations {
 			m(&c, &o)
 		}
@@ -63,13 +65,13 @@ var _ = Describe("vSphere decisions", func() {
 	}
 
 	It("imports the stream's OVA over an outdated template, keeping its name", func() {
-		d := vsphere(installed)
+		d := decideVSphere(installed)
 		Expect(d).To(And(HaveField("Action", bootimage.Update), HaveField("Reason", bootimage.ReasonImageOutdated)))
 		Expect(d.Current).To(Equal(installed + "@9.4.20240101-0"))
 		Expect(d.Target).To(Equal(installed+"@"+release), "the name is stable, so the target carries the version")
-		Expect(*d.VSphere).To(Equal(bootimage.VSphereImport{
-			VSphereLocation: bootimage.VSphereLocation{Server: ws.Server, Port: 443, Datacenter: "dc1", Folder: folder},
-			Name:            installed, ComputeCluster: "/dc1/host/c1", ResourcePool: ws.ResourcePool, Datastore: ws.Datastore, Network: "ci-segment",
+		Expect(*vsphere.ImportOf(d)).To(Equal(vsphere.Import{
+			Location: vsphere.Location{Server: ws.Server, Port: 443, Datacenter: "dc1", Folder: folder},
+			Name:     installed, ComputeCluster: "/dc1/host/c1", ResourcePool: ws.ResourcePool, Datastore: ws.Datastore, Network: "ci-segment",
 			Release: release, OVALocation: "https://mirror/rhcos.ova", OVASHA256: ovaSHA, InfrastructureName: "demo-x7k2p",
 		}))
 		_, after := applyPatch(fixtures.VSphereProviderSpecAt(installed, ws), d)
@@ -83,53 +85,53 @@ var _ = Describe("vSphere decisions", func() {
 			c.BootImages = fixtures.BootImagesConfigMap50(streams, fixtures.OCP50ReleaseVersion)
 		}
 		It("never imports a rhel-10 OVA over a rhel-9 template: the rhel-10 one has a name of its own", func() {
-			d := vsphere(installed, on50, labelled(rhel10))
+			d := decideVSphere(installed, on50, labelled(rhel10))
 			Expect(d.Action).To(Equal(bootimage.Update), d.Message)
-			Expect(d.VSphere.Name).To(Equal("demo-x7k2p-rhcos-rhel-10-fd1"))
-			Expect(d.VSphere.Release).To(Equal(fixtures.RHEL10Release))
-			Expect(d.VSphere.OVALocation).To(Equal(fixtures.RHEL10VSphereOVA))
+			Expect(vsphere.ImportOf(d).Name).To(Equal("demo-x7k2p-rhcos-rhel-10-fd1"))
+			Expect(vsphere.ImportOf(d).Release).To(Equal(fixtures.RHEL10Release))
+			Expect(vsphere.ImportOf(d).OVALocation).To(Equal(fixtures.RHEL10VSphereOVA))
 		})
 		It("keeps the MCO's name for rhel-9 while it holds a rhel-9 template", func() {
-			templates.byPath[folder+"/"+computed] = bootimage.VSphereTemplate{Version: "9.4.20240101-0", IsTemplate: true}
-			d := vsphere("elsewhere/custom", on50, labelled("rhel-9"))
-			Expect(d.VSphere.Name).To(Equal(computed))
-			Expect(d.VSphere.Release).To(Equal(release))
+			templates.byPath[folder+"/"+computed] = vsphere.Template{Version: "9.4.20240101-0", IsTemplate: true}
+			d := decideVSphere("elsewhere/custom", on50, labelled("rhel-9"))
+			Expect(vsphere.ImportOf(d).Name).To(Equal(computed))
+			Expect(vsphere.ImportOf(d).Release).To(Equal(release))
 		})
 		It("never imports a rhel-9 OVA over a rhel-10 template: the MCO's name taken, rhel-9 gets its own", func() {
-			templates.byPath[folder+"/"+computed] = bootimage.VSphereTemplate{Version: fixtures.RHEL10Release, IsTemplate: true}
-			d := vsphere(computed, on50, labelled("rhel-9"))
+			templates.byPath[folder+"/"+computed] = vsphere.Template{Version: fixtures.RHEL10Release, IsTemplate: true}
+			d := decideVSphere(computed, on50, labelled("rhel-9"))
 			Expect(d.Action).To(Equal(bootimage.Update), d.Message)
-			Expect(d.VSphere.Name).To(Equal("demo-x7k2p-rhcos-rhel-9-fd1"))
-			Expect(d.VSphere.Release).To(Equal(release))
+			Expect(vsphere.ImportOf(d).Name).To(Equal("demo-x7k2p-rhcos-rhel-9-fd1"))
+			Expect(vsphere.ImportOf(d).Release).To(Equal(release))
 		})
 		It("updates a rhel-10 template in place with the rhel-10 OVA", func() {
-			templates.byPath[folder+"/"+computed] = bootimage.VSphereTemplate{Version: "10.0.20251101-0", IsTemplate: true}
-			d := vsphere(computed, on50, labelled(rhel10))
-			Expect(d.VSphere.Name).To(Equal(computed))
-			Expect(d.VSphere.Release).To(Equal(fixtures.RHEL10Release))
+			templates.byPath[folder+"/"+computed] = vsphere.Template{Version: "10.0.20251101-0", IsTemplate: true}
+			d := decideVSphere(computed, on50, labelled(rhel10))
+			Expect(vsphere.ImportOf(d).Name).To(Equal(computed))
+			Expect(vsphere.ImportOf(d).Release).To(Equal(fixtures.RHEL10Release))
 		})
 		It("skips when every name of the stream holds another stream's template", func() {
-			templates.byPath[folder+"/"+computed] = bootimage.VSphereTemplate{Version: fixtures.RHEL10Release, IsTemplate: true}
-			templates.byPath[folder+"/demo-x7k2p-rhcos-rhel-9-fd1"] = bootimage.VSphereTemplate{Version: fixtures.RHEL10Release, IsTemplate: true}
-			d := vsphere(computed, on50, labelled("rhel-9"))
+			templates.byPath[folder+"/"+computed] = vsphere.Template{Version: fixtures.RHEL10Release, IsTemplate: true}
+			templates.byPath[folder+"/demo-x7k2p-rhcos-rhel-9-fd1"] = vsphere.Template{Version: fixtures.RHEL10Release, IsTemplate: true}
+			d := decideVSphere(computed, on50, labelled("rhel-9"))
 			Expect(d.Action).To(Equal(bootimage.Skip))
 			Expect(d.Reason).To(Equal(bootimage.ReasonOSStreamTemplateTaken))
-			Expect(d.VSphere).To(BeNil())
+			Expect(vsphere.ImportOf(d)).To(BeNil())
 		})
 	})
 
 	It("is up to date when the template is the stream's release", func() {
-		templates.byPath[folder+"/"+installed] = bootimage.VSphereTemplate{Version: release, IsTemplate: true}
-		d := vsphere(installed)
-		Expect(d).To(And(HaveField("Action", bootimage.NoChange), HaveField("Reason", bootimage.ReasonUpToDate), HaveField("VSphere", BeNil())))
+		templates.byPath[folder+"/"+installed] = vsphere.Template{Version: release, IsTemplate: true}
+		d := decideVSphere(installed)
+		Expect(d).To(And(HaveField("Action", bootimage.NoChange), HaveField("Reason", bootimage.ReasonUpToDate), HaveField("Prepare", BeNil())))
 	})
 
 	It("creates <infrastructureName>-rhcos-<failure domain> when the MachineSet's template is not in the workspace folder", func() {
 		for _, template := range []string{"/dc1/vm/customer/golden", "golden"} {
-			templates.byPath["/dc1/vm/customer/golden"] = bootimage.VSphereTemplate{Version: "9.4.20240101-0"}
-			d := vsphere(template)
+			templates.byPath["/dc1/vm/customer/golden"] = vsphere.Template{Version: "9.4.20240101-0"}
+			d := decideVSphere(template)
 			Expect(d.Action).To(Equal(bootimage.Update), template)
-			Expect(d.VSphere).To(And(HaveField("Name", computed), HaveField("Folder", folder)), template)
+			Expect(vsphere.ImportOf(d)).To(And(HaveField("Name", computed), HaveField("Folder", folder)), template)
 			Expect(d.Message).To(ContainSubstring("is not in the workspace folder " + folder + ": importing the stream's OVA"))
 			_, after := applyPatch(fixtures.VSphereProviderSpecAt(template, ws), d)
 			Expect(after["template"]).To(Equal(computed))
@@ -137,59 +139,59 @@ var _ = Describe("vSphere decisions", func() {
 	})
 
 	It("points the MachineSet at the cluster's current template without importing", func() {
-		templates.byPath[folder+"/"+computed] = bootimage.VSphereTemplate{Version: release, IsTemplate: true}
-		d := vsphere("/dc1/vm/customer/golden")
-		Expect(d).To(And(HaveField("Action", bootimage.Update), HaveField("VSphere", BeNil()), HaveField("Target", computed+"@"+release)))
+		templates.byPath[folder+"/"+computed] = vsphere.Template{Version: release, IsTemplate: true}
+		d := decideVSphere("/dc1/vm/customer/golden")
+		Expect(d).To(And(HaveField("Action", bootimage.Update), HaveField("Prepare", BeNil()), HaveField("Target", computed+"@"+release)))
 	})
 
 	It("finishes a swap an interruption left: a renamed-away template, or leftovers next to a current one", func() {
-		importing, replaced := bootimage.VSphereSwapNames(installed)
+		importing, replaced := vsphere.SwapNames(installed)
 		templates.byPath[folder+"/"+replaced] = templates.byPath[folder+"/"+installed]
 		delete(templates.byPath, folder+"/"+installed)
-		d := vsphere(installed)
-		Expect(d.VSphere).To(HaveField("Name", installed))
+		d := decideVSphere(installed)
+		Expect(vsphere.ImportOf(d)).To(HaveField("Name", installed))
 		Expect(d.Current).To(Equal(installed + "@9.4.20240101-0"))
 
-		templates.byPath[folder+"/"+installed] = bootimage.VSphereTemplate{Version: release, IsTemplate: true}
+		templates.byPath[folder+"/"+installed] = vsphere.Template{Version: release, IsTemplate: true}
 		delete(templates.byPath, folder+"/"+replaced)
-		templates.byPath[folder+"/"+importing] = bootimage.VSphereTemplate{Version: release}
-		d = vsphere(installed)
+		templates.byPath[folder+"/"+importing] = vsphere.Template{Version: release}
+		d = decideVSphere(installed)
 		Expect(d.Action).To(Equal(bootimage.Update))
 		Expect(d.Message).To(ContainSubstring("an interrupted swap left " + importing))
-		Expect(d.VSphere).NotTo(BeNil())
+		Expect(vsphere.ImportOf(d)).NotTo(BeNil())
 	})
 
 	It("keys the hot-loop guard on the release, since the template name does not change", func() {
-		d := vsphere(installed, func(c *bootimage.Cluster, o *bootimage.Object) {
+		d := decideVSphere(installed, func(c *bootimage.Cluster, o *bootimage.Object) {
 			o.Memory.Patched = bootimage.Attempts{Target: installed + "@" + release, Count: bootimage.HotLoopLimit, Selection: bootimage.SelectionKey(c.Effective, o.Resource)}
 		})
-		Expect(d).To(And(HaveField("Action", bootimage.Error), HaveField("Reason", bootimage.ReasonHotLoopDetected), HaveField("VSphere", BeNil())))
+		Expect(d).To(And(HaveField("Action", bootimage.Error), HaveField("Reason", bootimage.ReasonHotLoopDetected), HaveField("Prepare", BeNil())))
 	})
 
 	DescribeTable("leaves alone, with a reason",
 		func(template string, mutation mutate, action bootimage.Action, reason, message string) {
-			d := vsphere(template, mutation)
-			Expect(d).To(And(HaveField("Action", action), HaveField("Reason", reason), HaveField("VSphere", BeNil())))
+			d := decideVSphere(template, mutation)
+			Expect(d).To(And(HaveField("Action", action), HaveField("Reason", reason), HaveField("Prepare", BeNil())))
 			Expect(d.Message).To(ContainSubstring(message))
 		},
 		Entry("a workspace of no failure domain", installed, func(c *bootimage.Cluster, _ *bootimage.Object) {
-			c.VSphere.FailureDomains[0].Topology.Datastore = "/dc1/datastore/other"
+			c.Infrastructure.Spec.PlatformSpec.VSphere.FailureDomains[0].Topology.Datastore = "/dc1/datastore/other"
 		}, bootimage.Skip, bootimage.ReasonFailureDomainMismatch, "providerSpec workspace (server: vcenter.example.com, datacenter: dc1, datastore: /dc1/datastore/ds1, resourcePool: /dc1/host/c1/Resources) matches no vCenter"),
-		Entry("a cluster without failure domains", installed, func(c *bootimage.Cluster, _ *bootimage.Object) { c.VSphere = nil },
+		Entry("a cluster without failure domains", installed, func(c *bootimage.Cluster, _ *bootimage.Object) { c.Infrastructure.Spec.PlatformSpec.VSphere = nil },
 			bootimage.Skip, bootimage.ReasonFailureDomainMismatch, "matches no vCenter"),
-		Entry("an offline plan", installed, func(c *bootimage.Cluster, _ *bootimage.Object) { c.Templates = nil },
+		Entry("an offline plan", installed, func(c *bootimage.Cluster, _ *bootimage.Object) { c.Cloud = nil },
 			bootimage.Skip, bootimage.ReasonVCenterNotConsulted, "template "+installed+": vCenter vcenter.example.com not consulted, so its RHCOS version is unknown; the stream's is "+release+" (OVA https://mirror/rhcos.ova)"),
 		Entry("no credentials", installed, func(c *bootimage.Cluster, _ *bootimage.Object) {
-			c.Templates = folderTemplates{err: bootimage.ErrNoCatalog}
+			c.Cloud = folderTemplates{err: bootimage.ErrNoCatalog}
 		}, bootimage.Skip, bootimage.ReasonVCenterNotConsulted, "no credentials for vCenter vcenter.example.com"),
 		Entry("a template without an RHCOS version", installed, func(*bootimage.Cluster, *bootimage.Object) {
-			templates.byPath[folder+"/"+installed] = bootimage.VSphereTemplate{}
+			templates.byPath[folder+"/"+installed] = vsphere.Template{}
 		}, bootimage.Skip, bootimage.ReasonCustomImage, "has no RHCOS product version"),
 		Entry("a stream without an OVA checksum", installed, func(c *bootimage.Cluster, _ *bootimage.Object) {
 			c.BootImages = fixtures.BootImagesConfigMap(fixtures.WithVSphereOVA(fixtures.Stream(), release, "https://mirror/rhcos.ova", ""), "4.20.3")
 		}, bootimage.Skip, bootimage.ReasonTargetImageUnavailable, "no vmware OVA with a release and sha256 for x86_64"),
 		Entry("a template name longer than vSphere's 80 characters", installed, func(c *bootimage.Cluster, _ *bootimage.Object) {
-			c.VSphere.FailureDomains[0].Name = strings.Repeat("f", 70)
+			c.Infrastructure.Spec.PlatformSpec.VSphere.FailureDomains[0].Name = strings.Repeat("f", 70)
 			delete(templates.byPath, folder+"/"+installed)
 		}, bootimage.Error, bootimage.ReasonTemplateNameTooLong, "longer than vSphere's 80 characters"),
 		Entry("a providerSpec without a workspace folder", "x", func(_ *bootimage.Cluster, o *bootimage.Object) {
@@ -199,8 +201,8 @@ var _ = Describe("vSphere decisions", func() {
 
 	It("returns a failed vCenter read as transient", func() {
 		c, o := clusterOn(configv1.VSpherePlatformType), machineSet(fixtures.VSphereProviderSpecAt(installed, ws))
-		c.VSphere = fixtures.VSpherePlatformSpec("fd1", 0, ws, "/dc1/host/c1", "ci-segment")
-		c.Templates = folderTemplates{err: errors.New("connection refused")}
+		c.Infrastructure = &configv1.Infrastructure{Spec: configv1.InfrastructureSpec{PlatformSpec: configv1.PlatformSpec{VSphere: fixtures.VSpherePlatformSpec("fd1", 0, ws, "/dc1/host/c1", "ci-segment")}}}
+		c.Cloud = folderTemplates{err: errors.New("connection refused")}
 		_, err := bootimage.Decide(ctx, c, o)
 		Expect(err).To(MatchError(ContainSubstring("looking up template " + installed + " in vCenter vcenter.example.com folder " + folder + ": connection refused")))
 	})

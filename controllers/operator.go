@@ -17,6 +17,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
+
 	"github.com/go-logr/logr"
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
@@ -70,12 +72,13 @@ type Options struct {
 	// Name prefixes the controller names ("<Name>-machineset"), so that two registrations can
 	// share a process (tests). Default: none, the names the alerts and dashboards know.
 	Name string
-	// GCP links the GCP image lookups: pass gcp.New (package bootimage/cloud/gcp). Default: none,
+	// GCP links the GCP image lookups: pass gcpcloud.New (package bootimage/gcp/gcpcloud). Default: none,
 	// and GCP MachineSets are decided by the image prefix rule alone (as without credentials);
 	// the Google Cloud SDK is then not linked.
-	GCP cloud.NewGCPLookup
-	// Images replaces the cloud image lookups altogether (a static catalogue, tests).
-	Images bootimage.Catalog
+	GCP gcp.NewImages
+	// Images replaces the AWS and GCP image lookups altogether, by platform (a static catalogue,
+	// tests); vCenter is read as without it.
+	Images bootimage.Clouds
 	// CloudRootCAs, when set, are the only CAs trusted for cloud endpoints.
 	CloudRootCAs *x509.CertPool
 	// OVACacheDir is the writable directory for downloaded vSphere OVAs.

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	_ "github.com/bootimage-operator/bootimage-operator/bootimage/platforms"
 )
 
 // allGates turns every gate on: what the platform lists are checked against is the widest the
@@ -53,8 +54,8 @@ func documentsOf(t *testing.T, path string) [][]byte {
 func supported(managed func(configv1.PlatformType, bootimage.Gates) bool) []string {
 	var out []string
 	for _, p := range bootimage.Platforms() {
-		if managed(p, allGates{}) {
-			out = append(out, string(p))
+		if t := p.Traits().Type; managed(t, allGates{}) {
+			out = append(out, string(t))
 		}
 	}
 	slices.Sort(out)

@@ -5,12 +5,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws/awscloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
+	_ "github.com/bootimage-operator/bootimage-operator/bootimage/platforms"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
-	gcpimages "github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcp"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp/gcpcloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
@@ -23,15 +27,15 @@ func TestCloud(t *testing.T) {
 var ctx = context.Background()
 
 // staticKeysEC2 is an EC2 catalogue of server with static keys.
-func staticKeysEC2(server *fakecloud.EC2) *cloud.EC2 {
-	return &cloud.EC2{Metrics: testMetrics, TTL: time.Minute, RootCAs: server.RootCAs(), Settings: func(context.Context) (cloud.AWSSettings, error) {
-		return cloud.AWSSettings{Version: "1", AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "secret", Endpoint: server.URL}, nil
+func staticKeysEC2(server *fakecloud.EC2) *awscloud.EC2 {
+	return &awscloud.EC2{Metrics: testMetrics, TTL: time.Minute, RootCAs: server.RootCAs(), Settings: func(context.Context) (awscloud.Settings, error) {
+		return awscloud.Settings{Version: "1", AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "secret", Endpoint: server.URL}, nil
 	}}
 }
 
 var _ = Describe("EC2 through aws-sdk-go-v2", func() {
 	var server *fakecloud.EC2
-	var ec2 *cloud.EC2
+	var ec2 *awscloud.EC2
 	BeforeEach(func() {
 		server = fakecloud.NewEC2(fixtures.AWSImages())
 		DeferCleanup(server.Close)
@@ -39,26 +43,26 @@ var _ = Describe("EC2 through aws-sdk-go-v2", func() {
 	})
 
 	It("describes an AMI by id in its region", func() {
-		img, err := ec2.AWSImage(ctx, "us-west-2", fixtures.NewAWSAMIUSWest2)
+		img, err := ec2.Image(ctx, "us-west-2", fixtures.NewAWSAMIUSWest2)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(*img).To(Equal(bootimage.AWSImage{ImageID: fixtures.NewAWSAMIUSWest2, OwnerID: bootimage.RHCOSOwner, Name: "rhcos-9.6.20250523-0-x86_64", Description: "rhcos-9.6.20250523-0-x86_64", CreationDate: "2025-05-23T12:00:00.000Z", Region: "us-west-2", State: "available"}))
+		Expect(*img).To(Equal(aws.Image{ImageID: fixtures.NewAWSAMIUSWest2, OwnerID: aws.RHCOSOwner, Name: "rhcos-9.6.20250523-0-x86_64", Description: "rhcos-9.6.20250523-0-x86_64", CreationDate: "2025-05-23T12:00:00.000Z", Region: "us-west-2", State: "available"}))
 	})
 
 	It("answers nil for an AMI EC2 does not know (InvalidAMIID.NotFound)", func() {
-		img, err := ec2.AWSImage(ctx, "us-east-1", "ami-0deadbeef0000000")
+		img, err := ec2.Image(ctx, "us-east-1", "ami-0deadbeef0000000")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(img).To(BeNil())
 	})
 
 	It("lists the marketplace AMIs of a product", func() {
-		imgs, err := ec2.AWSMarketplaceImages(ctx, "us-east-1", fixtures.MarketplaceProduct)
+		imgs, err := ec2.MarketplaceImages(ctx, "us-east-1", fixtures.MarketplaceProduct)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(imgs).To(HaveLen(3))
 	})
 
 	It("caches results for the TTL", func() {
 		for range 3 {
-			_, err := ec2.AWSImage(ctx, "us-east-1", fixtures.OldAWSAMI)
+			_, err := ec2.Image(ctx, "us-east-1", fixtures.OldAWSAMI)
 			Expect(err).NotTo(HaveOccurred())
 		}
 		Expect(server.Calls.Load()).To(BeEquivalentTo(1))
@@ -72,53 +76,53 @@ var _ = Describe("EC2 through aws-sdk-go-v2", func() {
 	})
 
 	It("says when there are no credentials", func() {
-		none := &cloud.EC2{Metrics: testMetrics, Settings: func(context.Context) (cloud.AWSSettings, error) { return cloud.AWSSettings{}, bootimage.ErrNoCatalog }}
-		_, err := none.AWSImage(ctx, "us-east-1", fixtures.OldAWSAMI)
+		none := &awscloud.EC2{Metrics: testMetrics, Settings: func(context.Context) (awscloud.Settings, error) { return awscloud.Settings{}, bootimage.ErrNoCatalog }}
+		_, err := none.Image(ctx, "us-east-1", fixtures.OldAWSAMI)
 		Expect(err).To(MatchError(bootimage.ErrNoCatalog))
 	})
 })
 
 var _ = Describe("GCP compute through cloud.google.com/go/compute", func() {
 	var server *fakecloud.Compute
-	var gcp *gcpimages.Images
+	var compute *gcpcloud.Images
 	BeforeEach(func() {
 		server = fakecloud.NewCompute([]fakecloud.ComputeImage{
 			{Project: "rhcos-cloud", Name: fixtures.NewGCPImageName},
 			{Project: "rhcos-cloud", Name: "rhcos-old", Deprecation: "DEPRECATED"},
 		})
 		DeferCleanup(server.Close)
-		gcp = &gcpimages.Images{Metrics: testMetrics, Settings: func(context.Context) (cloud.GCPSettings, error) {
-			return cloud.GCPSettings{Version: "1", Token: "test-token", Endpoint: server.URL}, nil
+		compute = &gcpcloud.Images{Metrics: testMetrics, Settings: func(context.Context) (gcp.Settings, error) {
+			return gcp.Settings{Version: "1", Token: "test-token", Endpoint: server.URL}, nil
 		}}
 	})
 
 	It("gets an image and its deprecation", func() {
-		img, err := gcp.GCPImage(ctx, "rhcos-cloud", fixtures.NewGCPImageName)
+		img, err := compute.Image(ctx, "rhcos-cloud", fixtures.NewGCPImageName)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(img).To(Equal(&bootimage.GCPImage{Name: fixtures.NewGCPImageName}))
-		old, err := gcp.GCPImage(ctx, "rhcos-cloud", "rhcos-old")
+		Expect(img).To(Equal(&gcp.Image{Name: fixtures.NewGCPImageName}))
+		old, err := compute.Image(ctx, "rhcos-cloud", "rhcos-old")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(old.Deprecation).To(Equal("DEPRECATED"))
 	})
 
 	It("answers nil for a missing image (HTTP 404)", func() {
-		img, err := gcp.GCPImage(ctx, "rhcos-cloud", "nope")
+		img, err := compute.Image(ctx, "rhcos-cloud", "nope")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(img).To(BeNil())
 	})
 
 	It("skips the pre-flight without credentials, refuses a missing target with them", func() {
 		ms := bootimage.MachineSetObject(fixtures.MachineSet("w", fixtures.GCPProviderSpec(fixtures.OldGCPImage)))
-		cluster := gcpCluster(cloud.Catalog{GCP: &gcpimages.Images{Metrics: testMetrics, Settings: func(context.Context) (cloud.GCPSettings, error) { return cloud.GCPSettings{}, bootimage.ErrNoCatalog }}})
+		cluster := gcpCluster(&gcpcloud.Images{Metrics: testMetrics, Settings: func(context.Context) (gcp.Settings, error) { return gcp.Settings{}, bootimage.ErrNoCatalog }})
 		d, err := bootimage.Decide(ctx, cluster, ms)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(d.Action).To(Equal(bootimage.Update))
 
 		empty := fakecloud.NewCompute(nil)
 		defer empty.Close()
-		cluster.Images = cloud.Catalog{GCP: &gcpimages.Images{Metrics: testMetrics, Settings: func(context.Context) (cloud.GCPSettings, error) {
-			return cloud.GCPSettings{Token: "t", Endpoint: empty.URL}, nil
-		}}}
+		cluster.Cloud = &gcpcloud.Images{Metrics: testMetrics, Settings: func(context.Context) (gcp.Settings, error) {
+			return gcp.Settings{Token: "t", Endpoint: empty.URL}, nil
+		}}
 		d, err = bootimage.Decide(ctx, cluster, ms)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(d).To(And(HaveField("Action", bootimage.Skip), HaveField("Reason", bootimage.ReasonTargetImageUnavailable)))

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws/awscloud"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
@@ -39,9 +40,9 @@ var _ = Describe("AWS credentials on a read-only root filesystem", func() {
 		Expect(err).NotTo(HaveOccurred())
 	})
 
-	catalogue := func(sharedConfig string) *cloud.EC2 {
-		return &cloud.EC2{Metrics: testMetrics, RootCAs: trust, Settings: func(context.Context) (cloud.AWSSettings, error) {
-			return cloud.AWSSettings{Version: "1", SharedConfig: []byte(sharedConfig), Endpoint: ec2Server.URL, STSEndpoint: stsServer.URL}, nil
+	catalogue := func(sharedConfig string) *awscloud.EC2 {
+		return &awscloud.EC2{Metrics: testMetrics, RootCAs: trust, Settings: func(context.Context) (awscloud.Settings, error) {
+			return awscloud.Settings{Version: "1", SharedConfig: []byte(sharedConfig), Endpoint: ec2Server.URL, STSEndpoint: stsServer.URL}, nil
 		}}
 	}
 
@@ -49,7 +50,7 @@ var _ = Describe("AWS credentials on a read-only root filesystem", func() {
 		ec2 := catalogue(fmt.Sprintf("[default]\nrole_arn = %s\nweb_identity_token_file = %s\n", roleARN, tokenFile))
 
 		for _, id := range []string{fixtures.OldAWSAMI, fixtures.NewAWSAMIUSEast1} {
-			img, err := ec2.AWSImage(ctx, "us-east-1", id)
+			img, err := ec2.Image(ctx, "us-east-1", id)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(img.ImageID).To(Equal(id))
 		}
@@ -65,7 +66,7 @@ var _ = Describe("AWS credentials on a read-only root filesystem", func() {
 	It("says why STS refused the token", func() {
 		Expect(os.WriteFile(tokenFile, []byte("an expired token"), 0o600)).To(Succeed())
 		ec2 := catalogue(fmt.Sprintf("[default]\nrole_arn = %s\nweb_identity_token_file = %s\n", roleARN, tokenFile))
-		_, err := ec2.AWSImage(ctx, "us-east-1", fixtures.OldAWSAMI)
+		_, err := ec2.Image(ctx, "us-east-1", fixtures.OldAWSAMI)
 		Expect(err).To(MatchError(ContainSubstring("InvalidIdentityToken")))
 		Expect(ec2Server.Requests()).To(BeEmpty())
 		Expect(requestCount("sts:AssumeRoleWithWebIdentity", "error")).To(BeNumerically(">=", 1))
@@ -73,7 +74,7 @@ var _ = Describe("AWS credentials on a read-only root filesystem", func() {
 
 	It("reads static keys from the shared config", func() {
 		ec2 := catalogue("# written by the cloud credential operator\n[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n")
-		_, err := ec2.AWSImage(ctx, "us-east-1", fixtures.OldAWSAMI)
+		_, err := ec2.Image(ctx, "us-east-1", fixtures.OldAWSAMI)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(ec2Server.Requests()).To(ConsistOf(HaveField("AccessKeyID", "AKIAIOSFODNN7EXAMPLE")))
 		Expect(stsServer.Calls.Load()).To(BeZero())
@@ -81,7 +82,7 @@ var _ = Describe("AWS credentials on a read-only root filesystem", func() {
 
 	DescribeTable("refuses credentials it cannot use, naming what is missing",
 		func(sharedConfig, message string) {
-			_, err := catalogue(sharedConfig).AWSImage(ctx, "us-east-1", fixtures.OldAWSAMI)
+			_, err := catalogue(sharedConfig).Image(ctx, "us-east-1", fixtures.OldAWSAMI)
 			Expect(err).To(MatchError(ContainSubstring(message)))
 			Expect(ec2Server.Requests()).To(BeEmpty())
 		},

@@ -182,8 +182,12 @@ type remembered struct {
 	interval time.Duration
 }
 
+// maxFailures bounds the failures remembered, one per lookup key and scope: far above what one
+// cluster needs.
+const maxFailures = 1024
+
 func newFailures(b Backoff) *failures {
-	return &failures{backoff: b.withDefaults(), last: utilcache.NewLRUExpireCache(maxImageAnswers)}
+	return &failures{backoff: b.withDefaults(), last: utilcache.NewLRUExpireCache(maxFailures)}
 }
 
 // active returns the remembered failure of key or scope, if its interval has not passed.

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"time"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
-	gcpimages "github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcp"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp/gcpcloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
@@ -22,7 +24,7 @@ var _ = Describe("Cloud failures", func() {
 		ec2.Backoff = cloud.Backoff{Initial: 300 * time.Millisecond, Max: time.Second}
 		server.Unavailable.Store(true)
 
-		_, first := ec2.AWSImage(ctx, "us-east-1", fixtures.OldAWSAMI)
+		_, first := ec2.Image(ctx, "us-east-1", fixtures.OldAWSAMI)
 		Expect(first).To(MatchError(ContainSubstring("HTTP 503 Unavailable: The service is unavailable")))
 		Expect(first.Error()).NotTo(ContainSubstring("RequestID"))
 		sent := server.CallsIn("us-east-1")
@@ -35,9 +37,9 @@ var _ = Describe("Cloud failures", func() {
 			// The same query and any other query of the region get the remembered failure.
 			var err error
 			if i%2 == 0 {
-				_, err = ec2.AWSImage(ctx, "us-east-1", fixtures.OldAWSAMI)
+				_, err = ec2.Image(ctx, "us-east-1", fixtures.OldAWSAMI)
 			} else {
-				_, err = ec2.AWSMarketplaceImages(ctx, "us-east-1", fixtures.MarketplaceProduct)
+				_, err = ec2.MarketplaceImages(ctx, "us-east-1", fixtures.MarketplaceProduct)
 			}
 			if _, remembered := cloud.RetryAfter(err); !remembered {
 				return // the interval passed on a slow machine: a new call, counted below
@@ -46,21 +48,21 @@ var _ = Describe("Cloud failures", func() {
 		})
 		Expect(server.CallsIn("us-east-1")).To(BeNumerically("<=", 2*sent), "at most one more flight while the failure is remembered")
 		Expect(server.CallsIn("us-west-2")).To(BeZero())
-		_, err := ec2.AWSImage(ctx, "us-west-2", fixtures.OldAWSAMI)
+		_, err := ec2.Image(ctx, "us-west-2", fixtures.OldAWSAMI)
 		Expect(err).To(HaveOccurred())
 		Expect(server.CallsIn("us-west-2")).To(BeNumerically(">=", 1), "another region is asked")
 
 		// Once the interval passes the call is sent again: the fresh request id changes nothing.
 		Eventually(func() int {
-			_, _ = ec2.AWSImage(ctx, "us-east-1", fixtures.OldAWSAMI)
+			_, _ = ec2.Image(ctx, "us-east-1", fixtures.OldAWSAMI)
 			return server.CallsIn("us-east-1")
 		}, "10s").Should(BeNumerically(">", 2*sent))
-		_, again := ec2.AWSImage(ctx, "us-east-1", fixtures.OldAWSAMI)
+		_, again := ec2.Image(ctx, "us-east-1", fixtures.OldAWSAMI)
 		Expect(again.Error()).To(Equal(first.Error()))
 		Expect(cloud.FailureKey(again)).To(Equal(cloud.FailureKey(first)))
 
 		server.Unavailable.Store(false)
-		Eventually(func() error { _, err := ec2.AWSImage(ctx, "us-east-1", fixtures.OldAWSAMI); return err }, "10s").Should(Succeed())
+		Eventually(func() error { _, err := ec2.Image(ctx, "us-east-1", fixtures.OldAWSAMI); return err }, "10s").Should(Succeed())
 	})
 
 	It("throttling names its code, and a different fault is a different key", func() {
@@ -68,11 +70,11 @@ var _ = Describe("Cloud failures", func() {
 		DeferCleanup(server.Close)
 		ec2 := staticKeysEC2(server)
 		server.Throttled.Store(true)
-		_, throttled := ec2.AWSImage(ctx, "us-east-1", fixtures.OldAWSAMI)
+		_, throttled := ec2.Image(ctx, "us-east-1", fixtures.OldAWSAMI)
 		Expect(throttled).To(MatchError(ContainSubstring("HTTP 503 RequestLimitExceeded: Request limit exceeded.")))
 		server.Throttled.Store(false)
 		server.Unavailable.Store(true)
-		_, unavailable := staticKeysEC2(server).AWSImage(ctx, "us-east-1", fixtures.OldAWSAMI)
+		_, unavailable := staticKeysEC2(server).Image(ctx, "us-east-1", fixtures.OldAWSAMI)
 		Expect(cloud.FailureKey(unavailable)).NotTo(Equal(cloud.FailureKey(throttled)))
 	})
 
@@ -80,17 +82,17 @@ var _ = Describe("Cloud failures", func() {
 		server := fakecloud.NewCompute([]fakecloud.ComputeImage{{Project: "rhcos-cloud", Name: "rhcos-1"}})
 		DeferCleanup(server.Close)
 		server.Unavailable.Store(true)
-		gcp := &gcpimages.Images{Metrics: testMetrics, Settings: func(context.Context) (cloud.GCPSettings, error) {
-			return cloud.GCPSettings{Version: "1", Token: "t", Endpoint: server.URL}, nil
+		compute := &gcpcloud.Images{Metrics: testMetrics, Settings: func(context.Context) (gcp.Settings, error) {
+			return gcp.Settings{Version: "1", Token: "t", Endpoint: server.URL}, nil
 		}}
-		_, err := gcp.GCPImage(ctx, "rhcos-cloud", "rhcos-1")
+		_, err := compute.Image(ctx, "rhcos-cloud", "rhcos-1")
 		Expect(err).To(MatchError(ContainSubstring("compute:images.get: HTTP 503 backendError: Backend Error")))
 		calls := server.Calls.Load()
-		_, again := gcp.GCPImage(ctx, "rhcos-cloud", "rhcos-1")
+		_, again := compute.Image(ctx, "rhcos-cloud", "rhcos-1")
 		Expect(again.Error()).To(Equal(err.Error()))
 		Expect(server.Calls.Load()).To(Equal(calls), "remembered, not asked again at once")
 		server.Unavailable.Store(false)
-		Eventually(func() error { _, err := gcp.GCPImage(ctx, "rhcos-cloud", "rhcos-1"); return err }, "10s").Should(Succeed())
+		Eventually(func() error { _, err := compute.Image(ctx, "rhcos-cloud", "rhcos-1"); return err }, "10s").Should(Succeed())
 	})
 
 	It("a caller that gives up neither cancels nor fails the lookup it shares", func() {
@@ -103,13 +105,13 @@ var _ = Describe("Cloud failures", func() {
 		impatient, cancel := context.WithCancel(ctx)
 		gaveUp := make(chan error, 1)
 		go func() {
-			_, err := ec2.AWSImage(impatient, "us-east-1", fixtures.OldAWSAMI)
+			_, err := ec2.Image(impatient, "us-east-1", fixtures.OldAWSAMI)
 			gaveUp <- err
 		}()
 		Eventually(func() int { return server.CallsIn("us-east-1") }).Should(Equal(1))
 		patient := make(chan error, 1)
 		go func() {
-			img, err := ec2.AWSImage(ctx, "us-east-1", fixtures.OldAWSAMI)
+			img, err := ec2.Image(ctx, "us-east-1", fixtures.OldAWSAMI)
 			if err == nil && img.ImageID != fixtures.OldAWSAMI {
 				err = errors.New("wrong image " + img.ImageID)
 			}

@@ -20,7 +20,7 @@ func WithWriteFence(ctx context.Context, f WriteFence) context.Context {
 }
 
 // writeFence is the fence ctx carries, one that fences nothing when it carries none.
-func writeFence(ctx context.Context) WriteFence {
+func Fence(ctx context.Context) WriteFence {
 	if f, ok := ctx.Value(writeFenceKey{}).(WriteFence); ok && f != nil {
 		return f
 	}

@@ -5,14 +5,15 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
-	gcpimages "github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcp"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp/gcpcloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
@@ -70,9 +71,9 @@ var _ = Describe("Cloud lookups shared by every MachineSet", func() {
 
 		concurrently(50, func(i int) {
 			region := []string{"us-east-1", "us-west-2"}[i%2]
-			_, err := ec2.AWSMarketplaceImages(ctx, region, fixtures.MarketplaceProduct)
+			_, err := ec2.MarketplaceImages(ctx, region, fixtures.MarketplaceProduct)
 			Expect(err).NotTo(HaveOccurred())
-			_, err = ec2.AWSImage(ctx, region, fixtures.OldAWSAMI)
+			_, err = ec2.Image(ctx, region, fixtures.OldAWSAMI)
 			Expect(err).NotTo(HaveOccurred())
 		})
 
@@ -94,16 +95,16 @@ var _ = Describe("Cloud lookups shared by every MachineSet", func() {
 		DeferCleanup(server.Close)
 		var mu sync.Mutex
 		version := 0
-		gcp := &gcpimages.Images{Metrics: testMetrics, Settings: func(context.Context) (cloud.GCPSettings, error) {
+		compute := &gcpcloud.Images{Metrics: testMetrics, Settings: func(context.Context) (gcp.Settings, error) {
 			mu.Lock()
 			defer mu.Unlock()
-			return cloud.GCPSettings{Version: fmt.Sprint(version), Token: "t", Endpoint: server.URL}, nil
+			return gcp.Settings{Version: fmt.Sprint(version), Token: "t", Endpoint: server.URL}, nil
 		}}
 
 		concurrently(50, func(i int) {
-			img, err := gcp.GCPImage(ctx, "rhcos-cloud", images[i%10].Name)
+			img, err := compute.Image(ctx, "rhcos-cloud", images[i%10].Name)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(img).To(Equal(&bootimage.GCPImage{Name: images[i%10].Name}))
+			Expect(img).To(Equal(&gcp.Image{Name: images[i%10].Name}))
 		})
 		Expect(server.Calls.Load()).To(BeEquivalentTo(10))
 
@@ -113,7 +114,7 @@ var _ = Describe("Cloud lookups shared by every MachineSet", func() {
 				version++ // a rotated Secret: a new client, the old one closed once idle
 				mu.Unlock()
 			}
-			_, err := gcp.GCPImage(ctx, "rhcos-cloud", images[i%10].Name)
+			_, err := compute.Image(ctx, "rhcos-cloud", images[i%10].Name)
 			Expect(err).NotTo(HaveOccurred())
 		})
 	})

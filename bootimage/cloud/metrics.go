@@ -6,13 +6,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Cloud API names, the `api` label of the request metrics.
-const (
-	apiDescribeImages            = "ec2:DescribeImages"
-	APIImagesGet                 = "compute:images.get"
-	apiAssumeRoleWithWebIdentity = "sts:AssumeRoleWithWebIdentity"
-)
-
 // Metrics count the cloud requests. They are registered by whoever embeds the operator, never at
 // import time. A nil *Metrics counts nothing.
 type Metrics struct {

@@ -16,8 +16,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
-	gcpimages "github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcp"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws/awscloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp/gcpcloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
@@ -63,16 +65,16 @@ func TestCloudCallsUseClusterProxyAndTrust(t *testing.T) {
 
 func cloudCallsFromEnvironment(t *testing.T) {
 	ctx := context.Background()
-	ec2 := &cloud.EC2{Metrics: testMetrics, Settings: func(context.Context) (cloud.AWSSettings, error) {
-		return cloud.AWSSettings{Version: "1", AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "secret", Endpoint: os.Getenv("EC2_URL")}, nil
+	ec2 := &awscloud.EC2{Metrics: testMetrics, Settings: func(context.Context) (awscloud.Settings, error) {
+		return awscloud.Settings{Version: "1", AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "secret", Endpoint: os.Getenv("EC2_URL")}, nil
 	}}
-	if img, err := ec2.AWSImage(ctx, "us-east-1", fixtures.OldAWSAMI); err != nil || img == nil {
+	if img, err := ec2.Image(ctx, "us-east-1", fixtures.OldAWSAMI); err != nil || img == nil {
 		t.Fatalf("EC2: %v, %v", img, err)
 	}
-	gcp := &gcpimages.Images{Metrics: testMetrics, Settings: func(context.Context) (cloud.GCPSettings, error) {
-		return cloud.GCPSettings{Version: "1", Token: "t", Endpoint: os.Getenv("COMPUTE_URL")}, nil
+	compute := &gcpcloud.Images{Metrics: testMetrics, Settings: func(context.Context) (gcp.Settings, error) {
+		return gcp.Settings{Version: "1", Token: "t", Endpoint: os.Getenv("COMPUTE_URL")}, nil
 	}}
-	if img, err := gcp.GCPImage(ctx, "rhcos-cloud", fixtures.NewGCPImageName); err != nil || img == nil {
+	if img, err := compute.Image(ctx, "rhcos-cloud", fixtures.NewGCPImageName); err != nil || img == nil {
 		t.Fatalf("compute: %v, %v", img, err)
 	}
 }

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcp"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp/gcpcloud"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/buildinfo"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
@@ -163,7 +163,7 @@ func run(ctx context.Context, opts options, logger logr.Logger) error {
 		ReleaseVersion:  opts.releaseVersion,
 		ClusterOperator: opts.clusterOperator,
 		OVACacheDir:     opts.ovaCacheDir,
-		GCP:             gcp.New,
+		GCP:             gcpcloud.New,
 	}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	_ "github.com/bootimage-operator/bootimage-operator/bootimage/platforms"
 	"io"
 	"os"
 

@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"runtime"
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere/vspherecloud"
 
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
@@ -21,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"github.com/bootimage-operator/bootimage-operator/cpms"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/capi"
@@ -52,7 +55,7 @@ type planInputs struct {
 	// status, as the operator reads it (rather than computed from spec).
 	live bool
 	// vcenters reads vSphere templates on a live cluster; nil offline.
-	vcenters *cloud.VCenters
+	vcenters *vspherecloud.VCenters
 }
 
 // templateKey names an infrastructure machine template.
@@ -267,11 +270,11 @@ func (in planInputs) missingTwins() []string {
 }
 
 // plan decides for every MachineSet and ControlPlaneMachineSet with the operator's code.
-func plan(ctx context.Context, in planInputs, releaseVersion string, images bootimage.Catalog) (Plan, error) {
+func plan(ctx context.Context, in planInputs, releaseVersion string, clouds bootimage.Clouds) (Plan, error) {
 	if in.infra == nil {
 		return Plan{}, fmt.Errorf("no Infrastructure cluster among the inputs: the platform is unknown")
 	}
-	objs := bootimage.ClusterObjects{Infrastructure: in.infra, ClusterVersion: in.version, BootImages: in.bootImages, Images: images, ControlPlaneArch: in.controlPlaneArch,
+	objs := bootimage.ClusterObjects{Infrastructure: in.infra, ClusterVersion: in.version, BootImages: in.bootImages, Clouds: clouds, ControlPlaneArch: in.controlPlaneArch,
 		Pools: in.pools, OSImageStream: in.osImageStream}
 	var out Plan
 	out.Notes = in.missing()
@@ -299,7 +302,11 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, images boot
 		out.Notes = append(out.Notes, note)
 	}
 	if in.vcenters != nil {
-		objs.Templates = in.vcenters
+		objs.Clouds = maps.Clone(objs.Clouds)
+		if objs.Clouds == nil {
+			objs.Clouds = bootimage.Clouds{}
+		}
+		objs.Clouds[configv1.VSpherePlatformType] = in.vcenters
 	}
 	cluster := bootimage.NewCluster(objs)
 
@@ -449,7 +456,7 @@ func resourceName(d bootimage.Decision) string {
 
 // shortImage drops the project path of an RHCOS GCP image, the one long image form.
 func shortImage(image string) string {
-	return strings.TrimPrefix(image, bootimage.RHCOSGCPImagePrefix+"/")
+	return strings.TrimPrefix(image, gcp.RHCOSGCPImagePrefix+"/")
 }
 
 func orDash(s string) string {

@@ -5,6 +5,8 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws/awscloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere/vspherecloud"
 	"io"
 	"os"
 	"time"
@@ -16,7 +18,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
-	gcpimages "github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcp"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp/gcpcloud"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 )
 
@@ -128,13 +130,13 @@ func planSource(ctx context.Context, files []string, cluster *clusterFlags, stdi
 // else, through c (a cluster, not --offline), the clouds as the operator reaches them, from the
 // same credentials Secrets and Infrastructure endpoints; else nowhere. notes say, once, what
 // cannot be looked up and why.
-func imageCatalog(in planInputs, c client.Reader, awsImages string) (bootimage.Catalog, []string, error) {
+func imageCatalog(in planInputs, c client.Reader, awsImages string) (bootimage.Clouds, []string, error) {
 	if awsImages != "" {
-		static, err := cloud.LoadStatic(awsImages)
+		static, err := awscloud.LoadStatic(awsImages)
 		if err != nil {
 			return nil, nil, err
 		}
-		return static, nil, nil
+		return static.Clouds(), nil, nil
 	}
 	var platform configv1.PlatformType
 	if in.infra != nil {
@@ -154,13 +156,13 @@ func imageCatalog(in planInputs, c client.Reader, awsImages string) (bootimage.C
 	if err != nil {
 		return nil, nil, err
 	}
-	return kube.Catalog(c, rootCAs, cloud.Backoff{}, nil, gcpimages.New), notes, nil
+	return kube.Clouds(c, rootCAs, cloud.Backoff{}, nil, gcpcloud.New), notes, nil
 }
 
 // vCenters returns the vCenter reader of a live plan, trusting the CAs of the PEM file caFile
 // when given, else the system's.
-func vCenters(c client.Reader, caFile string) (*cloud.VCenters, error) {
-	vc := &cloud.VCenters{Credentials: kube.VSphereCredentials(c)}
+func vCenters(c client.Reader, caFile string) (*vspherecloud.VCenters, error) {
+	vc := &vspherecloud.VCenters{Credentials: kube.VSphereCredentials(c)}
 	if caFile == "" {
 		return vc, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -101,7 +102,7 @@ var _ = Describe("bootimagectl plan on a cluster", Ordered, func() {
 
 	It("plans, through the cluster's EC2 endpoint and credentials, what the operator then does", func() {
 		// south's AMI is RHCOS in its region, which the stream does not list.
-		ec2 := fakecloud.NewEC2(append(fixtures.AWSImages(), bootimage.AWSImage{ImageID: fixtures.OldAWSAMI, OwnerID: bootimage.RHCOSOwner, Region: "ap-south-1", State: "available"}))
+		ec2 := fakecloud.NewEC2(append(fixtures.AWSImages(), aws.Image{ImageID: fixtures.OldAWSAMI, OwnerID: aws.RHCOSOwner, Region: "ap-south-1", State: "available"}))
 		DeferCleanup(ec2.Close)
 		useEC2(ctx, env, ec2)
 		arm := fixtures.MachineSet("arm", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI))

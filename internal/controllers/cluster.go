@@ -17,14 +17,13 @@ import (
 
 // clusterInputs reads, from the cache, everything a decision needs besides the object itself.
 type clusterInputs struct {
-	Client  client.Client
-	Gates   featuregates.Reader
-	Images  bootimage.Catalog
+	Client client.Client
+	Gates  featuregates.Reader
+	// Clouds look the platforms' images up, vCenter templates included.
+	Clouds  bootimage.Clouds
 	Streams *bootimage.StreamCache
 	// Namespace holds the coreos-bootimages ConfigMap.
 	Namespace string
-	// Templates reads vCenter templates for vSphere decisions.
-	Templates bootimage.VSphereTemplates
 }
 
 // ready is false until MachineConfiguration/cluster exists and its status was computed for its
@@ -38,7 +37,7 @@ func (in clusterInputs) load(ctx context.Context) (loaded loadedInputs, ready bo
 	if mc.Status.ObservedGeneration != mc.Generation {
 		return loaded, false, nil
 	}
-	objs := bootimage.ClusterObjects{Effective: mc.Status.ManagedBootImagesStatus, Images: in.Images, Streams: in.Streams, Templates: in.Templates}
+	objs := bootimage.ClusterObjects{Effective: mc.Status.ManagedBootImagesStatus, Clouds: in.Clouds, Streams: in.Streams}
 	if objs.Infrastructure, err = getOptional(ctx, in.Client, client.ObjectKey{Name: "cluster"}, &configv1.Infrastructure{}); err != nil {
 		return loaded, false, err
 	}

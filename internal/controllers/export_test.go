@@ -16,10 +16,10 @@ import (
 
 // NewReconcilersForTest returns the MachineSet and MachineConfiguration reconcilers on c without
 // a manager, for specs that call Reconcile directly.
-func NewReconcilersForTest(c client.Client, gates kube.GateSource, images bootimage.Catalog, recorder record.EventRecorder, tracker *Tracker) (*MachineSetReconciler, *MachineConfigurationReconciler) {
+func NewReconcilersForTest(c client.Client, gates kube.GateSource, images bootimage.Clouds, recorder record.EventRecorder, tracker *Tracker) (*MachineSetReconciler, *MachineConfigurationReconciler) {
 	steps := bootImages{
 		Client:   c,
-		Inputs:   clusterInputs{Client: c, Gates: gates, Images: images, Streams: &bootimage.StreamCache{}, Namespace: kube.MCONamespace},
+		Inputs:   clusterInputs{Client: c, Gates: gates, Clouds: images, Streams: &bootimage.StreamCache{}, Namespace: kube.MCONamespace},
 		Recorder: recorder, Tracker: tracker,
 		Clock: clock.RealClock{},
 	}

@@ -138,7 +138,7 @@ var _ = Describe("An EC2 outage", func() {
 		// at most 1s, so the outage below spans about as many retry rounds per MachineSet as five
 		// minutes of the defaults (5 retries) several times over.
 		// The cluster's catalogue, as the operator builds it, with the shorter backoff.
-		images := kube.Catalog(k8s, server.RootCAs(), cloud.Backoff{Initial: 200 * time.Millisecond, Max: time.Second}, nil, nil)
+		images := kube.Clouds(k8s, server.RootCAs(), cloud.Backoff{Initial: 200 * time.Millisecond, Max: time.Second}, nil, nil)
 		mgr := startOperatorWithHooks(controllers.Options{Images: images, Metrics: operatorMetrics},
 			seams.Hooks{CloudErrorGrace: 2 * time.Second, CloudRetryInterval: time.Second})
 		DeferCleanup(mgr.Stop)

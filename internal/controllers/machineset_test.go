@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws/awscloud"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
@@ -19,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	embedding "github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
@@ -29,7 +31,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
 
-var staticImages = &cloud.Static{AMIs: fixtures.AWSImages()}
+var staticImages = (&awscloud.Static{AMIs: fixtures.AWSImages()}).Clouds()
 
 // bootImageCluster seeds a stable cluster on platform with the stream and a spec 3 user-data stub.
 func bootImageCluster(platform configv1.PlatformType) {
@@ -394,11 +396,11 @@ var _ = Describe("MachineSet boot images left alone elsewhere", func() {
 		want.Status.Desired.Architecture = configv1.ClusterVersionArchitectureMulti
 		Expect(fixtures.SetStatus(ctx, k8s, cv, want)).To(Succeed())
 	}
-	rhcosInAPSouth := &cloud.Static{AMIs: []bootimage.AWSImage{{ImageID: fixtures.OldAWSAMI, OwnerID: bootimage.RHCOSOwner, Region: "ap-south-1", State: "available"}}}
-	oldOnly := &cloud.Static{AMIs: fixtures.AWSImages()[:2]}
+	rhcosInAPSouth := (&awscloud.Static{AMIs: []aws.Image{{ImageID: fixtures.OldAWSAMI, OwnerID: aws.RHCOSOwner, Region: "ap-south-1", State: "available"}}}).Clouds()
+	oldOnly := (&awscloud.Static{AMIs: fixtures.AWSImages()[:2]}).Clouds()
 
 	DescribeTable("with a reason anyone can read",
-		func(platform configv1.PlatformType, providerSpec string, mutate func(*machinev1beta1.MachineSet), setUp func(), images bootimage.Catalog, event string) {
+		func(platform configv1.PlatformType, providerSpec string, mutate func(*machinev1beta1.MachineSet), setUp func(), images bootimage.Clouds, event string) {
 			bootImageCluster(platform)
 			if setUp != nil {
 				setUp()

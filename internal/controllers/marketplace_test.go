@@ -3,12 +3,13 @@ package controllers_test
 import (
 	"fmt"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
@@ -34,12 +35,12 @@ var _ = Describe("AWS Marketplace MachineSets through EC2", func() {
 		ami := func(kind, product, region string) string {
 			return fmt.Sprintf("ami-%s-%s-%s", kind, product[:8], region)
 		}
-		var amis []bootimage.AWSImage
+		var amis []aws.Image
 		for _, product := range products {
 			for _, region := range regions {
-				marketplace := func(kind, release, created string) bootimage.AWSImage {
-					return bootimage.AWSImage{
-						ImageID: ami(kind, product, region), OwnerID: bootimage.MarketplaceOwner, Region: region, State: "available", CreationDate: created,
+				marketplace := func(kind, release, created string) aws.Image {
+					return aws.Image{
+						ImageID: ami(kind, product, region), OwnerID: aws.MarketplaceOwner, Region: region, State: "available", CreationDate: created,
 						Name:        fmt.Sprintf("RHEL-9.4-RHCOS-%s_HVM_GA-%s-x86_64-0-%s", release[:3], created[:10], product),
 						Description: fmt.Sprintf("RHEL CoreOS %s %s x86_64", release[:3], release),
 					}

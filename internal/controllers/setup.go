@@ -7,6 +7,11 @@ package controllers
 import (
 	"context"
 	"crypto/x509"
+	_ "github.com/bootimage-operator/bootimage-operator/bootimage/platforms"
+	configv1 "github.com/openshift/api/config/v1"
+	"maps"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
 
 	"github.com/go-logr/logr"
 
@@ -33,7 +38,7 @@ import (
 
 // Deps are what the controllers are given, resolved by controllers.AddToManager from its Options
 // once it has checked the manager. Every field is set except Images (nil: the cluster's clouds
-// are asked, see kube.Catalog), GCP, CloudRootCAs, OVACacheDir, ClusterOperator and Name.
+// are asked, see kube.Clouds), GCP, CloudRootCAs, OVACacheDir, ClusterOperator and Name.
 type Deps struct {
 	// Name, when set, prefixes the controller names ("<Name>-machineset"), so that more than one
 	// registration can run in one process (controller-runtime refuses a name twice).
@@ -44,8 +49,8 @@ type Deps struct {
 	Clock        clock.PassiveClock
 	Metrics      *Metrics
 	CloudMetrics *cloud.Metrics
-	Images       bootimage.Catalog
-	GCP          cloud.NewGCPLookup
+	Images       bootimage.Clouds
+	GCP          gcp.NewImages
 	CloudRootCAs *x509.CertPool
 	OVACacheDir  string
 	// ClusterOperator, when set, names the ClusterOperator whose Upgradeable condition carries the
@@ -74,7 +79,7 @@ func Add(mgr ctrl.Manager, deps Deps) error {
 	gates, recorder := deps.Gates, deps.Recorder
 	images := deps.Images
 	if images == nil {
-		images = kube.Catalog(mgr.GetClient(), deps.CloudRootCAs, cloud.Backoff{}, deps.CloudMetrics, deps.GCP)
+		images = kube.Clouds(mgr.GetClient(), deps.CloudRootCAs, cloud.Backoff{}, deps.CloudMetrics, deps.GCP)
 	}
 
 	reporter := &FeatureGateReporter{Gates: gates, Recorder: recorder, reg: reg}
@@ -135,7 +140,12 @@ func Add(mgr ctrl.Manager, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Images: images, Streams: streams, Namespace: deps.Namespace, Templates: vcenters}
+	clouds := bootimage.Clouds{}
+	maps.Copy(clouds, images)
+	if vcenters != nil {
+		clouds[configv1.VSpherePlatformType] = vcenters
+	}
+	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Clouds: clouds, Streams: streams, Namespace: deps.Namespace}
 	steps := bootImages{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Inputs: inputs, Recorder: recorder, Tracker: tracker,
 		Metrics: deps.Metrics, Clock: deps.Clock, Templates: templates, reg: reg,

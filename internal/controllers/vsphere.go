@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
+
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -20,11 +22,12 @@ import (
 func (s bootImages) vsphereImport(ctx context.Context, live client.Object, d bootimage.Decision, inputs string) (bootimage.Decision, *ctrl.Result) {
 	w := vsphereimport.Waiter{Kind: d.Kind, Name: client.ObjectKeyFromObject(live)}
 	if asked, ok := s.Templates.Imported(w); ok {
-		if d = bootimage.VSphereImported(asked, d); d.Action != bootimage.Update {
+		if d = vsphere.Imported(asked, d); d.Action != bootimage.Update {
 			s.Templates.Recorded(w)
 		}
 	}
-	if d.Action != bootimage.Update || d.VSphere == nil {
+	imp := vsphere.ImportOf(d)
+	if d.Action != bootimage.Update || imp == nil {
 		return d, nil
 	}
 	if s.Templates == nil {
@@ -36,10 +39,10 @@ func (s bootImages) vsphereImport(ctx context.Context, live client.Object, d boo
 	state := s.Templates.Request(w, d)
 	if state.Err != nil {
 		failed := d
-		failed.Action, failed.Reason, failed.Message = bootimage.Error, ReasonTemplateImportFailed, fmt.Sprintf("importing template %s in vCenter %s folder %s: %s", d.VSphere.Name, d.VSphere.Server, d.VSphere.Folder, cloud.CleanMessage(state.Err.Error()))
+		failed.Action, failed.Reason, failed.Message = bootimage.Error, ReasonTemplateImportFailed, fmt.Sprintf("importing template %s in vCenter %s folder %s: %s", imp.Name, imp.Server, imp.Folder, cloud.CleanMessage(state.Err.Error()))
 		report(ctx, s.Recorder, s.Tracker, s.Metrics, live, failed, inputs)
 		return d, &ctrl.Result{RequeueAfter: state.RetryIn}
 	}
-	logf.FromContext(ctx).V(1).Info("Waiting for a template import", "template", d.VSphere.Name, "release", d.VSphere.Release)
+	logf.FromContext(ctx).V(1).Info("Waiting for a template import", "template", imp.Name, "release", imp.Release)
 	return d, &ctrl.Result{RequeueAfter: state.Poll}
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
@@ -54,7 +56,7 @@ type vsphereWorld struct {
 	// steps records the template swap steps taken, in order; interrupted is the workspace
 	// folder as an interrupted swap left it.
 	mu          sync.Mutex
-	steps       []bootimage.VSphereSwapStep
+	steps       []vsphere.SwapStep
 	interrupted []string
 }
 
@@ -114,7 +116,7 @@ func (w *vsphereWorld) seedTemplate(folder, name, release string) {
 
 // start runs the operator against the simulator; failAt, when set, fails the swap once after
 // that step.
-func (w *vsphereWorld) start(failAt bootimage.VSphereSwapStep) *testenv.Manager {
+func (w *vsphereWorld) start(failAt vsphere.SwapStep) *testenv.Manager {
 	GinkgoHelper()
 	mgr := startOperatorWithHooks(w.config(), w.hooks(failAt))
 	DeferCleanup(func() { Expect(mgr.Stop()).To(Succeed()) })
@@ -129,10 +131,10 @@ func (w *vsphereWorld) config() controllers.Options {
 }
 
 // hooks record the swap's steps; failAt, when set, fails the swap once after that step.
-func (w *vsphereWorld) hooks(failAt bootimage.VSphereSwapStep) seams.Hooks {
+func (w *vsphereWorld) hooks(failAt vsphere.SwapStep) seams.Hooks {
 	failed := false
 	return seams.Hooks{AfterTemplateStep: func(name string) error {
-		step := bootimage.VSphereSwapStep(name)
+		step := vsphere.SwapStep(name)
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		w.steps = append(w.steps, step)
@@ -145,10 +147,10 @@ func (w *vsphereWorld) hooks(failAt bootimage.VSphereSwapStep) seams.Hooks {
 	}}
 }
 
-func (w *vsphereWorld) swapSteps() []bootimage.VSphereSwapStep {
+func (w *vsphereWorld) swapSteps() []vsphere.SwapStep {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]bootimage.VSphereSwapStep(nil), w.steps...)
+	return append([]vsphere.SwapStep(nil), w.steps...)
 }
 
 // folderVMs returns the VMs in folder.
@@ -172,7 +174,7 @@ func (w *vsphereWorld) version(p string) func() string {
 }
 
 // fullSwap are the steps of a swap of an outdated template.
-var fullSwap = []bootimage.VSphereSwapStep{bootimage.SwapImport, bootimage.SwapRenameAway, bootimage.SwapRenameIn, bootimage.SwapDeleteReplaced}
+var fullSwap = []vsphere.SwapStep{vsphere.SwapImport, vsphere.SwapRenameAway, vsphere.SwapRenameIn, vsphere.SwapDeleteReplaced}
 
 func templateOf(name string) func() any { return func() any { return providerSpec(name)["template"] } }
 
@@ -246,7 +248,7 @@ var _ = Describe("vSphere MachineSet boot images, against vcsim", func() {
 		Expect(w.folderVMs(customer)()).To(ConsistOf("golden", computedTemplate))
 		Expect(w.version(path.Join(customer, "golden"))()).To(Equal(oldRHCOS))
 		Expect(w.version(path.Join(customer, computedTemplate))()).To(Equal(oldRHCOS))
-		Expect(w.swapSteps()).To(Equal([]bootimage.VSphereSwapStep{bootimage.SwapImport, bootimage.SwapRenameIn}), "a new template: nothing to rename away or delete")
+		Expect(w.swapSteps()).To(Equal([]vsphere.SwapStep{vsphere.SwapImport, vsphere.SwapRenameIn}), "a new template: nothing to rename away or delete")
 	})
 
 	It("keeps a template per OS stream: a rhel-10 MachineSet gets a template of its own, never the rhel-9 one's name", func() {
@@ -296,13 +298,13 @@ var _ = Describe("vSphere MachineSet boot images, against vcsim", func() {
 	})
 
 	DescribeTable("recovers a swap interrupted after each step",
-		func(step bootimage.VSphereSwapStep, interrupted func(importing, replaced string) []string, reported bool) {
+		func(step vsphere.SwapStep, interrupted func(importing, replaced string) []string, reported bool) {
 			w.serveStream(w.newOVA, fakecloud.SHA256(w.newOVA))
 			Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet("worker-a", fixtures.VSphereProviderSpecAt(installerTemplate, w.ws)))).To(Succeed())
 			w.start(step)
 			Eventually(w.swapSteps).Should(ContainElement(step))
 			w.mu.Lock()
-			Expect(w.interrupted).To(ConsistOf(interrupted(bootimage.VSphereSwapNames(installerTemplate))), "vCenter as the interruption left it")
+			Expect(w.interrupted).To(ConsistOf(interrupted(vsphere.SwapNames(installerTemplate))), "vCenter as the interruption left it")
 			w.mu.Unlock()
 
 			Eventually(condition(status.ConditionBootImageUpdateProgressing)).Should(HaveField("Message",
@@ -317,13 +319,13 @@ var _ = Describe("vSphere MachineSet boot images, against vcsim", func() {
 				Expect(machineSetEvents("worker-a")()).NotTo(ContainElement(failed), "decided again, the template is current: nothing failed that matters")
 			}
 		},
-		Entry("imported: the verified import is reused", bootimage.SwapImport,
+		Entry("imported: the verified import is reused", vsphere.SwapImport,
 			func(importing, _ string) []string { return []string{installerTemplate, importing} }, true),
-		Entry("renamed away: the verified import is renamed in", bootimage.SwapRenameAway,
+		Entry("renamed away: the verified import is renamed in", vsphere.SwapRenameAway,
 			func(importing, replaced string) []string { return []string{replaced, importing} }, true),
-		Entry("renamed in: the replaced template is deleted", bootimage.SwapRenameIn,
+		Entry("renamed in: the replaced template is deleted", vsphere.SwapRenameIn,
 			func(_, replaced string) []string { return []string{installerTemplate, replaced} }, true),
-		Entry("deleted: nothing left to do", bootimage.SwapDeleteReplaced,
+		Entry("deleted: nothing left to do", vsphere.SwapDeleteReplaced,
 			func(string, string) []string { return []string{installerTemplate} }, false),
 	)
 

@@ -4,6 +4,9 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws/awscloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere/vspherecloud"
 	"sync"
 	"time"
 
@@ -22,20 +25,20 @@ import (
 // deregistered, deprecated or made available meanwhile.
 const cloudImagesTTL = 10 * time.Minute
 
-// Catalog returns the cloud image catalogues of the cluster, configured from its
+// Clouds returns the AWS and GCP image lookups of the cluster, configured from its
 // credentials Secrets and Infrastructure, read through c: the manager's cache in the operator, a
 // direct client in `bootimagectl plan`. rootCAs, when set, are trusted for the cloud endpoints;
 // backoff is how long failed calls are remembered (zero fields: cloud's defaults); metrics, when
 // set, count the requests. newGCP, when nil, leaves GCP images unlooked-up: the
 // image prefix rule alone decides, as on a GCP cluster without credentials.
-func Catalog(c client.Reader, rootCAs *x509.CertPool, backoff cloud.Backoff, metrics *cloud.Metrics, newGCP cloud.NewGCPLookup) bootimage.Catalog {
-	catalog := cloud.Catalog{
-		AWS: &cloud.EC2{TTL: cloudImagesTTL, RootCAs: rootCAs, Backoff: backoff, Metrics: metrics, Settings: func(ctx context.Context) (cloud.AWSSettings, error) {
+func Clouds(c client.Reader, rootCAs *x509.CertPool, backoff cloud.Backoff, metrics *cloud.Metrics, newGCP gcp.NewImages) bootimage.Clouds {
+	clouds := bootimage.Clouds{
+		configv1.AWSPlatformType: &awscloud.EC2{TTL: cloudImagesTTL, RootCAs: rootCAs, Backoff: backoff, Metrics: metrics, Settings: func(ctx context.Context) (awscloud.Settings, error) {
 			secret, err := credentialsSecret(ctx, c, AWSCredentialsSecret)
 			if err != nil {
-				return cloud.AWSSettings{}, err
+				return awscloud.Settings{}, err
 			}
-			s := cloud.AWSSettings{
+			s := awscloud.Settings{
 				Version:         secret.ResourceVersion,
 				SharedConfig:    secret.Data["credentials"],
 				AccessKeyID:     string(secret.Data["aws_access_key_id"]),
@@ -57,10 +60,10 @@ func Catalog(c client.Reader, rootCAs *x509.CertPool, backoff cloud.Backoff, met
 	}
 	var gcpOnce sync.Once
 	if newGCP == nil {
-		catalog.GCP = noGCP{once: &gcpOnce}
-		return catalog
+		clouds[configv1.GCPPlatformType] = noGCP{once: &gcpOnce}
+		return clouds
 	}
-	catalog.GCP = newGCP(func(ctx context.Context) (cloud.GCPSettings, error) {
+	clouds[configv1.GCPPlatformType] = newGCP(func(ctx context.Context) (gcp.Settings, error) {
 		secret, err := credentialsSecret(ctx, c, GCPCredentialsSecret)
 		if err == bootimage.ErrNoCatalog {
 			gcpOnce.Do(func() {
@@ -68,17 +71,17 @@ func Catalog(c client.Reader, rootCAs *x509.CertPool, backoff cloud.Backoff, met
 			})
 		}
 		if err != nil {
-			return cloud.GCPSettings{}, err
+			return gcp.Settings{}, err
 		}
-		return cloud.GCPSettings{Version: secret.ResourceVersion, CredentialsJSON: secret.Data["service_account.json"]}, nil
+		return gcp.Settings{Version: secret.ResourceVersion, CredentialsJSON: secret.Data["service_account.json"]}, nil
 	}, cloudImagesTTL, backoff, metrics)
-	return catalog
+	return clouds
 }
 
 // noGCP stands in when the embedder registered no GCP lookups.
 type noGCP struct{ once *sync.Once }
 
-func (n noGCP) GCPImage(ctx context.Context, _, _ string) (*bootimage.GCPImage, error) {
+func (n noGCP) Image(ctx context.Context, _, _ string) (*gcp.Image, error) {
 	n.once.Do(func() {
 		logf.FromContext(ctx).Info("No GCP image lookups registered in this binary: skipping the target image pre-flight check; the image prefix rule alone decides")
 	})
@@ -102,11 +105,11 @@ const VSphereCredentialsTTL = 30 * time.Second
 // RBAC grants that one Secret, not a watch. A read is reused for VSphereCredentialsTTL; a changed
 // Secret is seen at the next read (its resourceVersion is the credentials' Version). Without the
 // Secret or the server's keys it answers bootimage.ErrNoCatalog.
-func VSphereCredentials(reader client.Reader) func(ctx context.Context, server string) (cloud.VSphereCredentials, error) {
+func VSphereCredentials(reader client.Reader) func(ctx context.Context, server string) (vspherecloud.Credentials, error) {
 	return vsphereCredentials(reader, clock.RealClock{})
 }
 
-func vsphereCredentials(reader client.Reader, clk clock.PassiveClock) func(ctx context.Context, server string) (cloud.VSphereCredentials, error) {
+func vsphereCredentials(reader client.Reader, clk clock.PassiveClock) func(ctx context.Context, server string) (vspherecloud.Credentials, error) {
 	var mu sync.Mutex
 	var cached *corev1.Secret
 	var readAt time.Time
@@ -124,18 +127,18 @@ func vsphereCredentials(reader client.Reader, clk clock.PassiveClock) func(ctx c
 		cached, readAt = secret, clk.Now()
 		return secret, nil
 	}
-	return func(ctx context.Context, server string) (cloud.VSphereCredentials, error) {
+	return func(ctx context.Context, server string) (vspherecloud.Credentials, error) {
 		secret, err := read(ctx)
 		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
-			return cloud.VSphereCredentials{}, fmt.Errorf("%w: Secret %s/%s: %v", bootimage.ErrNoCatalog, VSphereCredentialsNamespace, VSphereCredentialsSecret, err)
+			return vspherecloud.Credentials{}, fmt.Errorf("%w: Secret %s/%s: %v", bootimage.ErrNoCatalog, VSphereCredentialsNamespace, VSphereCredentialsSecret, err)
 		}
 		if err != nil {
-			return cloud.VSphereCredentials{}, fmt.Errorf("reading Secret %s/%s: %w", VSphereCredentialsNamespace, VSphereCredentialsSecret, err)
+			return vspherecloud.Credentials{}, fmt.Errorf("reading Secret %s/%s: %w", VSphereCredentialsNamespace, VSphereCredentialsSecret, err)
 		}
 		user, pass := secret.Data[server+".username"], secret.Data[server+".password"]
 		if len(user) == 0 || len(pass) == 0 {
-			return cloud.VSphereCredentials{}, fmt.Errorf("%w: Secret %s/%s has no %s.username and %s.password", bootimage.ErrNoCatalog, VSphereCredentialsNamespace, VSphereCredentialsSecret, server, server)
+			return vspherecloud.Credentials{}, fmt.Errorf("%w: Secret %s/%s has no %s.username and %s.password", bootimage.ErrNoCatalog, VSphereCredentialsNamespace, VSphereCredentialsSecret, server, server)
 		}
-		return cloud.VSphereCredentials{Version: secret.ResourceVersion, Username: string(user), Password: string(pass)}, nil
+		return vspherecloud.Credentials{Version: secret.ResourceVersion, Username: string(user), Password: string(pass)}, nil
 	}
 }

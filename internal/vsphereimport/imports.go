@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,7 +42,7 @@ const (
 // is reconciled again through Source. A slow mirror or vCenter so holds no worker, and shutdown
 // cancels the imports under way.
 type Imports struct {
-	Swapper bootimage.VSphereSwapper
+	Swapper vsphere.Swapper
 
 	mu sync.Mutex
 	// ctx is the runnable's, nil until Start: imports asked for earlier start with it.
@@ -62,7 +64,7 @@ type Waiter struct {
 
 // importJob is the import of one template, under way or failed.
 type importJob struct {
-	imp     bootimage.VSphereImport
+	imp     vsphere.Import
 	owner   Waiter
 	asked   bootimage.Decision
 	waiters map[Waiter]struct{}
@@ -116,7 +118,8 @@ func (t *Imports) Start(ctx context.Context) error {
 // Request asks for the import of decision d of w, starting it unless one of that template is
 // under way or failed too recently.
 func (t *Imports) Request(w Waiter, d bootimage.Decision) State {
-	key := d.VSphere.Key()
+	imp := vsphere.ImportOf(d)
+	key := imp.Key()
 	now := time.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -134,7 +137,7 @@ func (t *Imports) Request(w Waiter, d bootimage.Decision) State {
 		delete(j.unreported, w)
 		return State{Err: j.err, RetryIn: max(j.retryAt.Sub(now), time.Millisecond)}
 	}
-	next := &importJob{imp: *d.VSphere, owner: w, asked: d, waiters: map[Waiter]struct{}{w: {}}, running: true}
+	next := &importJob{imp: *imp, owner: w, asked: d, waiters: map[Waiter]struct{}{w: {}}, running: true}
 	if j != nil {
 		next.failures = j.failures
 	}
@@ -171,14 +174,14 @@ func (t *Imports) run(j *importJob) {
 }
 
 // finish records j's end and triggers its waiters.
-func (t *Imports) finish(j *importJob, steps []bootimage.VSphereSwapStep, err error) {
+func (t *Imports) finish(j *importJob, steps []vsphere.SwapStep, err error) {
 	t.mu.Lock()
 	j.running = false
 	if err == nil {
 		delete(t.jobs, j.imp.Key())
 		// Renaming in is what replaces the template: anything less was clean-up of a template
 		// that was current already.
-		if slices.Contains(steps, bootimage.SwapRenameIn) {
+		if slices.Contains(steps, vsphere.SwapRenameIn) {
 			if t.done == nil {
 				t.done = map[Waiter]bootimage.Decision{}
 			}

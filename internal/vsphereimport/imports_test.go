@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -21,14 +23,14 @@ import (
 // the import's context) and fail with failWith when set.
 type gatedStore struct {
 	mu        sync.Mutex
-	templates map[string]bootimage.VSphereTemplate
+	templates map[string]vsphere.Template
 	release   string
 	gate      chan struct{}
 	imports   int
 	failWith  error
 }
 
-func (m *gatedStore) VSphereTemplate(_ context.Context, _ bootimage.VSphereLocation, name string) (*bootimage.VSphereTemplate, error) {
+func (m *gatedStore) Template(_ context.Context, _ vsphere.Location, name string) (*vsphere.Template, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if t, ok := m.templates[name]; ok {
@@ -37,7 +39,7 @@ func (m *gatedStore) VSphereTemplate(_ context.Context, _ bootimage.VSphereLocat
 	return nil, nil
 }
 
-func (m *gatedStore) ImportTemplate(ctx context.Context, _ bootimage.VSphereImport, name, _, diskType string) error {
+func (m *gatedStore) ImportTemplate(ctx context.Context, _ vsphere.Import, name, _, diskType string) error {
 	m.mu.Lock()
 	m.imports++
 	gate, failWith := m.gate, m.failWith
@@ -52,11 +54,11 @@ func (m *gatedStore) ImportTemplate(ctx context.Context, _ bootimage.VSphereImpo
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.templates[name] = bootimage.VSphereTemplate{Version: m.release, DiskType: diskType, IsTemplate: true}
+	m.templates[name] = vsphere.Template{Version: m.release, DiskType: diskType, IsTemplate: true}
 	return nil
 }
 
-func (m *gatedStore) RenameTemplate(_ context.Context, _ bootimage.VSphereLocation, from, to string) error {
+func (m *gatedStore) RenameTemplate(_ context.Context, _ vsphere.Location, from, to string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.templates[to] = m.templates[from]
@@ -64,7 +66,7 @@ func (m *gatedStore) RenameTemplate(_ context.Context, _ bootimage.VSphereLocati
 	return nil
 }
 
-func (m *gatedStore) DestroyTemplate(_ context.Context, _ bootimage.VSphereLocation, name string) error {
+func (m *gatedStore) DestroyTemplate(_ context.Context, _ vsphere.Location, name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.templates, name)
@@ -87,11 +89,11 @@ var _ = Describe("Template imports, off the reconcile workers", func() {
 	a := Waiter{"MachineSet", types.NamespacedName{Namespace: "openshift-machine-api", Name: "worker-a"}}
 	b := Waiter{"MachineSet", types.NamespacedName{Namespace: "openshift-machine-api", Name: "worker-b"}}
 	d := bootimage.Decision{Kind: "MachineSet", Action: bootimage.Update, Target: "t@" + release,
-		VSphere: &bootimage.VSphereImport{Name: "t", Release: release}}
+		Prepare: &vsphere.Import{Name: "t", Release: release}}
 
 	BeforeEach(func() {
-		store = &gatedStore{templates: map[string]bootimage.VSphereTemplate{"t": {Version: "9.4.1", IsTemplate: true}}, release: release, gate: make(chan struct{})}
-		imports = &Imports{Swapper: bootimage.VSphereSwapper{
+		store = &gatedStore{templates: map[string]vsphere.Template{"t": {Version: "9.4.1", IsTemplate: true}}, release: release, gate: make(chan struct{})}
+		imports = &Imports{Swapper: vsphere.Swapper{
 			Store: store,
 			OVA:   func(context.Context, string, string) (string, error) { return "/cache/rhcos.ova", nil },
 		}}

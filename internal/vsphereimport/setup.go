@@ -5,14 +5,15 @@ import (
 	"crypto/x509"
 	"fmt"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere/vspherecloud"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 )
@@ -25,18 +26,18 @@ const DefaultOVACacheBytes = 4 << 30
 
 // Setup adds the vCenter sessions and the template imports to mgr and returns the imports,
 // which vSphere updates wait for and which trigger their MachineSets when done.
-func Setup(mgr ctrl.Manager, rootCAs *x509.CertPool, cacheDir string) (*cloud.VCenters, *Imports, error) {
+func Setup(mgr ctrl.Manager, rootCAs *x509.CertPool, cacheDir string) (*vspherecloud.VCenters, *Imports, error) {
 	reader := mgr.GetAPIReader()
-	vcenters := &cloud.VCenters{RootCAs: rootCAs, Credentials: kube.VSphereCredentials(reader)}
+	vcenters := &vspherecloud.VCenters{RootCAs: rootCAs, Credentials: kube.VSphereCredentials(reader)}
 	if cacheDir == "" {
 		cacheDir = DefaultOVACacheDir
 	}
-	ovas := &cloud.OVACache{Dir: cacheDir, MaxBytes: DefaultOVACacheBytes}
-	imports := &Imports{Swapper: bootimage.VSphereSwapper{
+	ovas := &vspherecloud.OVACache{Dir: cacheDir, MaxBytes: DefaultOVACacheBytes}
+	imports := &Imports{Swapper: vsphere.Swapper{
 		Store:       vcenters,
 		OVA:         ovas.Get,
 		NewDiskType: func(ctx context.Context) (string, error) { return installConfigDiskType(ctx, reader) },
-		AfterStep: func(ctx context.Context, step bootimage.VSphereSwapStep) error {
+		AfterStep: func(ctx context.Context, step vsphere.SwapStep) error {
 			return seams.AfterTemplateStep(ctx, string(step))
 		},
 	}}

@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws/awscloud"
+
 	"github.com/coreos/stream-metadata-go/stream"
 	"github.com/go-logr/logr"
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -26,7 +29,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/manifests"
@@ -129,7 +131,7 @@ func runSteady(ctx context.Context, b *testing.B, n int, idle, grace time.Durati
 	before, mid, after := fixtures.Stream(), fixtures.Stream(), fixtures.Stream()
 	before.Architectures["x86_64"].Images.Aws.Regions["us-east-1"] = stream.SingleImage{Release: fixtures.StreamRelease, Image: fixtures.OldAWSAMI}
 	mid.Architectures["x86_64"].Images.Aws.Regions["us-east-1"] = stream.SingleImage{Release: midAWSRelease, Image: midAWSAMI}
-	images := append(fixtures.AWSImages(), bootimage.AWSImage{ImageID: midAWSAMI, OwnerID: bootimage.RHCOSOwner, Name: midAWSAMIImage,
+	images := append(fixtures.AWSImages(), aws.Image{ImageID: midAWSAMI, OwnerID: aws.RHCOSOwner, Name: midAWSAMIImage,
 		Description: midAWSAMIImage, CreationDate: "2025-03-01T00:00:00.000Z", Region: "us-east-1", State: "available"})
 	if err := fixtures.Create(ctx, c, append(fixtures.ClusterAPIOnAWS(fixtures.ClusterAPIManager(operatorv1.MachineSets, operatorv1.All)),
 		fixtures.BootImagesConfigMap(before, fixtures.ReleaseVersion))...); err != nil {
@@ -154,7 +156,7 @@ func runSteady(ctx context.Context, b *testing.B, n int, idle, grace time.Durati
 	opEnv.Config.QPS, opEnv.Config.Burst = 200, 400
 	opEnv.Config.Wrap(func(rt http.RoundTripper) http.RoundTripper { return sent.wrap(rt) })
 	mgr, err := opEnv.StartOperatorWithHooks(seams.Hooks{TemplateGCGrace: grace},
-		controllers.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: &cloud.Static{AMIs: images}})
+		controllers.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: (&awscloud.Static{AMIs: images}).Clouds()})
 	if err != nil {
 		return res, err
 	}

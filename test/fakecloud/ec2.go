@@ -16,7 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
 )
 
 // EC2 answers the EC2 Query API's DescribeImages from a fixed list of AMIs, as EC2 does: by image
@@ -34,7 +34,7 @@ type EC2 struct {
 	// Gate, when set before requests arrive, holds each request until it is closed, as a slow
 	// endpoint does.
 	Gate chan struct{}
-	amis []bootimage.AWSImage
+	amis []aws.Image
 
 	mu       sync.Mutex
 	requests []DescribeImagesRequest
@@ -53,7 +53,7 @@ type DescribeImagesRequest struct {
 }
 
 // ownerAliases are the owner aliases EC2 accepts in DescribeImages, by the account they stand for.
-var ownerAliases = map[string]string{"aws-marketplace": bootimage.MarketplaceOwner}
+var ownerAliases = map[string]string{"aws-marketplace": aws.MarketplaceOwner}
 
 // Requests returns the DescribeImages requests received so far.
 func (e *EC2) Requests() []DescribeImagesRequest {
@@ -64,7 +64,7 @@ func (e *EC2) Requests() []DescribeImagesRequest {
 
 // NewEC2 starts an HTTPS EC2 endpoint serving amis (OpenShift accepts only https endpoints);
 // trust it with Client() or CertificatePEM. Close it when done.
-func NewEC2(amis []bootimage.AWSImage) *EC2 {
+func NewEC2(amis []aws.Image) *EC2 {
 	e := &EC2{amis: amis}
 	e.Server = httptest.NewTLSServer(http.HandlerFunc(e.serve))
 	return e

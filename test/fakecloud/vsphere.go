@@ -11,6 +11,9 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere/vspherecloud"
+
 	"github.com/vmware/govmomi"
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/simulator"
@@ -21,9 +24,6 @@ import (
 
 	// The vCenter REST API (tags) of the simulator.
 	_ "github.com/vmware/govmomi/vapi/simulator"
-
-	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 )
 
 // The simulated vCenter's inventory (govmomi's VPX model) and the login it accepts.
@@ -142,9 +142,9 @@ func (v *VCenter) ClusterFolder(ctx context.Context, infrastructureName string) 
 }
 
 // Credentials returns the simulator's login, as the operator reads it, with version.
-func (v *VCenter) Credentials(version string) func(context.Context, string) (cloud.VSphereCredentials, error) {
-	return func(context.Context, string) (cloud.VSphereCredentials, error) {
-		return cloud.VSphereCredentials{Version: version, Username: VCenterUsername, Password: VCenterPassword}, nil
+func (v *VCenter) Credentials(version string) func(context.Context, string) (vspherecloud.Credentials, error) {
+	return func(context.Context, string) (vspherecloud.Credentials, error) {
+		return vspherecloud.Credentials{Version: version, Username: VCenterUsername, Password: VCenterPassword}, nil
 	}
 }
 
@@ -256,11 +256,11 @@ func (v *VCenter) SeedTemplate(ctx context.Context, folder, name, release, infra
 	if err := f.Close(); err != nil {
 		return err
 	}
-	admin := &cloud.VCenters{RootCAs: v.RootCAs(), Credentials: v.Credentials("seed")}
+	admin := &vspherecloud.VCenters{RootCAs: v.RootCAs(), Credentials: v.Credentials("seed")}
 	defer admin.Close(ctx)
-	imp := bootimage.VSphereImport{
-		VSphereLocation: bootimage.VSphereLocation{Server: v.Server, Port: v.Port, Datacenter: VCenterDatacenter, Folder: folder},
-		ComputeCluster:  VCenterCluster, ResourcePool: VCenterPool, Datastore: VCenterDatastore, Network: VCenterNetwork,
+	imp := vsphere.Import{
+		Location:       vsphere.Location{Server: v.Server, Port: v.Port, Datacenter: VCenterDatacenter, Folder: folder},
+		ComputeCluster: VCenterCluster, ResourcePool: VCenterPool, Datastore: VCenterDatastore, Network: VCenterNetwork,
 		InfrastructureName: infrastructureName,
 	}
 	return admin.ImportTemplate(ctx, imp, name, f.Name(), "thick")

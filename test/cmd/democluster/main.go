@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
 	"io"
 	"os"
 	"os/exec"
@@ -130,7 +131,7 @@ func (d *demo) stop() {
 }
 
 // nextRHCOSAMI is a newer RHCOS AMI in us-east-1 than the stream's, for "roll the stream".
-var nextRHCOSAMI = bootimage.AWSImage{ImageID: "ami-0b0b0b0b0b0b0b0b1", OwnerID: bootimage.RHCOSOwner, Name: "rhcos-9.6.20250801-0-x86_64",
+var nextRHCOSAMI = aws.Image{ImageID: "ami-0b0b0b0b0b0b0b0b1", OwnerID: aws.RHCOSOwner, Name: "rhcos-9.6.20250801-0-x86_64",
 	Description: "rhcos-9.6.20250801-0-x86_64", CreationDate: "2025-08-01T12:00:00.000Z", Region: "us-east-1", State: "available"}
 
 // seed creates the demo cluster: AWS, tech preview gates, a stable 4.20 release, an RHCOS stream

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws/awscloud"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
@@ -14,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
@@ -29,7 +30,7 @@ var _ = Describe("The operator inside the machine-config-controller, with Cluste
 	const oldTemplate = "w-1a-0a1b2c3d"
 	var env *testenv.Env
 	hooks := seams.Hooks{CRDPollInterval: 100 * time.Millisecond}
-	opts := controllers.Options{Images: &cloud.Static{AMIs: fixtures.AWSImages()}}
+	opts := controllers.Options{Images: (&awscloud.Static{AMIs: fixtures.AWSImages()}).Clouds()}
 	owner := fixtures.ClusterAPIOwner("MachineSet", "w-1a", oldTemplate)
 	capiTemplate := func() string {
 		got := &unstructured.Unstructured{}

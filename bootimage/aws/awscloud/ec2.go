@@ -1,4 +1,4 @@
-package cloud
+package awscloud
 
 import (
 	"context"
@@ -9,13 +9,20 @@ import (
 	"sync"
 	"time"
 
+	bootaws "github.com/bootimage-operator/bootimage-operator/bootimage/aws"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+)
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage"
+// Cloud API names, the `api` label of the request metrics.
+const (
+	apiDescribeImages            = "ec2:DescribeImages"
+	apiAssumeRoleWithWebIdentity = "sts:AssumeRoleWithWebIdentity"
 )
 
 // marketplaceOwnerAlias is how DescribeImages names the owner of AWS Marketplace AMIs.
@@ -30,9 +37,9 @@ const (
 	defaultImagesTTL = 10 * time.Minute
 )
 
-// AWSSettings is how to reach EC2, as the cluster says: credentials from the
+// Settings is how to reach EC2, as the cluster says: credentials from the
 // openshift-machine-api/aws-cloud-credentials Secret and the service endpoints of Infrastructure.
-type AWSSettings struct {
+type Settings struct {
 	// Version identifies the credentials (the Secret's resourceVersion): clients are rebuilt when it changes.
 	Version string
 	// SharedConfig is an AWS shared config file (key `credentials` of the Secret): with
@@ -50,32 +57,32 @@ type AWSSettings struct {
 // for TTL, both in bounded caches; callers asking the same question at once share one request.
 type EC2 struct {
 	// Settings returns the current settings; bootimage.ErrNoCatalog when there are no credentials.
-	Settings func(context.Context) (AWSSettings, error)
+	Settings func(context.Context) (Settings, error)
 	// TTL bounds how stale an answer may be; 10 minutes when zero.
 	TTL time.Duration
 	// RootCAs, when set, are the only CAs trusted for the endpoints; else the system's, which on
 	// a cluster include the injected trusted CA bundle.
 	RootCAs *x509.CertPool
 	// Metrics, when set, count the requests.
-	Metrics *Metrics
+	Metrics *cloud.Metrics
 	// Backoff is how long a failed DescribeImages is remembered, per query, or per region when
 	// EC2 throttles or fails.
-	Backoff Backoff
+	Backoff cloud.Backoff
 
 	init    sync.Once
-	clients *Lookups[*ec2.Client]
-	answers *Lookups[[]bootimage.AWSImage]
+	clients *cloud.Lookups[*ec2.Client]
+	answers *cloud.Lookups[[]bootaws.Image]
 }
 
 func (e *EC2) caches() {
 	e.init.Do(func() {
-		e.clients = NewLookups[*ec2.Client](maxEC2Clients)
-		e.answers = NewFailingLookups[[]bootimage.AWSImage](maxImageAnswers, e.Backoff)
+		e.clients = cloud.NewLookups[*ec2.Client](maxEC2Clients)
+		e.answers = cloud.NewFailingLookups[[]bootaws.Image](maxImageAnswers, e.Backoff)
 	})
 }
 
 // AWSImage implements bootimage.Catalog.
-func (e *EC2) AWSImage(ctx context.Context, region, id string) (*bootimage.AWSImage, error) {
+func (e *EC2) Image(ctx context.Context, region, id string) (*bootaws.Image, error) {
 	images, err := e.describe(ctx, region, "id/"+id, &ec2.DescribeImagesInput{ImageIds: []string{id}, IncludeDeprecated: aws.Bool(true)})
 	if err != nil || len(images) == 0 {
 		return nil, err
@@ -85,19 +92,14 @@ func (e *EC2) AWSImage(ctx context.Context, region, id string) (*bootimage.AWSIm
 
 // AWSMarketplaceImages implements bootimage.Catalog, with the query the MCO sends: owner
 // aws-marketplace, name matching the product id.
-func (e *EC2) AWSMarketplaceImages(ctx context.Context, region, product string) ([]bootimage.AWSImage, error) {
+func (e *EC2) MarketplaceImages(ctx context.Context, region, product string) ([]bootaws.Image, error) {
 	return e.describe(ctx, region, "marketplace/"+product, &ec2.DescribeImagesInput{
 		Owners:  []string{marketplaceOwnerAlias},
 		Filters: []ec2types.Filter{{Name: aws.String("name"), Values: []string{"*" + product + "*"}}},
 	})
 }
 
-// GCPImage implements bootimage.Catalog: EC2 knows no GCP images.
-func (e *EC2) GCPImage(context.Context, string, string) (*bootimage.GCPImage, error) {
-	return nil, bootimage.ErrNoCatalog
-}
-
-func (e *EC2) describe(ctx context.Context, region, query string, in *ec2.DescribeImagesInput) ([]bootimage.AWSImage, error) {
+func (e *EC2) describe(ctx context.Context, region, query string, in *ec2.DescribeImagesInput) ([]bootaws.Image, error) {
 	settings, err := e.Settings(ctx)
 	if err != nil {
 		return nil, err
@@ -108,7 +110,7 @@ func (e *EC2) describe(ctx context.Context, region, query string, in *ec2.Descri
 		ttl = defaultImagesTTL
 	}
 	scope := clientKey(region, settings)
-	return e.answers.Get(ctx, scope+"|"+query, scope, ttl, func(ctx context.Context) ([]bootimage.AWSImage, error) {
+	return e.answers.Get(ctx, scope+"|"+query, scope, ttl, func(ctx context.Context) ([]bootaws.Image, error) {
 		client, err := e.client(ctx, region, settings)
 		if err != nil {
 			return nil, err
@@ -117,8 +119,8 @@ func (e *EC2) describe(ctx context.Context, region, query string, in *ec2.Descri
 	})
 }
 
-func describeImages(ctx context.Context, client observedEC2, region string, in *ec2.DescribeImagesInput) ([]bootimage.AWSImage, error) {
-	images := []bootimage.AWSImage{}
+func describeImages(ctx context.Context, client observedEC2, region string, in *ec2.DescribeImagesInput) ([]bootaws.Image, error) {
+	images := []bootaws.Image{}
 	pages := ec2.NewDescribeImagesPaginator(client, in)
 	for pages.HasMorePages() {
 		out, err := pages.NextPage(ctx)
@@ -127,10 +129,10 @@ func describeImages(ctx context.Context, client observedEC2, region string, in *
 			break
 		}
 		if err != nil {
-			return nil, NewFailure(apiDescribeImages, region, err)
+			return nil, cloud.NewFailure(apiDescribeImages, region, err)
 		}
 		for _, img := range out.Images {
-			images = append(images, bootimage.AWSImage{
+			images = append(images, bootaws.Image{
 				ImageID: aws.ToString(img.ImageId), OwnerID: aws.ToString(img.OwnerId), Name: aws.ToString(img.Name),
 				Description: aws.ToString(img.Description), CreationDate: aws.ToString(img.CreationDate),
 				Region: region, State: string(img.State),
@@ -140,13 +142,13 @@ func describeImages(ctx context.Context, client observedEC2, region string, in *
 	return images, nil
 }
 
-func clientKey(region string, s AWSSettings) string {
+func clientKey(region string, s Settings) string {
 	return region + "|" + s.Version + "|" + s.Endpoint + "|" + s.STSEndpoint
 }
 
 // client returns the EC2 client of region and s. Building one makes no request: credentials are
 // fetched on first use and cached by the client until they expire.
-func (e *EC2) client(ctx context.Context, region string, s AWSSettings) (*ec2.Client, error) {
+func (e *EC2) client(ctx context.Context, region string, s Settings) (*ec2.Client, error) {
 	return e.clients.Get(ctx, clientKey(region, s), "", ec2ClientTTL, func(context.Context) (*ec2.Client, error) {
 		httpClient := e.httpClient()
 		creds, err := awsCredentials(s, region, httpClient, e.Metrics)
@@ -172,7 +174,7 @@ func (e *EC2) httpClient() aws.HTTPClient {
 // observedEC2 records the metrics of each DescribeImages call.
 type observedEC2 struct {
 	*ec2.Client
-	metrics *Metrics
+	metrics *cloud.Metrics
 }
 
 func (c observedEC2) DescribeImages(ctx context.Context, in *ec2.DescribeImagesInput, opts ...func(*ec2.Options)) (*ec2.DescribeImagesOutput, error) {

@@ -1,4 +1,4 @@
-package cloud_test
+package vspherecloud_test
 
 import (
 	"context"
@@ -7,13 +7,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere/vspherecloud"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/vmware/govmomi/vim25/soap"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
 	"github.com/bootimage-operator/bootimage-operator/leader"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 )
@@ -55,7 +57,7 @@ var _ = Describe("vCenter steps of a leader-elected process", func() {
 		folder, err := vc.ClusterFolder(ctx, "infra-1")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(vc.SeedTemplate(ctx, folder, "old", "9.4.1", "infra-1")).To(Succeed())
-		at := bootimage.VSphereLocation{Server: vc.Server, Port: vc.Port, Datacenter: fakecloud.VCenterDatacenter, Folder: folder}
+		at := vsphere.Location{Server: vc.Server, Port: vc.Port, Datacenter: fakecloud.VCenterDatacenter, Folder: folder}
 
 		// A lease of 3s fenced 1s before it ends, renewed once: the fence closes 2s from now.
 		fence := leader.NewFence(3*time.Second, time.Second)
@@ -63,10 +65,10 @@ var _ = Describe("vCenter steps of a leader-elected process", func() {
 		leading := cloud.WithWriteFence(ctx, fence)
 
 		net := &network{held: make(chan struct{}, 100), release: make(chan struct{})}
-		vcenters := &cloud.VCenters{RootCAs: vc.RootCAs(), Credentials: vc.Credentials("1")}
-		cloud.WrapSOAP(vcenters, func(next soap.RoundTripper) soap.RoundTripper { net.next = next; return net })
+		vcenters := &vspherecloud.VCenters{RootCAs: vc.RootCAs(), Credentials: vc.Credentials("1")}
+		vspherecloud.WrapSOAP(vcenters, func(next soap.RoundTripper) soap.RoundTripper { net.next = next; return net })
 		DeferCleanup(vcenters.Close, context.Background())
-		Expect(vcenters.VSphereTemplate(leading, at, "old")).NotTo(BeNil(), "the fence is open")
+		Expect(vcenters.Template(leading, at, "old")).NotTo(BeNil(), "the fence is open")
 
 		// A rename leaves the process before the fence closes and is held on the way past it.
 		net.holding.Store(true)
@@ -84,8 +86,8 @@ var _ = Describe("vCenter steps of a leader-elected process", func() {
 		Expect(vcenters.DestroyTemplate(leading, at, "old")).To(MatchError(leader.ErrFenced))
 		ova := filepath.Join(GinkgoT().TempDir(), "rhcos.ova")
 		Expect(os.WriteFile(ova, fakecloud.OVA("9.6.1"), 0o600)).To(Succeed())
-		Expect(vcenters.ImportTemplate(leading, bootimage.VSphereImport{VSphereLocation: at}, "new", ova, "")).To(MatchError(leader.ErrFenced))
-		_, err = vcenters.VSphereTemplate(leading, at, "old")
+		Expect(vcenters.ImportTemplate(leading, vsphere.Import{Location: at}, "new", ova, "")).To(MatchError(leader.ErrFenced))
+		_, err = vcenters.Template(leading, at, "old")
 		Expect(err).To(MatchError(leader.ErrFenced))
 		Expect(net.sent.Load()).To(Equal(sent), "no request sent after the fence closed")
 		Expect(vc.VMs(ctx, folder)).To(ConsistOf("old"), "nothing landed in vCenter")

@@ -1,26 +1,31 @@
-package bootimage
+package azure
 
 import (
 	"context"
 	"encoding/json"
+	configv1 "github.com/openshift/api/config/v1"
 	"strings"
 
 	"github.com/coreos/stream-metadata-go/stream"
 	"github.com/coreos/stream-metadata-go/stream/rhcos"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 )
 
-type azure struct{}
+// platform decides the boot images of azure machines.
+type platform struct{}
 
-func (azure) Traits() PlatformTraits {
-	return PlatformTraits{MachineSetGate: featuregates.ManagedBootImagesAzure, ControlPlane: true, TemplateKind: "AzureMachineTemplate", Arches: []string{"x86_64", "aarch64"},
+func init() { bootimage.Register(platform{}) }
+
+func (platform) Traits() bootimage.PlatformTraits {
+	return bootimage.PlatformTraits{Type: configv1.AzurePlatformType, MachineSetGate: featuregates.ManagedBootImagesAzure, ControlPlane: true, TemplateKind: "AzureMachineTemplate", Arches: []string{"x86_64", "aarch64"},
 		InStream: func(a stream.Arch) bool {
 			return a.RHELCoreOSExtensions != nil && a.RHELCoreOSExtensions.Marketplace != nil && a.RHELCoreOSExtensions.Marketplace.Azure != nil
 		}}
 }
 
-func (azure) Current(spec MachineSpec) string {
+func (platform) Current(spec bootimage.MachineSpec) string {
 	if spec.Template() {
 		var img capzImage
 		_ = spec.Field("image", &img)
@@ -55,7 +60,7 @@ const (
 	azureWithPlan = "MarketplaceWithPlan"
 )
 
-func (a azure) Decide(_ context.Context, d Decision, in PlatformInput) (Decision, error) {
+func (a platform) Decide(_ context.Context, d bootimage.Decision, in bootimage.PlatformInput) (bootimage.Decision, error) {
 	current, security, decided, ok := a.read(d, in)
 	if !ok {
 		return decided, nil
@@ -63,14 +68,14 @@ func (a azure) Decide(_ context.Context, d Decision, in PlatformInput) (Decision
 	d.Current = current.String()
 	variant, paid, ok := azureVariant(current, in.Cluster.InfrastructureName)
 	if !ok && current.Publisher == "" {
-		return d.with(Skip, ReasonCustomImage, "image resourceID %s does not name the cluster's infrastructure %q, so it is not the installer's upload but an image someone else made: left alone. "+
+		return d.With(bootimage.Skip, bootimage.ReasonCustomImage, "image resourceID %s does not name the cluster's infrastructure %q, so it is not the installer's upload but an image someone else made: left alone. "+
 			"To move this MachineSet to the stream's marketplace image, set its image to publisher azureopenshift, offer aro4 (any SKU and version); the next update follows the stream", current.ResourceID, in.Cluster.InfrastructureName), nil
 	}
 	if !ok {
-		return d.with(Skip, ReasonCustomImage, "image %s is not an OpenShift marketplace image: left alone", current), nil
+		return d.With(bootimage.Skip, bootimage.ReasonCustomImage, "image %s is not an OpenShift marketplace image: left alone", current), nil
 	}
 	if security.value != "" {
-		return d.with(Skip, ReasonConfidentialVM, "%s is %s: confidential and trusted-launch VMs need images this operator does not manage", security.field, security.value), nil
+		return d.With(bootimage.Skip, bootimage.ReasonConfidentialVM, "%s is %s: confidential and trusted-launch VMs need images this operator does not manage", security.field, security.value), nil
 	}
 	gen2 := in.Arch == "aarch64" || !azureGen1(current, variant)
 	images := azureMarketplace(in.Stream.Architectures[in.Arch].RHELCoreOSExtensions, variant)
@@ -83,7 +88,7 @@ func (a azure) Decide(_ context.Context, d Decision, in PlatformInput) (Decision
 	}
 	gen := map[bool]string{true: "Gen2", false: "Gen1"}[gen2]
 	if img == nil || img.Publisher == "" || img.SKU == "" || img.Version == "" {
-		return d.with(Skip, ReasonArchitectureNotInStream, "the %s stream has no Azure %s HyperV %s marketplace image for %s", in.OSStream, variant, gen, in.Arch), nil
+		return d.With(bootimage.Skip, bootimage.ReasonArchitectureNotInStream, "the %s stream has no Azure %s HyperV %s marketplace image for %s", in.OSStream, variant, gen, in.Arch), nil
 	}
 	target := azureImage{Publisher: img.Publisher, Offer: img.Offer, SKU: img.SKU, Version: img.Version, Type: azureNoPlan}
 	if paid {
@@ -91,19 +96,19 @@ func (a azure) Decide(_ context.Context, d Decision, in PlatformInput) (Decision
 	}
 	d.Target = target.String()
 	if current == target {
-		return d.with(NoChange, ReasonUpToDate, "image %s is the stream's", d.Current), nil
+		return d.With(bootimage.NoChange, bootimage.ReasonUpToDate, "image %s is the stream's", d.Current), nil
 	}
-	d.ProviderSpecPatch = []PatchOp{
-		set("/image/publisher", target.Publisher), set("/image/offer", target.Offer), set("/image/sku", target.SKU),
-		set("/image/version", target.Version), set("/image/resourceID", ""), set("/image/type", target.Type),
+	d.ProviderSpecPatch = []bootimage.PatchOp{
+		bootimage.Set("/image/publisher", target.Publisher), bootimage.Set("/image/offer", target.Offer), bootimage.Set("/image/sku", target.SKU),
+		bootimage.Set("/image/version", target.Version), bootimage.Set("/image/resourceID", ""), bootimage.Set("/image/type", target.Type),
 	}
 	if in.Spec.Template() {
-		d.ProviderSpecPatch = []PatchOp{
-			set("/image/marketplace/publisher", target.Publisher), set("/image/marketplace/offer", target.Offer), set("/image/marketplace/sku", target.SKU),
-			set("/image/marketplace/version", target.Version), set("/image/marketplace/thirdPartyImage", paid),
+		d.ProviderSpecPatch = []bootimage.PatchOp{
+			bootimage.Set("/image/marketplace/publisher", target.Publisher), bootimage.Set("/image/marketplace/offer", target.Offer), bootimage.Set("/image/marketplace/sku", target.SKU),
+			bootimage.Set("/image/marketplace/version", target.Version), bootimage.Set("/image/marketplace/thirdPartyImage", paid),
 		}
 	}
-	return d.with(Update, ReasonImageOutdated, "image %s is outdated: the stream's %s %s image is %s", d.Current, variant, gen, d.Target), nil
+	return d.With(bootimage.Update, bootimage.ReasonImageOutdated, "image %s is outdated: the stream's %s %s image is %s", d.Current, variant, gen, d.Target), nil
 }
 
 // azureSecurity is the security type of the VM and the field that sets it.
@@ -126,7 +131,7 @@ type capzImage struct {
 // read returns the current image, in the providerSpec's terms, and the security type: a
 // providerSpec's image and securityProfile.settings.securityType, or a CAPZ template's
 // image.marketplace (thirdPartyImage meaning a purchase plan) and securityProfile.securityType.
-func (azure) read(d Decision, in PlatformInput) (azureImage, azureSecurity, Decision, bool) {
+func (platform) read(d bootimage.Decision, in bootimage.PlatformInput) (azureImage, azureSecurity, bootimage.Decision, bool) {
 	if !in.Spec.Template() {
 		var current azureImage
 		var security struct {
@@ -135,13 +140,13 @@ func (azure) read(d Decision, in PlatformInput) (azureImage, azureSecurity, Deci
 			} `json:"settings"`
 		}
 		if err := in.Spec.Field("image", &current); err != nil {
-			return current, azureSecurity{}, in.Spec.invalid(d, "%v", err), false
+			return current, azureSecurity{}, in.Spec.Invalid(d, "%v", err), false
 		}
 		if err := in.Spec.Field("securityProfile", &security); err != nil {
-			return current, azureSecurity{}, in.Spec.invalid(d, "%v", err), false
+			return current, azureSecurity{}, in.Spec.Invalid(d, "%v", err), false
 		}
 		if current == (azureImage{}) {
-			return current, azureSecurity{}, in.Spec.invalid(d, "image is empty"), false
+			return current, azureSecurity{}, in.Spec.Invalid(d, "image is empty"), false
 		}
 		return current, azureSecurity{"securityProfile.settings.securityType", security.Settings.SecurityType}, d, true
 	}
@@ -150,17 +155,17 @@ func (azure) read(d Decision, in PlatformInput) (azureImage, azureSecurity, Deci
 		SecurityType string `json:"securityType"`
 	}
 	if err := in.Spec.Field("image", &img); err != nil {
-		return azureImage{}, azureSecurity{}, in.Spec.invalid(d, "%v", err), false
+		return azureImage{}, azureSecurity{}, in.Spec.Invalid(d, "%v", err), false
 	}
 	if err := in.Spec.Field("securityProfile", &security); err != nil {
-		return azureImage{}, azureSecurity{}, in.Spec.invalid(d, "%v", err), false
+		return azureImage{}, azureSecurity{}, in.Spec.Invalid(d, "%v", err), false
 	}
 	d.Current = capzCurrent(img)
 	switch {
 	case img.ID != nil || img.SharedGallery != nil || img.ComputeGallery != nil:
-		return azureImage{}, azureSecurity{}, d.with(Skip, ReasonCustomImage, "image is given by id, computeGallery or sharedGallery, not by marketplace: a custom image, left alone"), false
+		return azureImage{}, azureSecurity{}, d.With(bootimage.Skip, bootimage.ReasonCustomImage, "image is given by id, computeGallery or sharedGallery, not by marketplace: a custom image, left alone"), false
 	case img.Marketplace == nil:
-		return azureImage{}, azureSecurity{}, d.with(Skip, ReasonImageNotByID, "no image: CAPZ picks its default image, not an RHCOS one; left to its owner"), false
+		return azureImage{}, azureSecurity{}, d.With(bootimage.Skip, bootimage.ReasonImageNotByID, "no image: CAPZ picks its default image, not an RHCOS one; left to its owner"), false
 	}
 	m := img.Marketplace
 	current := azureImage{Publisher: m.Publisher, Offer: m.Offer, SKU: m.SKU, Version: m.Version, Type: azureNoPlan}

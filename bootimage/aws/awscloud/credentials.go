@@ -1,4 +1,4 @@
-package cloud
+package awscloud
 
 import (
 	"bufio"
@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 )
 
 // roleSessionName names the operator's sessions in CloudTrail.
@@ -20,7 +21,7 @@ const roleSessionName = "bootimage-operator"
 // awsCredentials builds the credentials of s in memory, cached until they expire: STS web identity
 // when the shared config names a role and a token file (the cloud credential operator's format
 // on STS clusters), else static keys. Nothing is written to disk: the root filesystem is read-only.
-func awsCredentials(s AWSSettings, region string, httpClient aws.HTTPClient, metrics *Metrics) (aws.CredentialsProvider, error) {
+func awsCredentials(s Settings, region string, httpClient aws.HTTPClient, metrics *cloud.Metrics) (aws.CredentialsProvider, error) {
 	keys := sharedConfigKeys{"aws_access_key_id": s.AccessKeyID, "aws_secret_access_key": s.SecretAccessKey}
 	if len(s.SharedConfig) > 0 {
 		parsed, err := parseSharedConfig(s.SharedConfig)
@@ -86,7 +87,7 @@ func parseSharedConfig(data []byte) (sharedConfigKeys, error) {
 // observedSTS records the metrics of each AssumeRoleWithWebIdentity call.
 type observedSTS struct {
 	*sts.Client
-	metrics *Metrics
+	metrics *cloud.Metrics
 }
 
 func (c observedSTS) AssumeRoleWithWebIdentity(ctx context.Context, in *sts.AssumeRoleWithWebIdentityInput, opts ...func(*sts.Options)) (*sts.AssumeRoleWithWebIdentityOutput, error) {

@@ -1,4 +1,4 @@
-package bootimage
+package vsphere
 
 import (
 	"context"
@@ -12,14 +12,15 @@ import (
 	"github.com/coreos/stream-metadata-go/stream"
 	configv1 "github.com/openshift/api/config/v1"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 )
 
-// MaxVSphereNameLength is the longest name vSphere accepts for a VM.
-const MaxVSphereNameLength = 80
+// MaxNameLength is the longest name vSphere accepts for a VM.
+const MaxNameLength = 80
 
-// VSphereLocation is a workspace folder in one vCenter datacenter.
-type VSphereLocation struct {
+// Location is a workspace folder in one vCenter datacenter.
+type Location struct {
 	Server string
 	// Port is the vCenter's HTTPS port, 0 for the default.
 	Port       int32
@@ -28,8 +29,8 @@ type VSphereLocation struct {
 	Folder string
 }
 
-// VSphereTemplate is what the operator reads of a VM template.
-type VSphereTemplate struct {
+// Template is what the operator reads of a VM template.
+type Template struct {
 	// Path is the template's inventory path.
 	Path string
 	// Version is the RHCOS version of its vApp product (the OVA's product section); "" when none.
@@ -40,18 +41,18 @@ type VSphereTemplate struct {
 	IsTemplate bool
 }
 
-// VSphereTemplates reads VM templates in vCenter. bootimage/cloud implements it with govmomi.
-type VSphereTemplates interface {
-	// VSphereTemplate returns the VM named name directly inside at.Folder, nil when there is none:
+// Templates reads VM templates in vCenter. bootimage/cloud implements it with govmomi.
+type Templates interface {
+	// Template returns the VM named name directly inside at.Folder, nil when there is none:
 	// a VM of that name anywhere else is not the cluster's and is never looked at.
 	// ErrNoCatalog says there are no credentials for the vCenter.
-	VSphereTemplate(ctx context.Context, at VSphereLocation, name string) (*VSphereTemplate, error)
+	Template(ctx context.Context, at Location, name string) (*Template, error)
 }
 
-// VSphereImport is what an update must do in vCenter before the MachineSet is patched: import the
+// Import is what an update must do in vCenter before the MachineSet is patched: import the
 // stream's OVA as template Name in the failure domain, unless it is already there.
-type VSphereImport struct {
-	VSphereLocation
+type Import struct {
+	Location
 	// Name is the template's name in Folder.
 	Name           string
 	ComputeCluster string
@@ -68,7 +69,7 @@ type VSphereImport struct {
 }
 
 // Key identifies the template an import writes: imports of one key must not run at once.
-func (i VSphereImport) Key() string {
+func (i Import) Key() string {
 	return i.Server + "|" + i.Datacenter + "|" + path.Join(i.Folder, i.Name)
 }
 
@@ -81,16 +82,19 @@ type vsphereWorkspace struct {
 	VMGroup      string `json:"vmGroup"`
 }
 
-type vsphere struct{}
+// platform decides the boot images of vsphere machines.
+type platform struct{}
 
-func (vsphere) Traits() PlatformTraits {
-	return PlatformTraits{MachineSetGate: featuregates.ManagedBootImagesVSphere, InStream: func(a stream.Arch) bool {
+func init() { bootimage.Register(platform{}) }
+
+func (platform) Traits() bootimage.PlatformTraits {
+	return bootimage.PlatformTraits{Type: configv1.VSpherePlatformType, MachineSetGate: featuregates.ManagedBootImagesVSphere, InStream: func(a stream.Arch) bool {
 		_, ok := a.Artifacts["vmware"]
 		return ok
 	}}
 }
 
-func (vsphere) Current(spec MachineSpec) string {
+func (platform) Current(spec bootimage.MachineSpec) string {
 	var template string
 	_ = spec.Field("template", &template)
 	return template
@@ -99,35 +103,36 @@ func (vsphere) Current(spec MachineSpec) string {
 // decide compares the MachineSet's template with the stream's RHCOS release. The template the
 // operator manages lives in the workspace folder: the one the MachineSet names if it is there,
 // else <infrastructureName>-rhcos-<failure domain>, as the MCO names it.
-func (vsphere) Decide(ctx context.Context, d Decision, in PlatformInput) (Decision, error) {
+func (platform) Decide(ctx context.Context, d bootimage.Decision, in bootimage.PlatformInput) (bootimage.Decision, error) {
 	var template string
 	if err := in.Spec.Field("template", &template); err != nil || template == "" {
-		return in.Spec.invalid(d, "template is missing or not a string"), nil
+		return in.Spec.Invalid(d, "template is missing or not a string"), nil
 	}
 	d.Current = template
 	var ws *vsphereWorkspace
 	var tagIDs []string
 	if err := in.Spec.Field("workspace", &ws); err != nil {
-		return in.Spec.invalid(d, "%v", err), nil
+		return in.Spec.Invalid(d, "%v", err), nil
 	}
 	if err := in.Spec.Field("tagIDs", &tagIDs); err != nil {
-		return in.Spec.invalid(d, "%v", err), nil
+		return in.Spec.Invalid(d, "%v", err), nil
 	}
 	if ws == nil || ws.Server == "" || ws.Datacenter == "" || !strings.HasPrefix(ws.Folder, "/") {
-		return in.Spec.invalid(d, "workspace.server, datacenter and folder (an inventory path) must be set: the operator manages templates in the cluster's workspace folder only"), nil
+		return in.Spec.Invalid(d, "workspace.server, datacenter and folder (an inventory path) must be set: the operator manages templates in the cluster's workspace folder only"), nil
 	}
-	vcenter, fd, ok := failureDomainOf(in.Cluster.VSphere, *ws)
+	vcenter, fd, ok := failureDomainOf(platformSpec(in.Cluster), *ws)
 	if !ok {
-		return d.with(Skip, ReasonFailureDomainMismatch, "providerSpec workspace (%s) matches no vCenter and failure domain of Infrastructure cluster spec.platformSpec.vsphere", ws), nil
+		return d.With(bootimage.Skip, bootimage.ReasonFailureDomainMismatch, "providerSpec workspace (%s) matches no vCenter and failure domain of Infrastructure cluster spec.platformSpec.vsphere", ws), nil
 	}
 	art := in.Stream.Architectures[in.Arch].Artifacts["vmware"]
 	ova := art.Formats["ova"].Disk
 	if art.Release == "" || ova == nil || ova.Location == "" || ova.Sha256 == "" {
-		return d.with(Skip, ReasonTargetImageUnavailable, "the %s stream has no vmware OVA with a release and sha256 for %s", in.OSStream, in.Arch), nil
+		return d.With(bootimage.Skip, bootimage.ReasonTargetImageUnavailable, "the %s stream has no vmware OVA with a release and sha256 for %s", in.OSStream, in.Arch), nil
 	}
-	at := VSphereLocation{Server: vcenter.Server, Port: vcenter.Port, Datacenter: ws.Datacenter, Folder: path.Clean(ws.Folder)}
-	if in.Cluster.Templates == nil {
-		return d.with(Skip, ReasonVCenterNotConsulted, "template %s: vCenter %s not consulted, so its RHCOS version is unknown; the stream's is %s (OVA %s)", template, at.Server, art.Release, ova.Location), nil
+	at := Location{Server: vcenter.Server, Port: vcenter.Port, Datacenter: ws.Datacenter, Folder: path.Clean(ws.Folder)}
+	templates, _ := in.Cluster.Cloud.(Templates)
+	if templates == nil {
+		return d.With(bootimage.Skip, bootimage.ReasonVCenterNotConsulted, "template %s: vCenter %s not consulted, so its RHCOS version is unknown; the stream's is %s (OVA %s)", template, at.Server, art.Release, ova.Location), nil
 	}
 	// Candidates, first match wins: the template the MachineSet names, when it is in the folder, then
 	// the stream's own names. A template of another RHEL major is another stream's: never taken.
@@ -144,10 +149,10 @@ func (vsphere) Decide(ctx context.Context, d Decision, in PlatformInput) (Decisi
 		candidates = append(candidates, candidate{n, n, false})
 	}
 	var name, value string
-	var found *VSphereTemplate
+	var found *Template
 	var leftovers, otherStreams []string
 	for _, c := range candidates {
-		t, left, err := managedTemplate(ctx, in.Cluster.Templates, at, c.name)
+		t, left, err := managedTemplate(ctx, templates, at, c.name)
 		if err != nil {
 			return vcenterError(d, at, c.name, err)
 		}
@@ -162,43 +167,44 @@ func (vsphere) Decide(ctx context.Context, d Decision, in PlatformInput) (Decisi
 		break
 	}
 	if name == "" {
-		return d.with(Skip, ReasonOSStreamTemplateTaken, "every template name of the %s stream in %s holds another OS stream's template (%s): a template is never replaced by another RHEL major's; rename or remove it",
+		return d.With(bootimage.Skip, bootimage.ReasonOSStreamTemplateTaken, "every template name of the %s stream in %s holds another OS stream's template (%s): a template is never replaced by another RHEL major's; rename or remove it",
 			in.OSStream, at.Folder, strings.Join(otherStreams, ", ")), nil
 	}
 	if found != nil && found.Version == "" {
-		return d.with(Skip, ReasonCustomImage, "template %s has no RHCOS product version: not an RHCOS template, left alone", found.Path), nil
+		return d.With(bootimage.Skip, bootimage.ReasonCustomImage, "template %s has no RHCOS product version: not an RHCOS template, left alone", found.Path), nil
 	}
 	if found != nil {
 		d.Current = fmt.Sprintf("%s@%s", template, found.Version)
 	}
 	d.Target = fmt.Sprintf("%s@%s", value, art.Release)
-	if len(name) > MaxVSphereNameLength {
-		return d.with(Error, ReasonTemplateNameTooLong, "template name %s is longer than vSphere's %d characters", name, MaxVSphereNameLength), nil
+	if len(name) > MaxNameLength {
+		return d.With(bootimage.Error, bootimage.ReasonTemplateNameTooLong, "template name %s is longer than vSphere's %d characters", name, MaxNameLength), nil
 	}
-	d.ProviderSpecPatch = []PatchOp{set("/template", value)}
+	d.ProviderSpecPatch = []bootimage.PatchOp{bootimage.Set("/template", value)}
 	if found != nil && found.Version == art.Release && len(leftovers) == 0 {
 		if template == value {
 			d.ProviderSpecPatch = nil
-			return d.with(NoChange, ReasonUpToDate, "template %s is RHCOS %s, the stream's", found.Path, art.Release), nil
+			return d.With(bootimage.NoChange, bootimage.ReasonUpToDate, "template %s is RHCOS %s, the stream's", found.Path, art.Release), nil
 		}
-		return d.with(Update, ReasonImageOutdated, "template %s is not the cluster's; %s in the workspace folder is RHCOS %s, the stream's", template, found.Path, art.Release), nil
+		return d.With(bootimage.Update, bootimage.ReasonImageOutdated, "template %s is not the cluster's; %s in the workspace folder is RHCOS %s, the stream's", template, found.Path, art.Release), nil
 	}
-	d.VSphere = &VSphereImport{
-		VSphereLocation: at, Name: name,
+	imp := &Import{
+		Location: at, Name: name,
 		ComputeCluster: fd.Topology.ComputeCluster, ResourcePool: fd.Topology.ResourcePool, Datastore: fd.Topology.Datastore,
 		Release: art.Release, OVALocation: ova.Location, OVASHA256: ova.Sha256,
 		InfrastructureName: in.Cluster.InfrastructureName, TagIDs: tagIDs,
 	}
 	if len(fd.Topology.Networks) > 0 {
-		d.VSphere.Network = fd.Topology.Networks[0]
+		imp.Network = fd.Topology.Networks[0]
 	}
+	d.Prepare = imp
 	if found == nil {
-		return d.with(Update, ReasonImageOutdated, "template %s is not in the workspace folder %s: importing the stream's OVA (RHCOS %s) as %s", template, at.Folder, art.Release, name), nil
+		return d.With(bootimage.Update, bootimage.ReasonImageOutdated, "template %s is not in the workspace folder %s: importing the stream's OVA (RHCOS %s) as %s", template, at.Folder, art.Release, name), nil
 	}
 	if found.Version == art.Release {
-		return d.with(Update, ReasonImageOutdated, "template %s is RHCOS %s, the stream's, but an interrupted swap left %s: finishing it", found.Path, art.Release, strings.Join(leftovers, ", ")), nil
+		return d.With(bootimage.Update, bootimage.ReasonImageOutdated, "template %s is RHCOS %s, the stream's, but an interrupted swap left %s: finishing it", found.Path, art.Release, strings.Join(leftovers, ", ")), nil
 	}
-	return d.with(Update, ReasonImageOutdated, "template %s is RHCOS %s, the stream's is %s: importing its OVA", found.Path, found.Version, art.Release), nil
+	return d.With(bootimage.Update, bootimage.ReasonImageOutdated, "template %s is RHCOS %s, the stream's is %s: importing its OVA", found.Path, found.Version, art.Release), nil
 }
 
 // vsphereTemplateNames are the names of the templates the operator manages for osStream in
@@ -207,7 +213,7 @@ func (vsphere) Decide(ctx context.Context, d Decision, in PlatformInput) (Decisi
 // other stream uses, <infrastructureName>-rhcos-<stream>-<fd>.
 func vsphereTemplateNames(infrastructureName, fd, osStream string) []string {
 	named := fmt.Sprintf("%s-rhcos-%s-%s", infrastructureName, osStream, fd)
-	if osStream == LegacyOSStream {
+	if osStream == bootimage.LegacyOSStream {
 		return []string{fmt.Sprintf("%s-rhcos-%s", infrastructureName, fd), named}
 	}
 	return []string{named}
@@ -215,27 +221,27 @@ func vsphereTemplateNames(infrastructureName, fd, osStream string) []string {
 
 // sameRHEL reports whether two RHCOS versions are of one RHEL major; true when either cannot be read.
 func sameRHEL(a, b string) bool {
-	va, okA := rhelVersion(a)
-	vb, okB := rhelVersion(b)
+	va, okA := bootimage.RHELVersion(a)
+	vb, okB := bootimage.RHELVersion(b)
 	return !okA || !okB || va.Major() == vb.Major()
 }
 
-// VSphereSwapNames are the names a template swap of name uses, the MCO's: the template being
+// SwapNames are the names a template swap of name uses, the MCO's: the template being
 // imported and the one being replaced. They have a fixed length, so they fit vSphere's limit.
-func VSphereSwapNames(name string) (importing, replaced string) {
+func SwapNames(name string) (importing, replaced string) {
 	h := sha256.Sum256([]byte(name))
 	return fmt.Sprintf("mco-tmp-%x", h[:4]), fmt.Sprintf("mco-old-%x", h[:4])
 }
 
 // managedTemplate returns template name in at's folder, or the template an interrupted swap
 // renamed away from it, and the swap's other leftovers.
-func managedTemplate(ctx context.Context, templates VSphereTemplates, at VSphereLocation, name string) (*VSphereTemplate, []string, error) {
-	importing, replaced := VSphereSwapNames(name)
-	t, err := templates.VSphereTemplate(ctx, at, name)
+func managedTemplate(ctx context.Context, templates Templates, at Location, name string) (*Template, []string, error) {
+	importing, replaced := SwapNames(name)
+	t, err := templates.Template(ctx, at, name)
 	if err != nil {
 		return nil, nil, err
 	}
-	old, err := templates.VSphereTemplate(ctx, at, replaced)
+	old, err := templates.Template(ctx, at, replaced)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -249,16 +255,16 @@ func managedTemplate(ctx context.Context, templates VSphereTemplates, at VSphere
 	}
 	// An import left behind next to an outdated template is reused by the next swap; next to a
 	// current one it is a leftover to delete.
-	next, err := templates.VSphereTemplate(ctx, at, importing)
+	next, err := templates.Template(ctx, at, importing)
 	if err != nil || next == nil {
 		return t, nil, err
 	}
 	return t, []string{importing}, nil
 }
 
-func vcenterError(d Decision, at VSphereLocation, name string, err error) (Decision, error) {
-	if errors.Is(err, ErrNoCatalog) {
-		return d.with(Skip, ReasonVCenterNotConsulted, "template %s: no credentials for vCenter %s (%v), so its RHCOS version is unknown", name, at.Server, err), nil
+func vcenterError(d bootimage.Decision, at Location, name string, err error) (bootimage.Decision, error) {
+	if errors.Is(err, bootimage.ErrNoCatalog) {
+		return d.With(bootimage.Skip, bootimage.ReasonVCenterNotConsulted, "template %s: no credentials for vCenter %s (%v), so its RHCOS version is unknown", name, at.Server, err), nil
 	}
 	return d, fmt.Errorf("looking up template %s in vCenter %s folder %s: %w", name, at.Server, at.Folder, err)
 }
@@ -300,4 +306,18 @@ func failureDomainOf(spec *configv1.VSpherePlatformSpec, ws vsphereWorkspace) (c
 		}
 	}
 	return configv1.VSpherePlatformVCenterSpec{}, configv1.VSpherePlatformFailureDomainSpec{}, false
+}
+
+// platformSpec is Infrastructure cluster's spec.platformSpec.vsphere: vCenters and failure domains.
+func platformSpec(c bootimage.Cluster) *configv1.VSpherePlatformSpec {
+	if c.Infrastructure == nil {
+		return nil
+	}
+	return c.Infrastructure.Spec.PlatformSpec.VSphere
+}
+
+// ImportOf returns the template import d asks for before its patch; nil when none.
+func ImportOf(d bootimage.Decision) *Import {
+	imp, _ := d.Prepare.(*Import)
+	return imp
 }

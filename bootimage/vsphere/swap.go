@@ -1,41 +1,43 @@
-package bootimage
+package vsphere
 
 import (
 	"context"
 	"fmt"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
 )
 
-// VSphereSwapStep is one step of a template swap, named for what it does in vCenter.
-type VSphereSwapStep string
+// SwapStep is one step of a template swap, named for what it does in vCenter.
+type SwapStep string
 
 // The steps of a swap of template T. Each is chosen from what vCenter holds under T and its two
-// swap names (VSphereSwapNames), never from memory of an earlier run, so a swap interrupted after
+// swap names (SwapNames), never from memory of an earlier run, so a swap interrupted after
 // any step, by this operator or the MCO, is finished by the next one.
 const (
 	// SwapImport imports the stream's OVA under the importing name, after deleting whatever an
 	// earlier, unverified import left there.
-	SwapImport VSphereSwapStep = "import"
+	SwapImport SwapStep = "import"
 	// SwapRenameAway renames the outdated T to the replaced name.
-	SwapRenameAway VSphereSwapStep = "rename-away"
+	SwapRenameAway SwapStep = "rename-away"
 	// SwapRenameIn renames the verified import to T.
-	SwapRenameIn VSphereSwapStep = "rename-in"
+	SwapRenameIn SwapStep = "rename-in"
 	// SwapDeleteReplaced deletes the template renamed away.
-	SwapDeleteReplaced VSphereSwapStep = "delete-replaced"
+	SwapDeleteReplaced SwapStep = "delete-replaced"
 	// SwapRestore renames a template renamed away back to T: no verified import can take its place.
-	SwapRestore VSphereSwapStep = "restore"
+	SwapRestore SwapStep = "restore"
 	// SwapDeleteImporting deletes an import left next to a T that is current already.
-	SwapDeleteImporting VSphereSwapStep = "delete-importing"
+	SwapDeleteImporting SwapStep = "delete-importing"
 )
 
-// VSphereSwapState is what vCenter holds under a template's name and its two swap names; nil is
+// SwapState is what vCenter holds under a template's name and its two swap names; nil is
 // no VM of that name.
-type VSphereSwapState struct {
-	Current, Replaced, Importing *VSphereTemplate
+type SwapState struct {
+	Current, Replaced, Importing *Template
 }
 
 // Next returns the step that brings the state closer to a template of release under the
 // template's name and nothing under the swap names; done when it is there.
-func (s VSphereSwapState) Next(release string) (step VSphereSwapStep, done bool) {
+func (s SwapState) Next(release string) (step SwapStep, done bool) {
 	verified := s.Importing != nil && s.Importing.IsTemplate && s.Importing.Version == release
 	switch {
 	case s.Current == nil && s.Replaced != nil && verified:
@@ -59,28 +61,28 @@ func (s VSphereSwapState) Next(release string) (step VSphereSwapStep, done bool)
 	}
 }
 
-// VSphereTemplateStore is what a template swap needs of vCenter: every VM it names is directly in
+// TemplateStore is what a template swap needs of vCenter: every VM it names is directly in
 // the location's folder.
-type VSphereTemplateStore interface {
-	VSphereTemplates
-	ImportTemplate(ctx context.Context, imp VSphereImport, name, ovaPath, diskType string) error
-	RenameTemplate(ctx context.Context, at VSphereLocation, from, to string) error
-	DestroyTemplate(ctx context.Context, at VSphereLocation, name string) error
+type TemplateStore interface {
+	Templates
+	ImportTemplate(ctx context.Context, imp Import, name, ovaPath, diskType string) error
+	RenameTemplate(ctx context.Context, at Location, from, to string) error
+	DestroyTemplate(ctx context.Context, at Location, name string) error
 }
 
-// VSphereSwapper makes a failure domain's template the stream's RHCOS release without a moment
+// Swapper makes a failure domain's template the stream's RHCOS release without a moment
 // where a half-imported template carries the name MachineSets clone: the OVA is imported under a
 // temporary name and verified, the old template is renamed away, the new one renamed in, and the
 // old one deleted. The temporary names are the MCO's, so leftovers of either are recovered.
-type VSphereSwapper struct {
-	Store VSphereTemplateStore
+type Swapper struct {
+	Store TemplateStore
 	// OVA returns the path of a verified local copy of the OVA at location with checksum sha256.
 	OVA func(ctx context.Context, location, sha256 string) (string, error)
 	// NewDiskType is the disk provisioning of a template that replaces none (a new failure
 	// domain); a replacement is provisioned as the template it replaces.
 	NewDiskType func(ctx context.Context) (string, error)
 	// AfterStep, when set, is called after each step; an error stops the swap there (a test seam).
-	AfterStep func(context.Context, VSphereSwapStep) error
+	AfterStep func(context.Context, SwapStep) error
 }
 
 // maxSwapSteps bounds a swap: no state needs more than five steps (restore, import, rename away,
@@ -89,10 +91,10 @@ const maxSwapSteps = 8
 
 // Swap makes template imp.Name current and returns the steps it took, none when it was current
 // already (another MachineSet of the failure domain imported it).
-func (s VSphereSwapper) Swap(ctx context.Context, imp VSphereImport) ([]VSphereSwapStep, error) {
-	at := imp.VSphereLocation
-	importing, replaced := VSphereSwapNames(imp.Name)
-	var steps []VSphereSwapStep
+func (s Swapper) Swap(ctx context.Context, imp Import) ([]SwapStep, error) {
+	at := imp.Location
+	importing, replaced := SwapNames(imp.Name)
+	var steps []SwapStep
 	for range maxSwapSteps {
 		if err := ctx.Err(); err != nil {
 			return steps, err
@@ -121,13 +123,13 @@ func (s VSphereSwapper) Swap(ctx context.Context, imp VSphereImport) ([]VSphereS
 	return steps, fmt.Errorf("template %s in %s is not RHCOS %s after %v", imp.Name, at.Folder, imp.Release, steps)
 }
 
-func (s VSphereSwapper) observe(ctx context.Context, at VSphereLocation, name, replaced, importing string) (VSphereSwapState, error) {
-	var state VSphereSwapState
+func (s Swapper) observe(ctx context.Context, at Location, name, replaced, importing string) (SwapState, error) {
+	var state SwapState
 	for _, v := range []struct {
 		name string
-		into **VSphereTemplate
+		into **Template
 	}{{name, &state.Current}, {replaced, &state.Replaced}, {importing, &state.Importing}} {
-		t, err := s.Store.VSphereTemplate(ctx, at, v.name)
+		t, err := s.Store.Template(ctx, at, v.name)
 		if err != nil {
 			return state, err
 		}
@@ -136,8 +138,8 @@ func (s VSphereSwapper) observe(ctx context.Context, at VSphereLocation, name, r
 	return state, nil
 }
 
-func (s VSphereSwapper) do(ctx context.Context, imp VSphereImport, step VSphereSwapStep, state VSphereSwapState, importing, replaced string) error {
-	at := imp.VSphereLocation
+func (s Swapper) do(ctx context.Context, imp Import, step SwapStep, state SwapState, importing, replaced string) error {
+	at := imp.Location
 	switch step {
 	case SwapImport:
 		return s.importOVA(ctx, imp, state.Current, importing)
@@ -155,8 +157,8 @@ func (s VSphereSwapper) do(ctx context.Context, imp VSphereImport, step VSphereS
 	return fmt.Errorf("unknown swap step %q", step)
 }
 
-func (s VSphereSwapper) importOVA(ctx context.Context, imp VSphereImport, current *VSphereTemplate, name string) error {
-	if err := s.Store.DestroyTemplate(ctx, imp.VSphereLocation, name); err != nil {
+func (s Swapper) importOVA(ctx context.Context, imp Import, current *Template, name string) error {
+	if err := s.Store.DestroyTemplate(ctx, imp.Location, name); err != nil {
 		return err
 	}
 	var diskType string
@@ -176,21 +178,22 @@ func (s VSphereSwapper) importOVA(ctx context.Context, imp VSphereImport, curren
 	return s.Store.ImportTemplate(ctx, imp, name, ova, diskType)
 }
 
-// VSphereImported is the decision to record once the import asked for was made: now, taken on
+// Imported is the decision to record once the import asked for was made: now, taken on
 // vCenter after the import, finds the template current. The import is the update: it is recorded
 // as one (attempts, Event) as if the patch had been made with the import, from asked's template.
 // A now that is not about the same target (the world moved on) is returned as it is.
-func VSphereImported(asked, now Decision) Decision {
-	if asked.Target != now.Target || asked.VSphere == nil {
+func Imported(asked, now bootimage.Decision) bootimage.Decision {
+	imp := ImportOf(asked)
+	if asked.Target != now.Target || imp == nil {
 		return now
 	}
 	switch {
-	case now.Action == Update && now.VSphere == nil:
+	case now.Action == bootimage.Update && ImportOf(now) == nil:
 		return now
-	case now.Action == NoChange:
+	case now.Action == bootimage.NoChange:
 		d := asked
-		d.VSphere = nil
-		return d.with(Update, ReasonImageOutdated, "imported template %s as RHCOS %s in %s", asked.VSphere.Name, asked.VSphere.Release, asked.VSphere.Folder)
+		d.Prepare = nil
+		return d.With(bootimage.Update, bootimage.ReasonImageOutdated, "imported template %s as RHCOS %s in %s", imp.Name, imp.Release, imp.Folder)
 	}
 	return now
 }

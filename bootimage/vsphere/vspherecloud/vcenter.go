@@ -1,4 +1,4 @@
-package cloud
+package vspherecloud
 
 import (
 	"cmp"
@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
 	"github.com/go-logr/logr"
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/nfc"
@@ -28,12 +30,10 @@ import (
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 	"golang.org/x/sync/singleflight"
-
-	"github.com/bootimage-operator/bootimage-operator/bootimage"
 )
 
-// VSphereCredentials is a vCenter login, as Secret kube-system/vsphere-creds holds it.
-type VSphereCredentials struct {
+// Credentials is a vCenter login, as Secret kube-system/vsphere-creds holds it.
+type Credentials struct {
 	// Version identifies the credentials (the Secret's resourceVersion): a session is replaced
 	// when it changes.
 	Version            string
@@ -58,7 +58,7 @@ const (
 // waits for it only as long as its own context allows.
 type VCenters struct {
 	// Credentials returns the login for server; bootimage.ErrNoCatalog when there is none.
-	Credentials func(ctx context.Context, server string) (VSphereCredentials, error)
+	Credentials func(ctx context.Context, server string) (Credentials, error)
 	// RootCAs are the CAs trusted for vCenter and its hosts; nil trusts the system pool, which in
 	// the operator's pod is the cluster's trusted CA bundle. Certificates are always verified.
 	RootCAs *x509.CertPool
@@ -95,7 +95,7 @@ func (v *VCenters) task(ctx context.Context) (context.Context, context.CancelFun
 // step bounds one vCenter step by timeout and, in a leader-elected process, by the closing time
 // of the fence ctx carries: a request not sent by then is never sent, one in flight is cancelled.
 func step(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc, error) {
-	fenced, cancelFence, err := writeFence(ctx).Context(ctx)
+	fenced, cancelFence, err := cloud.Fence(ctx).Context(ctx)
 	if err != nil {
 		return ctx, func() {}, fmt.Errorf("vCenter: %w", err)
 	}
@@ -107,7 +107,7 @@ func step(ctx context.Context, timeout time.Duration) (context.Context, context.
 type fencedSOAP struct{ next soap.RoundTripper }
 
 func (f fencedSOAP) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
-	if err := writeFence(ctx).Send(ctx); err != nil {
+	if err := cloud.Fence(ctx).Send(ctx); err != nil {
 		return fmt.Errorf("vCenter: %w", err)
 	}
 	return f.next.RoundTrip(ctx, req, res)
@@ -121,14 +121,14 @@ type fencedReader struct {
 }
 
 func (r fencedReader) Read(p []byte) (int, error) {
-	if err := writeFence(r.ctx).Send(r.ctx); err != nil {
+	if err := cloud.Fence(r.ctx).Send(r.ctx); err != nil {
 		return 0, err
 	}
 	return r.Reader.Read(p)
 }
 
-// VSphereTemplate implements bootimage.VSphereTemplates.
-func (v *VCenters) VSphereTemplate(ctx context.Context, at bootimage.VSphereLocation, name string) (*bootimage.VSphereTemplate, error) {
+// VSphereTemplate implements vsphere.Templates.
+func (v *VCenters) Template(ctx context.Context, at vsphere.Location, name string) (*vsphere.Template, error) {
 	ctx, cancel, err := v.call(ctx)
 	if err != nil {
 		return nil, err
@@ -142,7 +142,7 @@ func (v *VCenters) VSphereTemplate(ctx context.Context, at bootimage.VSphereLoca
 	if err := vm.Properties(ctx, vm.Reference(), []string{"config.template", "config.vAppConfig", "config.hardware.device", "summary.config.product"}, &props); err != nil {
 		return nil, fmt.Errorf("reading VM %s: %w", vm.InventoryPath, err)
 	}
-	t := &bootimage.VSphereTemplate{Path: vm.InventoryPath, Version: productVersion(props), DiskType: diskType(props)}
+	t := &vsphere.Template{Path: vm.InventoryPath, Version: productVersion(props), DiskType: diskType(props)}
 	if props.Config != nil {
 		t.IsTemplate = props.Config.Template
 	}
@@ -150,7 +150,7 @@ func (v *VCenters) VSphereTemplate(ctx context.Context, at bootimage.VSphereLoca
 }
 
 // RenameTemplate renames VM from to to, both directly in at.Folder.
-func (v *VCenters) RenameTemplate(ctx context.Context, at bootimage.VSphereLocation, from, to string) error {
+func (v *VCenters) RenameTemplate(ctx context.Context, at vsphere.Location, from, to string) error {
 	ctx, cancel, err := v.task(ctx)
 	if err != nil {
 		return err
@@ -171,7 +171,7 @@ func (v *VCenters) RenameTemplate(ctx context.Context, at bootimage.VSphereLocat
 }
 
 // DestroyTemplate deletes VM name in at.Folder, if it is there.
-func (v *VCenters) DestroyTemplate(ctx context.Context, at bootimage.VSphereLocation, name string) error {
+func (v *VCenters) DestroyTemplate(ctx context.Context, at vsphere.Location, name string) error {
 	ctx, cancel, err := v.task(ctx)
 	if err != nil {
 		return err
@@ -196,7 +196,7 @@ func (v *VCenters) DestroyTemplate(ctx context.Context, at bootimage.VSphereLoca
 // datastore's policy), EFI secure boot turned off when the OVA enables it, tagged with the
 // cluster's tag and imp.TagIDs, and marked as a template last, so that only a complete import is
 // a template. A failed upload aborts the lease, so vCenter removes the partial VM.
-func (v *VCenters) ImportTemplate(ctx context.Context, imp bootimage.VSphereImport, name, ovaPath, diskType string) error {
+func (v *VCenters) ImportTemplate(ctx context.Context, imp vsphere.Import, name, ovaPath, diskType string) error {
 	archive := &importer.TapeArchive{Path: ovaPath}
 	descriptor, err := importer.ReadOvf("*.ovf", archive)
 	if err != nil {
@@ -221,7 +221,7 @@ func (v *VCenters) ImportTemplate(ctx context.Context, imp bootimage.VSphereImpo
 	if err != nil {
 		return err
 	}
-	uploading, cancel := writeFence(ctx).Bind(ctx)
+	uploading, cancel := cloud.Fence(ctx).Bind(ctx)
 	err = upload(uploading, lease, info, archive)
 	cancel()
 	if err != nil {
@@ -253,7 +253,7 @@ func (v *VCenters) ImportTemplate(ctx context.Context, imp bootimage.VSphereImpo
 	manager := tags.NewManager(s.rest)
 	for _, tag := range append([]string{imp.InfrastructureName}, imp.TagIDs...) {
 		// The REST API does not go through fencedSOAP.
-		if err := writeFence(ctx).Send(ctx); err != nil {
+		if err := cloud.Fence(ctx).Send(ctx); err != nil {
 			return fmt.Errorf("vCenter: %w", err)
 		}
 		if err := manager.AttachTag(ctx, tag, vm.Reference()); err != nil {
@@ -268,8 +268,8 @@ func (v *VCenters) ImportTemplate(ctx context.Context, imp bootimage.VSphereImpo
 }
 
 // startImport finds where imp goes and opens the import lease of a VM named name.
-func (v *VCenters) startImport(ctx context.Context, imp bootimage.VSphereImport, name, descriptor string, envelope *ovf.Envelope, diskType string) (*vcenterSession, *nfc.Lease, *nfc.LeaseInfo, error) {
-	s, finder, err := v.finder(ctx, imp.VSphereLocation)
+func (v *VCenters) startImport(ctx context.Context, imp vsphere.Import, name, descriptor string, envelope *ovf.Envelope, diskType string) (*vcenterSession, *nfc.Lease, *nfc.LeaseInfo, error) {
+	s, finder, err := v.finder(ctx, imp.Location)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -434,7 +434,7 @@ func diskType(vm mo.VirtualMachine) string {
 
 // findVM returns the VM name directly inside at.Folder, nil when there is none. The lookup is by
 // inventory path, one call, so a VM of the same name in another folder is never found.
-func (v *VCenters) findVM(ctx context.Context, at bootimage.VSphereLocation, name string) (*object.VirtualMachine, error) {
+func (v *VCenters) findVM(ctx context.Context, at vsphere.Location, name string) (*object.VirtualMachine, error) {
 	s, err := v.session(ctx, at)
 	if err != nil {
 		return nil, err
@@ -455,7 +455,7 @@ func (v *VCenters) findVM(ctx context.Context, at bootimage.VSphereLocation, nam
 	return vm, nil
 }
 
-func (v *VCenters) vm(ctx context.Context, at bootimage.VSphereLocation, name string) (*object.VirtualMachine, error) {
+func (v *VCenters) vm(ctx context.Context, at vsphere.Location, name string) (*object.VirtualMachine, error) {
 	vm, err := v.findVM(ctx, at, name)
 	if err == nil && vm == nil {
 		err = fmt.Errorf("VM %s not found in %s", name, at.Folder)
@@ -463,7 +463,7 @@ func (v *VCenters) vm(ctx context.Context, at bootimage.VSphereLocation, name st
 	return vm, err
 }
 
-func (v *VCenters) finder(ctx context.Context, at bootimage.VSphereLocation) (*vcenterSession, *find.Finder, error) {
+func (v *VCenters) finder(ctx context.Context, at vsphere.Location) (*vcenterSession, *find.Finder, error) {
 	s, err := v.session(ctx, at)
 	if err != nil {
 		return nil, nil, err
@@ -480,7 +480,7 @@ func (v *VCenters) finder(ctx context.Context, at bootimage.VSphereLocation) (*v
 // credentials changed or when vCenter no longer knows it. The check or login runs once for all
 // callers of a server, on a context of its own (one caller giving up does not fail the others),
 // and no lock is held while it talks to vCenter.
-func (v *VCenters) session(ctx context.Context, at bootimage.VSphereLocation) (*vcenterSession, error) {
+func (v *VCenters) session(ctx context.Context, at vsphere.Location) (*vcenterSession, error) {
 	creds, err := v.Credentials(ctx, at.Server)
 	if err != nil {
 		return nil, err
@@ -512,7 +512,7 @@ func (v *VCenters) session(ctx context.Context, at bootimage.VSphereLocation) (*
 
 // renew keeps the cached session of at's vCenter if vCenter still knows it, else replaces it
 // with a new login.
-func (v *VCenters) renew(ctx context.Context, at bootimage.VSphereLocation, creds VSphereCredentials) (*vcenterSession, error) {
+func (v *VCenters) renew(ctx context.Context, at vsphere.Location, creds Credentials) (*vcenterSession, error) {
 	v.mu.Lock()
 	s := v.sessions[at.Server]
 	v.mu.Unlock()
@@ -543,7 +543,7 @@ func (v *VCenters) renew(ctx context.Context, at bootimage.VSphereLocation, cred
 	return fresh, nil
 }
 
-func (v *VCenters) login(ctx context.Context, at bootimage.VSphereLocation, creds VSphereCredentials) (*vcenterSession, error) {
+func (v *VCenters) login(ctx context.Context, at vsphere.Location, creds Credentials) (*vcenterSession, error) {
 	host := at.Server
 	if at.Port != 0 {
 		host = net.JoinHostPort(at.Server, strconv.Itoa(int(at.Port)))

@@ -1,21 +1,23 @@
 // Package cloud holds the image catalogues bootimage.Decide consults: EC2 and GCP compute through
 // their SDKs, and a static list for offline planning and tests.
-package cloud
+package awscloud
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	configv1 "github.com/openshift/api/config/v1"
 	"os"
 	"strings"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	bootaws "github.com/bootimage-operator/bootimage-operator/bootimage/aws"
 )
 
 // Static is a fixed list of AMIs, as `bootimagectl plan --aws-images` reads it. It knows no GCP
 // images, so GCP pre-flight checks are skipped.
 type Static struct {
-	AMIs []bootimage.AWSImage
+	AMIs []bootaws.Image
 	// Source names where the list comes from; an AMI not in it is said to be missing there, an
 	// error, since nothing says whether EC2 has it.
 	Source string
@@ -30,7 +32,7 @@ type describeImagesOutput struct {
 
 // LoadStatic reads the AMIs of path: the output of `aws ec2 describe-images` ({"Images": [...]},
 // whose images match any region, AMI ids being unique across regions), or a JSON array of
-// bootimage.AWSImage, strictly.
+// bootaws.Image, strictly.
 func LoadStatic(path string) (*Static, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -43,7 +45,7 @@ func LoadStatic(path string) (*Static, error) {
 			return nil, fmt.Errorf("%s: not the output of aws ec2 describe-images ({\"Images\": [...]}): %v", path, cmpErr(err, "no Images"))
 		}
 		for _, img := range out.Images {
-			s.AMIs = append(s.AMIs, bootimage.AWSImage{ImageID: img.ImageID, OwnerID: img.OwnerID, Name: img.Name,
+			s.AMIs = append(s.AMIs, bootaws.Image{ImageID: img.ImageID, OwnerID: img.OwnerID, Name: img.Name,
 				Description: img.Description, CreationDate: img.CreationDate, State: img.State})
 		}
 		return s, nil
@@ -64,7 +66,7 @@ func cmpErr(err error, otherwise string) string {
 }
 
 // AWSImage implements bootimage.Catalog. An AMI not in the list is an error naming the list.
-func (s *Static) AWSImage(_ context.Context, region, id string) (*bootimage.AWSImage, error) {
+func (s *Static) Image(_ context.Context, region, id string) (*bootaws.Image, error) {
 	for i := range s.AMIs {
 		if s.AMIs[i].ImageID == id && (s.AMIs[i].Region == region || s.AMIs[i].Region == "") {
 			img := s.AMIs[i]
@@ -79,17 +81,17 @@ func (s *Static) AWSImage(_ context.Context, region, id string) (*bootimage.AWSI
 }
 
 // AWSMarketplaceImages implements bootimage.Catalog.
-func (s *Static) AWSMarketplaceImages(_ context.Context, region, product string) ([]bootimage.AWSImage, error) {
-	var out []bootimage.AWSImage
+func (s *Static) MarketplaceImages(_ context.Context, region, product string) ([]bootaws.Image, error) {
+	var out []bootaws.Image
 	for _, img := range s.AMIs {
-		if (img.Region == region || img.Region == "") && img.OwnerID == bootimage.MarketplaceOwner && strings.Contains(img.Name, product) {
+		if (img.Region == region || img.Region == "") && img.OwnerID == bootaws.MarketplaceOwner && strings.Contains(img.Name, product) {
 			out = append(out, img)
 		}
 	}
 	return out, nil
 }
 
-// GCPImage implements bootimage.Catalog: a static list has no GCP images.
-func (s *Static) GCPImage(context.Context, string, string) (*bootimage.GCPImage, error) {
-	return nil, bootimage.ErrNoCatalog
+// Clouds returns s as the cluster's AWS image lookups.
+func (s *Static) Clouds() bootimage.Clouds {
+	return bootimage.Clouds{configv1.AWSPlatformType: s}
 }

@@ -1,20 +1,21 @@
-package cloud_test
+package vspherecloud_test
 
 import (
 	"context"
 	"os"
 	"path/filepath"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere/vspherecloud"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 )
 
 var _ = Describe("The OVA cache", func() {
 	var server *fakecloud.OVAServer
-	var cache *cloud.OVACache
+	var cache *vspherecloud.OVACache
 	var ova []byte
 	var location, sum string
 	BeforeEach(func() {
@@ -22,7 +23,7 @@ var _ = Describe("The OVA cache", func() {
 		DeferCleanup(server.Close)
 		ova = fakecloud.OVA("9.6.1")
 		location, sum = server.Put("/rhcos.ova", ova), fakecloud.SHA256(ova)
-		cache = &cloud.OVACache{Dir: GinkgoT().TempDir(), MaxBytes: 1 << 20}
+		cache = &vspherecloud.OVACache{Dir: GinkgoT().TempDir(), MaxBytes: 1 << 20}
 	})
 
 	It("downloads once, names the file by its sha256 and verifies it before each use", func() {

@@ -1,7 +1,7 @@
 // Package gcp looks GCP compute images up for the boot image pre-flight check. It is the only
 // package that links the Google Cloud SDK: an embedder registers it (controllers.Options.GCP) only
 // when the operator may run on GCP.
-package gcp
+package gcpcloud
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
 )
 
 // Answer cache bounds, as the EC2 adapter's.
@@ -28,19 +29,22 @@ const (
 	defaultImagesTTL = 10 * time.Minute
 )
 
-// New returns Images reading settings on each call; it is a cloud.NewGCPLookup.
-func New(settings func(context.Context) (cloud.GCPSettings, error), ttl time.Duration, backoff cloud.Backoff, metrics *cloud.Metrics) cloud.GCPLookup {
+// apiImagesGet is the `api` label of the request metrics.
+const apiImagesGet = "compute:images.get"
+
+// New returns Images reading settings on each call; it is a gcp.NewImages.
+func New(settings func(context.Context) (gcp.Settings, error), ttl time.Duration, backoff cloud.Backoff, metrics *cloud.Metrics) gcp.Images {
 	return &Images{Settings: settings, TTL: ttl, Backoff: backoff, Metrics: metrics}
 }
 
-var _ cloud.NewGCPLookup = New
+var _ gcp.NewImages = New
 
 // Images gets compute images for the pre-flight check. Answers are kept for TTL in a bounded
 // cache, one request per image at a time; the client is replaced when the settings change and
 // closed once the last request using it is done.
 type Images struct {
 	// Settings returns the current settings; bootimage.ErrNoCatalog when there are no credentials.
-	Settings func(context.Context) (cloud.GCPSettings, error)
+	Settings func(context.Context) (gcp.Settings, error)
 	// TTL bounds how stale an answer (existence, deprecation) may be; 10 minutes when zero.
 	TTL time.Duration
 	// Backoff is how long a failed images.get is remembered, per image, or for every image when
@@ -50,7 +54,7 @@ type Images struct {
 	Metrics *cloud.Metrics
 
 	init    sync.Once
-	answers *cloud.Lookups[*bootimage.GCPImage]
+	answers *cloud.Lookups[*gcp.Image]
 
 	mu     sync.Mutex // guards client; held only while swapping it, never across a request
 	client *gcpClient
@@ -63,19 +67,19 @@ type gcpClient struct {
 	users  sync.WaitGroup
 }
 
-// GCPImage implements cloud.GCPLookup and bootimage.Catalog.
-func (g *Images) GCPImage(ctx context.Context, project, name string) (*bootimage.GCPImage, error) {
+// GCPImage implements gcp.Images and bootimage.Catalog.
+func (g *Images) Image(ctx context.Context, project, name string) (*gcp.Image, error) {
 	s, err := g.Settings(ctx)
 	if err != nil {
 		return nil, err
 	}
-	g.init.Do(func() { g.answers = cloud.NewFailingLookups[*bootimage.GCPImage](maxImageAnswers, g.Backoff) })
+	g.init.Do(func() { g.answers = cloud.NewFailingLookups[*gcp.Image](maxImageAnswers, g.Backoff) })
 	ttl := g.TTL
 	if ttl == 0 {
 		ttl = defaultImagesTTL
 	}
 	scope := gcpClientKey(s)
-	return g.answers.Get(ctx, scope+"|"+project+"/"+name, scope, ttl, func(ctx context.Context) (*bootimage.GCPImage, error) {
+	return g.answers.Get(ctx, scope+"|"+project+"/"+name, scope, ttl, func(ctx context.Context) (*gcp.Image, error) {
 		client, err := g.acquire(ctx, s)
 		if err != nil {
 			return nil, err
@@ -87,39 +91,29 @@ func (g *Images) GCPImage(ctx context.Context, project, name string) (*bootimage
 		got, err := client.images.Get(ctx, &computepb.GetImageRequest{Project: project, Image: name}, gax.WithRetry(func() gax.Retryer { return nil }))
 		var apiErr *googleapi.Error
 		if errors.As(err, &apiErr) && apiErr.Code == http.StatusNotFound {
-			g.Metrics.Observe(cloud.APIImagesGet, start, nil)
+			g.Metrics.Observe(apiImagesGet, start, nil)
 			return nil, nil
 		}
-		g.Metrics.Observe(cloud.APIImagesGet, start, err)
+		g.Metrics.Observe(apiImagesGet, start, err)
 		if errors.As(err, &apiErr) {
 			var code string
 			if len(apiErr.Errors) > 0 {
 				code = apiErr.Errors[0].Reason
 			}
-			return nil, cloud.NewAPIFailure(cloud.APIImagesGet, "", err, apiErr.Code, code, apiErr.Message)
+			return nil, cloud.NewAPIFailure(apiImagesGet, "", err, apiErr.Code, code, apiErr.Message)
 		}
 		if err != nil {
-			return nil, cloud.NewFailure(cloud.APIImagesGet, "", err)
+			return nil, cloud.NewFailure(apiImagesGet, "", err)
 		}
-		return &bootimage.GCPImage{Name: got.GetName(), Deprecation: got.GetDeprecated().GetState()}, nil
+		return &gcp.Image{Name: got.GetName(), Deprecation: got.GetDeprecated().GetState()}, nil
 	})
 }
 
-// AWSImage implements bootimage.Catalog: the compute API knows no AMIs.
-func (g *Images) AWSImage(context.Context, string, string) (*bootimage.AWSImage, error) {
-	return nil, bootimage.ErrNoCatalog
-}
-
-// AWSMarketplaceImages implements bootimage.Catalog.
-func (g *Images) AWSMarketplaceImages(context.Context, string, string) ([]bootimage.AWSImage, error) {
-	return nil, bootimage.ErrNoCatalog
-}
-
-func gcpClientKey(s cloud.GCPSettings) string { return s.Version + "|" + s.Endpoint }
+func gcpClientKey(s gcp.Settings) string { return s.Version + "|" + s.Endpoint }
 
 // acquire returns the client for s, counted as in use until the caller calls users.Done. A client
 // replaced by newer settings is closed once its last user is done, never under one.
-func (g *Images) acquire(ctx context.Context, s cloud.GCPSettings) (*gcpClient, error) {
+func (g *Images) acquire(ctx context.Context, s gcp.Settings) (*gcpClient, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.client == nil || g.client.key != gcpClientKey(s) {
@@ -139,7 +133,7 @@ func (g *Images) acquire(ctx context.Context, s cloud.GCPSettings) (*gcpClient, 
 	return g.client, nil
 }
 
-func newImagesClient(ctx context.Context, s cloud.GCPSettings) (*compute.ImagesClient, error) {
+func newImagesClient(ctx context.Context, s gcp.Settings) (*compute.ImagesClient, error) {
 	var opts []option.ClientOption
 	switch {
 	case s.Token != "":

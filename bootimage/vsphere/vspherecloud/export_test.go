@@ -1,4 +1,4 @@
-package cloud
+package vspherecloud
 
 import "github.com/vmware/govmomi/vim25/soap"
 
