@@ -43,6 +43,17 @@ type PlatformTraits struct {
 	// InStream reports whether a stream architecture has boot images of the platform; nil when
 	// that is not checked for the cluster as a whole.
 	InStream func(stream.Arch) bool
+	// Credentials is the Secret of openshift-machine-api its cloud lookups read; zero for none.
+	Credentials Credentials
+	// ClusterAPIProvider is the Go module of the Cluster API provider of TemplateKind, whose CRDs
+	// the test harness serves at the version hack/tools/capi-crds pins; "" for none.
+	ClusterAPIProvider string
+}
+
+// Credentials name a platform's credentials Secret and what is not looked up without it.
+type Credentials struct {
+	Secret  string
+	Without string
 }
 
 // PlatformInput is what a platform decides on.
@@ -97,6 +108,12 @@ func Register(p Platform) {
 		panic(fmt.Sprintf("bootimage: platform %q registered twice or without a type", t))
 	}
 	platforms[t] = p
+}
+
+// PlatformFor returns the registered platform of type t.
+func PlatformFor(t configv1.PlatformType) (Platform, bool) {
+	p, ok := platforms[t]
+	return p, ok
 }
 
 // Platforms are the registered platforms, sorted by type: what the shipped admission policy's

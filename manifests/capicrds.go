@@ -10,35 +10,40 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	_ "github.com/bootimage-operator/bootimage-operator/bootimage/platforms"
 )
 
 // capiToolsModule pins the Cluster API modules whose CRDs the test harness serves.
 const capiToolsModule = "hack/tools/capi-crds"
 
-// capiCRDFiles are the CRDs of the objects the operator reads or writes on the Cluster API side,
-// per module, as named in its config/crd/bases.
-var capiCRDFiles = []struct {
+type crdFiles struct {
 	module string
 	files  []string
-}{
-	{"sigs.k8s.io/cluster-api", []string{
+}
+
+// capiCRDFiles are the CRDs of the objects the operator reads or writes on the Cluster API side,
+// per module, as named in its config/crd/bases: cluster-api's own, and each registered platform's
+// infrastructure machine template and machine.
+func capiCRDFiles() []crdFiles {
+	out := []crdFiles{{"sigs.k8s.io/cluster-api", []string{
 		"cluster.x-k8s.io_clusters.yaml",
 		"cluster.x-k8s.io_machinesets.yaml",
 		"cluster.x-k8s.io_machinedeployments.yaml",
 		"cluster.x-k8s.io_machines.yaml",
-	}},
-	{"sigs.k8s.io/cluster-api-provider-aws/v2", []string{
-		"infrastructure.cluster.x-k8s.io_awsmachinetemplates.yaml",
-		"infrastructure.cluster.x-k8s.io_awsmachines.yaml",
-	}},
-	{"sigs.k8s.io/cluster-api-provider-gcp", []string{
-		"infrastructure.cluster.x-k8s.io_gcpmachinetemplates.yaml",
-		"infrastructure.cluster.x-k8s.io_gcpmachines.yaml",
-	}},
-	{"sigs.k8s.io/cluster-api-provider-azure", []string{
-		"infrastructure.cluster.x-k8s.io_azuremachinetemplates.yaml",
-		"infrastructure.cluster.x-k8s.io_azuremachines.yaml",
-	}},
+	}}}
+	for _, p := range bootimage.Platforms() {
+		t := p.Traits()
+		if t.TemplateKind == "" {
+			continue
+		}
+		plural := func(kind string) string {
+			return bootimage.InfrastructureGroup + "_" + strings.ToLower(kind) + "s.yaml"
+		}
+		out = append(out, crdFiles{t.ClusterAPIProvider, []string{plural(t.TemplateKind), plural(strings.TrimSuffix(t.TemplateKind, "Template"))}})
+	}
+	return out
 }
 
 // CAPICRDPaths returns the files of the Cluster API CRDs (cluster-api core, CAPA, CAPG, CAPZ) at
@@ -50,7 +55,7 @@ func CAPICRDPaths() ([]string, error) {
 		return nil, err
 	}
 	var paths []string
-	for _, m := range capiCRDFiles {
+	for _, m := range capiCRDFiles() {
 		dir, ok := dirs[m.module]
 		if !ok {
 			return nil, fmt.Errorf("%s/go.mod does not require %s", capiToolsModule, m.module)

@@ -15,6 +15,9 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 )
 
+// CredentialsSecret is the Secret of openshift-machine-api the EC2 lookups read, as the MCO's.
+const CredentialsSecret = "aws-cloud-credentials"
+
 // AMI owners.
 const (
 	// RHCOSOwner publishes the standard RHCOS AMIs the stream lists.
@@ -29,9 +32,10 @@ type platform struct{}
 func init() { bootimage.Register(platform{}) }
 
 func (platform) Traits() bootimage.PlatformTraits {
-	return bootimage.PlatformTraits{Type: configv1.AWSPlatformType, MachineSetGate: featuregates.ManagedBootImagesAWS, ControlPlane: true, TemplateKind: "AWSMachineTemplate", InStream: func(a stream.Arch) bool {
-		return a.Images.Aws != nil && len(a.Images.Aws.Regions) > 0
-	}}
+	return bootimage.PlatformTraits{Type: configv1.AWSPlatformType, MachineSetGate: featuregates.ManagedBootImagesAWS, ControlPlane: true, TemplateKind: "AWSMachineTemplate", ClusterAPIProvider: "sigs.k8s.io/cluster-api-provider-aws/v2",
+		Credentials: bootimage.Credentials{Secret: CredentialsSecret, Without: "AMIs cannot be looked up in EC2, by the operator either, so RHCOS AMIs show as CustomImage"}, InStream: func(a stream.Arch) bool {
+			return a.Images.Aws != nil && len(a.Images.Aws.Regions) > 0
+		}}
 }
 
 func (platform) Current(spec bootimage.MachineSpec) string {

@@ -19,7 +19,7 @@ type platform struct{}
 func init() { bootimage.Register(platform{}) }
 
 func (platform) Traits() bootimage.PlatformTraits {
-	return bootimage.PlatformTraits{Type: configv1.AzurePlatformType, MachineSetGate: featuregates.ManagedBootImagesAzure, ControlPlane: true, TemplateKind: "AzureMachineTemplate", Arches: []string{"x86_64", "aarch64"},
+	return bootimage.PlatformTraits{Type: configv1.AzurePlatformType, MachineSetGate: featuregates.ManagedBootImagesAzure, ControlPlane: true, TemplateKind: "AzureMachineTemplate", ClusterAPIProvider: "sigs.k8s.io/cluster-api-provider-azure", Arches: []string{"x86_64", "aarch64"},
 		InStream: func(a stream.Arch) bool {
 			return a.RHELCoreOSExtensions != nil && a.RHELCoreOSExtensions.Marketplace != nil && a.RHELCoreOSExtensions.Marketplace.Azure != nil
 		}}

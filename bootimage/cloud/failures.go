@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/smithy-go"
 	utilcache "k8s.io/apimachinery/pkg/util/cache"
 )
 
@@ -99,14 +97,7 @@ func NewFailure(api, region string, err error) error {
 		return err
 	}
 	f := &Failure{API: api, Region: region, err: err}
-	var apiErr smithy.APIError
-	var respErr *awshttp.ResponseError
 	switch {
-	case errors.As(err, &apiErr):
-		f.Code, f.Message = apiErr.ErrorCode(), apiErr.ErrorMessage()
-		if errors.As(err, &respErr) {
-			f.Status = respErr.HTTPStatusCode()
-		}
 	case errors.Is(err, context.DeadlineExceeded):
 		f.Message = "no answer in time"
 	default:
@@ -117,7 +108,7 @@ func NewFailure(api, region string, err error) error {
 }
 
 // NewAPIFailure describes err, which api answered in region with an HTTP status, an error code and
-// a message: for adapters whose SDK this package does not link (cloud/gcp).
+// a message, as the adapter's SDK reports them: this package links no SDK.
 func NewAPIFailure(api, region string, err error, status int, code, message string) error {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return err

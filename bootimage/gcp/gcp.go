@@ -18,15 +18,19 @@ import (
 // or from the marketplace (project redhat-marketplace-public).
 const RHCOSGCPImagePrefix = "projects/rhcos-cloud/global/images"
 
+// CredentialsSecret is the Secret of openshift-machine-api the compute lookups read, as the MCO's.
+const CredentialsSecret = "gcp-cloud-credentials"
+
 // platform decides the boot images of gcp machines.
 type platform struct{}
 
 func init() { bootimage.Register(platform{}) }
 
 func (platform) Traits() bootimage.PlatformTraits {
-	return bootimage.PlatformTraits{Type: configv1.GCPPlatformType, MachineSetGate: featuregates.ManagedBootImages, ControlPlane: true, TemplateKind: "GCPMachineTemplate", InStream: func(a stream.Arch) bool {
-		return a.Images.Gcp != nil && a.Images.Gcp.Name != ""
-	}}
+	return bootimage.PlatformTraits{Type: configv1.GCPPlatformType, MachineSetGate: featuregates.ManagedBootImages, ControlPlane: true, TemplateKind: "GCPMachineTemplate", ClusterAPIProvider: "sigs.k8s.io/cluster-api-provider-gcp",
+		Credentials: bootimage.Credentials{Secret: CredentialsSecret, Without: "target images are not pre-flight checked, by the operator either"}, InStream: func(a stream.Arch) bool {
+			return a.Images.Gcp != nil && a.Images.Gcp.Name != ""
+		}}
 }
 
 func (platform) Current(spec bootimage.MachineSpec) string {

@@ -5,11 +5,12 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/aws/awscloud"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere/vspherecloud"
 	"io"
 	"os"
 	"time"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws/awscloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere/vspherecloud"
 
 	configv1 "github.com/openshift/api/config/v1"
 	"github.com/spf13/cobra"
@@ -149,8 +150,10 @@ func imageCatalog(in planInputs, c client.Reader, awsImages string) (bootimage.C
 		return nil, nil, nil
 	}
 	var notes []string
-	if cc, ok := cloudCredentials[platform]; ok && in.secrets[cc.secret] == nil {
-		notes = append(notes, fmt.Sprintf("No Secret %s/%s: %s", kube.MachineAPINamespace, cc.secret, cc.without))
+	if p, ok := bootimage.PlatformFor(platform); ok {
+		if cc := p.Traits().Credentials; cc.Secret != "" && in.secrets[cc.Secret] == nil {
+			notes = append(notes, fmt.Sprintf("No Secret %s/%s: %s", kube.MachineAPINamespace, cc.Secret, cc.Without))
+		}
 	}
 	rootCAs, err := cloudRootCAs()
 	if err != nil {
@@ -175,13 +178,6 @@ func vCenters(c client.Reader, caFile string) (*vspherecloud.VCenters, error) {
 		return nil, fmt.Errorf("--vcenter-ca %s: no PEM certificate", caFile)
 	}
 	return vc, nil
-}
-
-// cloudCredentials name, per platform, the Secret its image catalogue needs and what is lost
-// without it.
-var cloudCredentials = map[configv1.PlatformType]struct{ secret, without string }{
-	configv1.AWSPlatformType: {kube.AWSCredentialsSecret, "AMIs cannot be looked up in EC2, by the operator either, so RHCOS AMIs show as CustomImage"},
-	configv1.GCPPlatformType: {kube.GCPCredentialsSecret, "target images are not pre-flight checked, by the operator either"},
 }
 
 // printStructured prints v as indented JSON or as YAML.

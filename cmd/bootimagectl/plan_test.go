@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
@@ -295,13 +297,13 @@ var _ = DescribeTable("the image catalogue of a plan says once what it cannot lo
 		Expect(err).NotTo(HaveOccurred())
 		Expect(got).To(HaveExactElements(notes))
 	},
-	Entry("AWS with credentials", configv1.AWSPlatformType, []string{kube.AWSCredentialsSecret}, true, []string{}),
+	Entry("AWS with credentials", configv1.AWSPlatformType, []string{aws.CredentialsSecret}, true, []string{}),
 	Entry("AWS without", configv1.AWSPlatformType, nil, true, []string{
 		"No Secret openshift-machine-api/aws-cloud-credentials: AMIs cannot be looked up in EC2, by the operator either, so RHCOS AMIs show as CustomImage"}),
 	Entry("GCP without", configv1.GCPPlatformType, nil, true, []string{
 		"No Secret openshift-machine-api/gcp-cloud-credentials: target images are not pre-flight checked, by the operator either"}),
 	Entry("Azure needs none", configv1.AzurePlatformType, nil, true, []string{}),
-	Entry("AWS offline", configv1.AWSPlatformType, []string{kube.AWSCredentialsSecret}, false, []string{
+	Entry("AWS offline", configv1.AWSPlatformType, []string{aws.CredentialsSecret}, false, []string{
 		"No AMI catalogue (no --aws-images; files and --offline reach no cloud): AMIs other than the stream's are not looked up, so they show as CustomImage"}),
 	Entry("GCP offline", configv1.GCPPlatformType, nil, false, []string{}),
 )

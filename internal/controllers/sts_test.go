@@ -4,6 +4,8 @@ import (
 	"crypto/x509"
 	"fmt"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
@@ -12,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/controllers"
-	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
@@ -43,7 +44,7 @@ var _ = Describe("The operator on an AWS STS cluster, with nothing writable", fu
 		// The cloud credential operator's Secret on an STS cluster: a shared config, no static keys.
 		sharedConfig := fmt.Sprintf("[default]\nrole_arn = %s\nweb_identity_token_file = %s\n", role, tokenFile)
 		Expect(fixtures.Create(ctx, k8s,
-			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fixtures.MachineAPINamespace, Name: kube.AWSCredentialsSecret}, Data: map[string][]byte{"credentials": []byte(sharedConfig)}},
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fixtures.MachineAPINamespace, Name: aws.CredentialsSecret}, Data: map[string][]byte{"credentials": []byte(sharedConfig)}},
 			fixtures.MachineSet("worker-a", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)),
 		)).To(Succeed())
 		mgr := startOperator(controllers.Options{CloudRootCAs: trust})

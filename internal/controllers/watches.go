@@ -16,12 +16,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 )
 
 // credentialsSecrets are the Secrets of openshift-machine-api a cloud catalogue reads: a change
 // can change any decision.
-var credentialsSecrets = map[string]bool{kube.AWSCredentialsSecret: true, kube.GCPCredentialsSecret: true}
+var credentialsSecrets = func() map[string]bool {
+	secrets := map[string]bool{}
+	for _, p := range bootimage.Platforms() {
+		if s := p.Traits().Credentials.Secret; s != "" {
+			secrets[s] = true
+		}
+	}
+	return secrets
+}()
 
 // watchClusterInputs adds the cluster-wide inputs of a decision to b. A change is mapped by all
 // (every object of the reconciler) only when it changes what a decision reads, so that unrelated

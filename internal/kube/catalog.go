@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"sync"
+	"time"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/aws/awscloud"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere/vspherecloud"
-	"sync"
-	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -34,7 +36,7 @@ const cloudImagesTTL = 10 * time.Minute
 func Clouds(c client.Reader, rootCAs *x509.CertPool, backoff cloud.Backoff, metrics *cloud.Metrics, newGCP gcp.NewImages) bootimage.Clouds {
 	clouds := bootimage.Clouds{
 		configv1.AWSPlatformType: &awscloud.EC2{TTL: cloudImagesTTL, RootCAs: rootCAs, Backoff: backoff, Metrics: metrics, Settings: func(ctx context.Context) (awscloud.Settings, error) {
-			secret, err := credentialsSecret(ctx, c, AWSCredentialsSecret)
+			secret, err := credentialsSecret(ctx, c, aws.CredentialsSecret)
 			if err != nil {
 				return awscloud.Settings{}, err
 			}
@@ -64,10 +66,10 @@ func Clouds(c client.Reader, rootCAs *x509.CertPool, backoff cloud.Backoff, metr
 		return clouds
 	}
 	clouds[configv1.GCPPlatformType] = newGCP(func(ctx context.Context) (gcp.Settings, error) {
-		secret, err := credentialsSecret(ctx, c, GCPCredentialsSecret)
+		secret, err := credentialsSecret(ctx, c, gcp.CredentialsSecret)
 		if err == bootimage.ErrNoCatalog {
 			gcpOnce.Do(func() {
-				logf.FromContext(ctx).Info("No GCP credentials: skipping the target image pre-flight check; the image prefix rule alone decides", "secret", MachineAPINamespace+"/"+GCPCredentialsSecret)
+				logf.FromContext(ctx).Info("No GCP credentials: skipping the target image pre-flight check; the image prefix rule alone decides", "secret", MachineAPINamespace+"/"+gcp.CredentialsSecret)
 			})
 		}
 		if err != nil {

@@ -35,12 +35,6 @@ const (
 	OSImageStreamName = "cluster"
 )
 
-// Cloud credentials Secrets in openshift-machine-api, as the cloud credential operator writes them.
-const (
-	AWSCredentialsSecret = "aws-cloud-credentials"
-	GCPCredentialsSecret = "gcp-cloud-credentials"
-)
-
 // Where vSphere settings live, as the installer writes them.
 const (
 	VSphereCredentialsNamespace = "kube-system"

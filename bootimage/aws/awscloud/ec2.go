@@ -129,7 +129,7 @@ func describeImages(ctx context.Context, client observedEC2, region string, in *
 			break
 		}
 		if err != nil {
-			return nil, cloud.NewFailure(apiDescribeImages, region, err)
+			return nil, failure(apiDescribeImages, region, err)
 		}
 		for _, img := range out.Images {
 			images = append(images, bootaws.Image{
@@ -187,4 +187,18 @@ func (c observedEC2) DescribeImages(ctx context.Context, in *ec2.DescribeImagesI
 		c.metrics.Observe(apiDescribeImages, start, err)
 	}
 	return out, err
+}
+
+// failure describes err of an AWS API, with the code, message and HTTP status of its answer.
+func failure(api, region string, err error) error {
+	var apiErr smithy.APIError
+	if !errors.As(err, &apiErr) {
+		return cloud.NewFailure(api, region, err)
+	}
+	status := 0
+	var respErr *awshttp.ResponseError
+	if errors.As(err, &respErr) {
+		status = respErr.HTTPStatusCode()
+	}
+	return cloud.NewAPIFailure(api, region, err, status, apiErr.ErrorCode(), apiErr.ErrorMessage())
 }
