@@ -135,6 +135,8 @@ func bareOptions(opts ctrl.Options) ctrl.Options {
 	return opts
 }
 
+// Ordered for its BeforeAll: the cluster objects are created once in the suite's shared API server
+// (its one spec could take them per spec, but another container's specs must not meet them early).
 var _ = Describe("A manager of another binary", Ordered, func() {
 	BeforeAll(func() {
 		Expect(fixtures.Create(ctx, env.Client,

@@ -99,6 +99,8 @@ var _ = DescribeTable("EmptyMachineManagers plans",
 )
 
 // The Runner on a real API server: its merge patch, its optimistic lock and its record.
+// Ordered for its BeforeAll: one API server for the specs, started once; each spec makes its own
+// MachineConfiguration/cluster and the AfterEach deletes it, so their order does not matter.
 var _ = Describe("Runner", Ordered, func() {
 	var (
 		env *testenv.Env

@@ -74,6 +74,8 @@ func freeAddress() string {
 
 // One process can run the manager once (controller names are global), so one spec covers the
 // process end to end.
+// Ordered for its BeforeAll: an API server of its own, which the operator process's Lease,
+// RBAC and ServiceAccount must not share with another container's specs.
 var _ = Describe("The operator process on a real API server, with only the shipped RBAC", Ordered, func() {
 	var env *testenv.Env
 	BeforeAll(func() { env = testenv.StartForSpecs(testenv.Options{}) })

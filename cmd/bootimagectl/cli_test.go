@@ -103,6 +103,8 @@ var _ = Describe("bootimagectl as a kubectl-family tool", func() {
 	})
 })
 
+// Ordered for its BeforeAll: one API server and its kubeconfig, which every spec only reads
+// (each sets its own $KUBECONFIG and $HOME).
 var _ = Describe("bootimagectl finds the cluster as kubectl does", Ordered, func() {
 	ctx := context.Background()
 	var env *testenv.Env

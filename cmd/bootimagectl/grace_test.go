@@ -29,6 +29,8 @@ func unavailableEvent(name, target string, first time.Time) *corev1.Event {
 	}
 }
 
+// Ordered for its BeforeAll: an API server and a fake EC2 of its own, seeded once with the
+// MachineSets whose stream target EC2 lacks, which its one spec plans.
 var _ = Describe("bootimagectl plan after the cloud grace period", Ordered, func() {
 	ctx := context.Background()
 	var env *testenv.Env

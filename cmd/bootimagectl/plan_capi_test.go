@@ -179,6 +179,8 @@ var _ = Describe("bootimagectl plan on files with Cluster API objects", func() {
 	})
 })
 
+// Ordered for its BeforeAll: an API server with the Cluster API CRDs, seeded once with owners,
+// templates and twins whose status the spec reads.
 var _ = Describe("bootimagectl plan on a cluster with Cluster API objects", Ordered, func() {
 	ctx := context.Background()
 	var env *testenv.Env

@@ -34,6 +34,8 @@ import (
 
 // The specs share one cluster and build on each other: the objects of the file specs, then no
 // credentials, then a selection in status, then the cloud's endpoint and credentials.
+// Ordered: the specs share one cluster and follow it in time: first no status (the selection is
+// not the operator's yet), then a status written, then the operator running on it.
 var _ = Describe("bootimagectl plan on a cluster", Ordered, func() {
 	ctx := context.Background()
 	var env *testenv.Env

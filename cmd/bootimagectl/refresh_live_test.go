@@ -107,6 +107,8 @@ func readFile(path string) string {
 	return string(data)
 }
 
+// Ordered for its BeforeAll: one API server seeded with pools and rendered configs, which the
+// specs plan against; ContinueOnFailure so one failed preview does not hide the others.
 var _ = Describe("bootimagectl refresh plan on a cluster", Ordered, ContinueOnFailure, func() {
 	var (
 		c          client.Client

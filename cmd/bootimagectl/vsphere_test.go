@@ -19,6 +19,8 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
 
+// Ordered for its BeforeAll: one vcsim vCenter and one cluster seeded with its template, read
+// by both specs (offline and live), which write nothing there.
 var _ = Describe("bootimagectl plan on vSphere", Ordered, func() {
 	const template = "demo-x7k2p-rhcos-region-a-zone-a"
 	var vc *fakecloud.VCenter

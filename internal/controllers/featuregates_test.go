@@ -20,6 +20,8 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
 
+// Ordered for its BeforeAll: one operator, started before any FeatureGate exists, sees the gates
+// appear and flip without a restart; that one start is what the specs share.
 var _ = Describe("Feature gates read live", Ordered, func() {
 	var mgr *testenv.Manager
 

@@ -89,6 +89,8 @@ func effective() []operatorv1.MachineManager {
 	return machineConfiguration().Status.ManagedBootImagesStatus.MachineManagers
 }
 
+// Ordered for its BeforeAll: one operator serves every entry and spec, as it would a cluster
+// whose MachineConfiguration comes and goes; each spec makes and removes its own cluster objects.
 var _ = Describe("Effective boot image configuration", Ordered, func() {
 	var mgr *testenv.Manager
 	BeforeAll(func() {

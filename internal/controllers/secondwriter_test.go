@@ -51,7 +51,7 @@ var _ = Describe("A second writer", func() {
 	const (
 		interval = 10 * time.Second
 		budget   = 2
-		window   = 30 * time.Second
+		window   = 2 * interval
 		// Every interval the window touches, plus the writes of decisions changing before the
 		// first revert is seen.
 		bound = budget*(int(window/interval)+1) + 2
@@ -121,7 +121,10 @@ var _ = Describe("A second writer", func() {
 		DeferCleanup(func() { close(done); wg.Wait() })
 		statusBefore := writes.status.Load()
 
-		// The status writes stay bounded over the whole window.
+		// The status writes stay bounded over the whole window. A window, not a barrier: the claim
+		// is a rate (writes per ContestInterval against a writer reverting every second), which no
+		// single observable event can close; two intervals are the fewest that tell a ration
+		// (at most 8 writes) from none (one answer per revert, about 20).
 		Consistently(func() int64 { return writes.status.Load() - statusBefore }, window, time.Second).Should(BeNumerically("<=", bound))
 		Expect(writes.machineSet.Load()).To(BeNumerically("<=", bootimage.HotLoopLimit), "MachineSet patches: at most the hot-loop limit")
 

@@ -40,6 +40,8 @@ func TestDemo(t *testing.T) {
 // runs it, must decide what the operator decided: the operator's decisions are read from its
 // bootimage_decisions metric (counted from the decisions its conditions are computed from) and
 // its BootImageUpdateDegraded condition.
+// Ordered: the specs are the README's tutorial steps on one demo cluster, in its order; each
+// starts from the state the one before left (a stream broken then mended, a MachineSet opted out).
 var _ = Describe("The demo's tutorial", Ordered, func() {
 	const (
 		worker1a = "demo-x7k2p-worker-us-east-1a"

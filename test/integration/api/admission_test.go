@@ -53,6 +53,8 @@ func loadAdmissionPolicies() []client.Object {
 	}
 }
 
+// Ordered for its BeforeAll: the policies and their bindings are installed once and probed until
+// in force (seconds each); the specs then only create and update objects of their own.
 var _ = Describe("Shipped ValidatingAdmissionPolicies", Ordered, func() {
 	BeforeAll(func() {
 		policies := loadAdmissionPolicies()

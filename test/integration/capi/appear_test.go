@@ -24,6 +24,8 @@ import (
 // A cluster with Cluster API and no Machine API (the MachineAPI capability off), whose Cluster
 // API CRDs are installed after the operator started: its Cluster API controllers start when they
 // appear, and Cluster API MachineSets, with no twin to ask, are updated.
+// Ordered for its BeforeAll: its own API server, without the Machine API CRDs, and an operator
+// started on it before the spec installs the Cluster API CRDs, which is the moment under test.
 var _ = Describe("Cluster API CRDs installed after the operator started, without the Machine API", Ordered, func() {
 	var own *testenv.Env
 	BeforeAll(func() {
