@@ -12,8 +12,8 @@ const ArchAnnotation = "capacity.cluster-autoscaler.kubernetes.io/labels"
 // Architecture names: Kubernetes (GOARCH) to RPM, as the stream uses.
 var rpmArch = map[string]string{"amd64": "x86_64", "arm64": "aarch64", "s390x": "s390x", "ppc64le": "ppc64le"}
 
-// RPMArch returns the RPM (stream) name of a Kubernetes architecture.
-func RPMArch(kubeArch string) (string, bool) {
+// kubeToRPMArch returns the RPM (stream) name of a Kubernetes architecture.
+func kubeToRPMArch(kubeArch string) (string, bool) {
 	a, ok := rpmArch[kubeArch]
 	return a, ok
 }

@@ -67,7 +67,7 @@ func (m Memory) Refused(d Decision, version string) Decision {
 func (o Object) Attempts(target, selection string) int {
 	persisted := 0
 	if !o.Memory.OptedOut {
-		persisted = ParseAttempts(o.Annotations).For(target, selection)
+		persisted = parseAttempts(o.Annotations).For(target, selection)
 	}
 	return max(o.Memory.Patched.For(target, selection), persisted)
 }
@@ -157,8 +157,8 @@ func selectionKeyIn(effective operatorv1.ManagedBootImages, group operatorv1.Mac
 	return hex.EncodeToString(sum[:8])
 }
 
-// ParseAttempts reads the annotation; anything unreadable counts as no attempts.
-func ParseAttempts(annotations map[string]string) Attempts {
+// parseAttempts reads the annotation; anything unreadable counts as no attempts.
+func parseAttempts(annotations map[string]string) Attempts {
 	var a Attempts
 	if v, ok := annotations[AttemptsAnnotation]; ok {
 		_ = json.Unmarshal([]byte(v), &a)

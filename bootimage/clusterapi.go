@@ -72,7 +72,7 @@ func ClusterAPIObject(owner, template *unstructured.Unstructured, twin *machinev
 	if o.Kind == KindMachineDeployment {
 		o.Resource = MachineDeployments
 		replicas, _, _ := unstructured.NestedInt64(owner.Object, "status", "replicas")
-		o.Machines, o.RollingOut = int(replicas), RollingOut(owner)
+		o.Machines, o.RollingOut = int(replicas), rollingOut(owner)
 	}
 	o.TemplateLabels, _, _ = unstructured.NestedStringMap(owner.Object, "spec", "template", "metadata", "labels")
 	ref, err := InfrastructureRef(owner)
@@ -97,9 +97,9 @@ func ClusterAPIObject(owner, template *unstructured.Unstructured, twin *machinev
 	return o
 }
 
-// RollingOut reports whether a MachineDeployment is still replacing Machines: its controller has
+// rollingOut reports whether a MachineDeployment is still replacing Machines: its controller has
 // not yet seen its latest spec, or its RollingOut condition is True.
-func RollingOut(md *unstructured.Unstructured) bool {
+func rollingOut(md *unstructured.Unstructured) bool {
 	observed, found, _ := unstructured.NestedInt64(md.Object, "status", "observedGeneration")
 	if !found || observed < md.GetGeneration() {
 		return true

@@ -9,12 +9,12 @@ import (
 // selected, owned by another controller, ...) leave Current empty: this says which image such an
 // object keeps.
 func CurrentImage(platform configv1.PlatformType, providerSpec []byte) string {
-	return CurrentImageOf(platform, Object{ProviderSpec: providerSpec})
+	return currentImageOf(platform, Object{ProviderSpec: providerSpec})
 }
 
-// CurrentImageOf is CurrentImage for any object: a Machine API providerSpec or a Cluster API
+// currentImageOf is CurrentImage for any object: a Machine API providerSpec or a Cluster API
 // template's spec.template.spec.
-func CurrentImageOf(platform configv1.PlatformType, obj Object) string {
+func currentImageOf(platform configv1.PlatformType, obj Object) string {
 	p, ok := platforms[platform]
 	spec, err := parseProviderSpec(obj.ProviderSpec)
 	if !ok || err != nil {

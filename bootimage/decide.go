@@ -38,7 +38,7 @@ func Decide(ctx context.Context, cluster Cluster, obj Object) (Decision, error) 
 	if cluster.BootImages == nil {
 		return d.With(Error, ReasonStreamMissing, "%s", StreamMissingMessage), nil
 	}
-	parse := ParseBootImages
+	parse := parseBootImages
 	if cluster.Streams != nil {
 		parse = cluster.Streams.Parse
 	}
@@ -62,7 +62,7 @@ func Decide(ctx context.Context, cluster Cluster, obj Object) (Decision, error) 
 		return decided, nil
 	}
 	d.Arch = arch
-	rpm, _ := RPMArch(arch)
+	rpm, _ := kubeToRPMArch(arch)
 	d, err = platforms[cluster.Platform].Decide(ctx, d, PlatformInput{Spec: MachineSpec{TemplateKind: obj.TemplateKind, fields: spec}, Arch: rpm, Stream: st, OSStream: choice.Name, Cluster: cluster})
 	if err != nil || d.Action != Update {
 		return d, err
@@ -101,7 +101,7 @@ func preconditions(cluster Cluster, obj Object) (Decision, bool) {
 		return skip(ReasonFeatureGateDisabled, "feature gate %s is off", gate)
 	}
 	group := cmp.Or(obj.APIGroup, operatorv1.MachineAPI)
-	selected, err := SelectedIn(cluster.Effective, group, obj.Resource, obj.Labels)
+	selected, err := selectedIn(cluster.Effective, group, obj.Resource, obj.Labels)
 	if err != nil {
 		return skip(ReasonNotSelected, "%v", err)
 	}
@@ -224,7 +224,7 @@ func architecture(d Decision, cluster Cluster, obj Object, st *stream.Stream, os
 			arch = cluster.ControlPlaneArch
 		}
 	}
-	rpm, ok := RPMArch(arch)
+	rpm, ok := kubeToRPMArch(arch)
 	if !ok {
 		return "", d.With(Skip, ReasonArchitectureUnknown, "architecture %q unknown", arch), false
 	}

@@ -134,15 +134,15 @@ func findEntryIn(entries []operatorv1.MachineManager, group operatorv1.MachineMa
 	return operatorv1.MachineManager{}, false
 }
 
-// Selected reports whether an object of resource with objectLabels is selected for boot image
+// isSelected reports whether an object of resource with objectLabels is selected for boot image
 // updates by the effective status. A resource without an entry is not selected.
-func Selected(status operatorv1.ManagedBootImages, resource operatorv1.MachineManagerMachineSetsResourceType, objectLabels map[string]string) (bool, error) {
-	return SelectedIn(status, operatorv1.MachineAPI, resource, objectLabels)
+func isSelected(status operatorv1.ManagedBootImages, resource operatorv1.MachineManagerMachineSetsResourceType, objectLabels map[string]string) (bool, error) {
+	return selectedIn(status, operatorv1.MachineAPI, resource, objectLabels)
 }
 
-// SelectedIn is Selected for the entry of resource in group (machine.openshift.io or
+// selectedIn is Selected for the entry of resource in group (machine.openshift.io or
 // cluster.x-k8s.io).
-func SelectedIn(status operatorv1.ManagedBootImages, group operatorv1.MachineManagerMachineSetsAPIGroupType, resource operatorv1.MachineManagerMachineSetsResourceType, objectLabels map[string]string) (bool, error) {
+func selectedIn(status operatorv1.ManagedBootImages, group operatorv1.MachineManagerMachineSetsAPIGroupType, resource operatorv1.MachineManagerMachineSetsResourceType, objectLabels map[string]string) (bool, error) {
 	entry, ok := findEntryIn(status.MachineManagers, group, resource)
 	if !ok {
 		return false, nil

@@ -66,7 +66,7 @@ type Object struct {
 	// Machines, on a MachineDeployment, is how many Machines it owns: all are replaced when its
 	// template changes.
 	Machines int
-	// RollingOut, on a MachineDeployment, is whether it is still replacing Machines (see RollingOut).
+	// RollingOut, on a MachineDeployment, is whether it is still replacing Machines (see rollingOut).
 	RollingOut bool
 	// UserData is the user-data Secret's stub; nil when it was not looked up.
 	UserData *UserData

@@ -14,8 +14,8 @@ import (
 
 // Pools of every OpenShift cluster.
 const (
-	MasterPool = "master"
-	WorkerPool = "worker"
+	masterPool = "master"
+	workerPool = "worker"
 )
 
 // OSStreamChoice is the OS stream an object's boot image comes from, and why.
@@ -62,7 +62,7 @@ func (c Cluster) poolStream(pool string) (string, string, bool) {
 	if s := c.PoolStreams[pool]; pool != "" && s != "" {
 		return s, fmt.Sprintf("MachineConfigPool %s spec.osImageStream", pool), true
 	}
-	if s := c.PoolStreams[WorkerPool]; pool != "" && pool != MasterPool && pool != WorkerPool && s != "" {
+	if s := c.PoolStreams[workerPool]; pool != "" && pool != masterPool && pool != workerPool && s != "" {
 		return s, fmt.Sprintf("custom MachineConfigPool %s without spec.osImageStream takes the worker pool's", pool), true
 	}
 	if c.DefaultOSStream != "" {
@@ -75,20 +75,20 @@ func (c Cluster) poolStream(pool string) (string, string, bool) {
 // from, master for the ControlPlaneMachineSet without one; "" when unknown.
 func poolOf(obj Object) string {
 	if obj.UserData != nil && obj.UserData.Found {
-		if p := UserDataPool(obj.UserData.Data); p != "" {
+		if p := userDataPool(obj.UserData.Data); p != "" {
 			return p
 		}
 	}
 	if obj.Resource == operatorv1.ControlPlaneMachineSets {
-		return MasterPool
+		return masterPool
 	}
 	return ""
 }
 
-// UserDataPool returns the MachineConfigPool a user-data stub fetches its config from (the
+// userDataPool returns the MachineConfigPool a user-data stub fetches its config from (the
 // Machine Config Server's /config/<pool>, in spec 3's ignition.config.merge or spec 2's append);
 // "" when it names none.
-func UserDataPool(data []byte) string {
+func userDataPool(data []byte) string {
 	var stub struct {
 		Ignition struct {
 			Config struct {

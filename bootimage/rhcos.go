@@ -10,7 +10,7 @@ import (
 var (
 	// An RHCOS release inside a description: "RHEL CoreOS 9.6 9.6.20260210-0 x86_64",
 	// "rhcos-9.6.20250701-0-x86_64" (ROSA), "OpenShift 4.18 418.94.202511191518-0 x86_64" (pre-4.19).
-	RHCOSReleaseIn = regexp.MustCompile(`(\d+)\.(\d+)\.(?:\d{8}|\d{12})-\d+`)
+	rhcosReleaseIn = regexp.MustCompile(`(\d+)\.(\d+)\.(?:\d{8}|\d{12})-\d+`)
 )
 
 // RHCOSRelease is an RHCOS release such as 9.6.20260210-0, compared on major.Minor only: the
@@ -22,7 +22,7 @@ type RHCOSRelease struct {
 
 // ParseRHCOSRelease finds the RHCOS release in s, a description or a release.
 func ParseRHCOSRelease(s string) (RHCOSRelease, bool) {
-	m := RHCOSReleaseIn.FindStringSubmatch(s)
+	m := rhcosReleaseIn.FindStringSubmatch(s)
 	if m == nil {
 		return RHCOSRelease{}, false
 	}
@@ -43,9 +43,9 @@ func (r RHCOSRelease) Compare(o RHCOSRelease) int {
 	return cmp.Or(cmp.Compare(r.Major, o.Major), cmp.Compare(r.Minor, o.Minor))
 }
 
-// CompareRHCOSVersions orders two RHCOS releases on major.Minor, then on the rest of the string
+// compareRHCOSVersions orders two RHCOS releases on major.Minor, then on the rest of the string
 // (the build date); an unparseable one sorts first, so the oldest known release stays the claim.
-func CompareRHCOSVersions(a, b string) int {
+func compareRHCOSVersions(a, b string) int {
 	ra, okA := ParseRHCOSRelease(a)
 	rb, okB := ParseRHCOSRelease(b)
 	if !okA || !okB {

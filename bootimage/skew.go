@@ -15,13 +15,13 @@ import (
 
 // Oldest boot images a release can still scale with.
 var (
-	MinimumOCPVersion   = version.MustParseGeneric("4.13.0")
-	MinimumRHCOSVersion = version.MustParseGeneric("9.2")
+	minimumOCPVersion   = version.MustParseGeneric("4.13.0")
+	minimumRHCOSVersion = version.MustParseGeneric("9.2")
 )
 
-// UnknownOCPVersion is recorded when the install version cannot be read: the most conservative
+// unknownOCPVersion is recorded when the install version cannot be read: the most conservative
 // claim, as the MCO makes it, so that an unknown past still shows as a violation.
-const UnknownOCPVersion = "0.0.0"
+const unknownOCPVersion = "0.0.0"
 
 // SkewInputs is what the boot image skew enforcement status is computed from.
 type SkewInputs struct {
@@ -56,10 +56,10 @@ type SkewPass struct {
 	RHCOSVersion string
 }
 
-// NormalizeOCPVersion returns v as major.minor.patch, the only form the API accepts
+// normalizeOCPVersion returns v as major.minor.patch, the only form the API accepts
 // ("4.22.0-0.nightly-2026-01-01-000000" and "4.21.0-okd-scos.5" give 4.22.0 and 4.21.0); false
 // when v has no such prefix.
-func NormalizeOCPVersion(v string) (string, bool) {
+func normalizeOCPVersion(v string) (string, bool) {
 	parsed, err := version.ParseGeneric(v)
 	if err != nil || len(parsed.Components()) < 2 {
 		return "", false
@@ -86,9 +86,9 @@ func SkewEnforcementStatus(in SkewInputs) operatorv1.BootImageSkewEnforcementSta
 	if in.Topology == configv1.SingleReplicaTopologyMode || in.Platform == configv1.BareMetalPlatformType {
 		return operatorv1.BootImageSkewEnforcementStatus{Mode: operatorv1.BootImageSkewEnforcementModeStatusNone}
 	}
-	install, ok := NormalizeOCPVersion(in.InstallVersion)
+	install, ok := normalizeOCPVersion(in.InstallVersion)
 	if !ok {
-		install = UnknownOCPVersion
+		install = unknownOCPVersion
 	}
 	if MachineSetsSupported(in.Platform, in.Gates) {
 		if entry, ok := findEntry(in.Effective.MachineManagers, operatorv1.MachineSets); ok && entry.Selection.Mode == operatorv1.All {
@@ -116,7 +116,7 @@ func automaticRecord(in SkewInputs, install string) operatorv1.ClusterBootImageA
 	case p.RHCOSVersion != "" && rhcosVersionPattern.MatchString(p.RHCOSVersion):
 		return operatorv1.ClusterBootImageAutomatic{RHCOSVersion: p.RHCOSVersion}
 	}
-	if v, ok := NormalizeOCPVersion(in.Pass.ReleaseVersion); ok {
+	if v, ok := normalizeOCPVersion(in.Pass.ReleaseVersion); ok {
 		return operatorv1.ClusterBootImageAutomatic{OCPVersion: v}
 	}
 	return previous
@@ -124,7 +124,7 @@ func automaticRecord(in SkewInputs, install string) operatorv1.ClusterBootImageA
 
 func validAutomatic(a operatorv1.ClusterBootImageAutomatic) bool {
 	if a.OCPVersion != "" {
-		v, ok := NormalizeOCPVersion(a.OCPVersion)
+		v, ok := normalizeOCPVersion(a.OCPVersion)
 		return ok && v == a.OCPVersion && (a.RHCOSVersion == "" || rhcosVersionPattern.MatchString(a.RHCOSVersion))
 	}
 	return rhcosVersionPattern.MatchString(a.RHCOSVersion)
@@ -152,7 +152,7 @@ type SkewGuard struct {
 // boot image older than the threshold blocks them; None never does.
 func EvaluateSkewGuard(status operatorv1.MachineConfigurationStatus) SkewGuard {
 	skew := status.BootImageSkewEnforcementStatus
-	g := SkewGuard{Mode: skew.Mode, Threshold: fmt.Sprintf("OCP %s or RHEL %d.%d", MinimumOCPVersion, MinimumRHCOSVersion.Major(), MinimumRHCOSVersion.Minor())}
+	g := SkewGuard{Mode: skew.Mode, Threshold: fmt.Sprintf("OCP %s or RHEL %d.%d", minimumOCPVersion, minimumRHCOSVersion.Major(), minimumRHCOSVersion.Minor())}
 	switch skew.Mode {
 	case operatorv1.BootImageSkewEnforcementModeStatusAutomatic:
 		g.Recorded = recorded(skew.Automatic.OCPVersion, skew.Automatic.RHCOSVersion)
@@ -168,7 +168,7 @@ func EvaluateSkewGuard(status operatorv1.MachineConfigurationStatus) SkewGuard {
 	default:
 		return g
 	}
-	g.Message = SkewViolation(skew)
+	g.Message = skewViolation(skew)
 	g.Blocked = g.Message != ""
 	return g
 }
@@ -180,9 +180,9 @@ func recorded(ocp, rhcos string) string {
 	return "RHCOS " + rhcos
 }
 
-// SkewViolation returns a message saying what to do when the recorded boot image of status is
+// skewViolation returns a message saying what to do when the recorded boot image of status is
 // older than the oldest one the release supports, or "" when it is not (or nothing is enforced).
-func SkewViolation(status operatorv1.BootImageSkewEnforcementStatus) string {
+func skewViolation(status operatorv1.BootImageSkewEnforcementStatus) string {
 	var ocp, rhcos string
 	switch status.Mode {
 	case operatorv1.BootImageSkewEnforcementModeStatusAutomatic:
@@ -197,15 +197,15 @@ func SkewViolation(status operatorv1.BootImageSkewEnforcementStatus) string {
 		fix += " and record the new version in spec.bootImageSkewEnforcement.manual"
 	}
 	fix += ", or set spec.bootImageSkewEnforcement.mode to None to accept that new machines may fail to join"
-	if ocp == UnknownOCPVersion {
+	if ocp == unknownOCPVersion {
 		return fmt.Sprintf("Upgrades are blocked: the version of the cluster's boot images is unknown (ClusterVersion/version has no Completed history entry): %s", fix)
 	}
-	if v, err := version.ParseGeneric(ocp); err == nil && v.LessThan(MinimumOCPVersion) {
-		return fmt.Sprintf("Upgrades are blocked: the cluster's boot images are from OCP %s, older than the oldest supported OCP %s: %s", ocp, MinimumOCPVersion, fix)
+	if v, err := version.ParseGeneric(ocp); err == nil && v.LessThan(minimumOCPVersion) {
+		return fmt.Sprintf("Upgrades are blocked: the cluster's boot images are from OCP %s, older than the oldest supported OCP %s: %s", ocp, minimumOCPVersion, fix)
 	}
-	if v, ok := RHELVersion(rhcos); ok && v.LessThan(MinimumRHCOSVersion) {
+	if v, ok := RHELVersion(rhcos); ok && v.LessThan(minimumRHCOSVersion) {
 		return fmt.Sprintf("Upgrades are blocked: the cluster's boot images are RHCOS %s (RHEL %d.%d), older than the oldest supported RHEL %d.%d: %s",
-			rhcos, v.Major(), v.Minor(), MinimumRHCOSVersion.Major(), MinimumRHCOSVersion.Minor(), fix)
+			rhcos, v.Major(), v.Minor(), minimumRHCOSVersion.Major(), minimumRHCOSVersion.Minor(), fix)
 	}
 	return ""
 }

@@ -24,9 +24,9 @@ const (
 // MaxErrorsInMessage bounds the lists in condition messages on clusters with many broken objects.
 const MaxErrorsInMessage = 5
 
-// CountsRefresh is how often the counts of a long wave are rewritten while Progressing stays True:
+// countsRefresh is how often the counts of a long wave are rewritten while Progressing stays True:
 // the status is written when Progressing or Degraded change, not for every object done.
-const CountsRefresh = 30 * time.Second
+const countsRefresh = 30 * time.Second
 
 // Progress is the tally of the current decisions, per resource.
 type Progress struct {
@@ -60,7 +60,7 @@ func (p *Progress) Add(d Decision) {
 	}
 	t.Decided++
 	if d.Kind != KindControlPlaneMachineSet && d.Marketplace && d.BootImageVersion != "" && (d.Action == NoChange || d.Action == Update) {
-		if p.marketplaceRHCOS == "" || CompareRHCOSVersions(d.BootImageVersion, p.marketplaceRHCOS) < 0 {
+		if p.marketplaceRHCOS == "" || compareRHCOSVersions(d.BootImageVersion, p.marketplaceRHCOS) < 0 {
 			p.marketplaceRHCOS = d.BootImageVersion
 		}
 	}
@@ -228,7 +228,7 @@ func (h *CountsHold) Hold(current, want []metav1.Condition) time.Duration {
 	if newP.Message == oldP.Message {
 		return 0
 	}
-	if wait := CountsRefresh - now.Sub(h.written); wait > 0 {
+	if wait := countsRefresh - now.Sub(h.written); wait > 0 {
 		newP.Message, newD.Message = oldP.Message, oldD.Message
 		return wait
 	}

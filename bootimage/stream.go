@@ -39,10 +39,10 @@ func (s *Streams) Names() []string {
 	return slices.Sorted(maps.Keys(s.ByName))
 }
 
-// ParseBootImages parses the coreos-bootimages ConfigMap with stream-metadata-go: each entry of
+// parseBootImages parses the coreos-bootimages ConfigMap with stream-metadata-go: each entry of
 // the `streams` map when present, else the `stream` key as rhel-9. With `streams` there, `stream`
 // (a frozen copy of rhel-9) is not read: a labelled object never takes another key's images.
-func ParseBootImages(cm *corev1.ConfigMap) (*Streams, error) {
+func parseBootImages(cm *corev1.ConfigMap) (*Streams, error) {
 	out := &Streams{ReleaseVersion: cm.Data["releaseVersion"], ByName: map[string]*stream.Stream{}}
 	if raw, ok := cm.Data["streams"]; ok {
 		var byName map[string]json.RawMessage
@@ -102,13 +102,13 @@ type StreamCache struct {
 // are the same.
 func (c *StreamCache) Parse(cm *corev1.ConfigMap) (*Streams, error) {
 	if cm.ResourceVersion == "" {
-		return ParseBootImages(cm)
+		return parseBootImages(cm)
 	}
 	key := string(cm.UID) + "/" + cm.ResourceVersion
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.key != key {
-		c.streams, c.err = ParseBootImages(cm)
+		c.streams, c.err = parseBootImages(cm)
 		c.key = key
 	}
 	return c.streams, c.err
@@ -118,7 +118,7 @@ func (c *StreamCache) Parse(cm *corev1.ConfigMap) (*Streams, error) {
 // plane's architecture, or boot images of the cluster's platform for it. Such a stream is wrong
 // for every object of that stream, so it is reported on MachineConfiguration, not per object.
 func StreamProblem(s *Streams, platform configv1.PlatformType, kubeArch string) string {
-	rpm, ok := RPMArch(kubeArch)
+	rpm, ok := kubeToRPMArch(kubeArch)
 	if !ok {
 		return ""
 	}

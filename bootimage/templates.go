@@ -24,11 +24,11 @@ const (
 	// TemplateOwnerAnnotation on a copy names the object it was made for: <Kind>/<name>. It is
 	// what a delete checks.
 	TemplateOwnerAnnotation = "bootimage.openshift.io/template-owner"
-	// TemplateOwnerLabel on a copy is a hash of <Kind>/<name> of the object it was made for (a
+	// templateOwnerLabel on a copy is a hash of <Kind>/<name> of the object it was made for (a
 	// name does not fit a label value), so that an owner's copies are selected by the API server.
-	TemplateOwnerLabel = "bootimage.openshift.io/template-owner-hash"
-	// CopiedFromAnnotation on a copy names the template it was copied from.
-	CopiedFromAnnotation = "bootimage.openshift.io/copied-from"
+	templateOwnerLabel = "bootimage.openshift.io/template-owner-hash"
+	// copiedFromAnnotation on a copy names the template it was copied from.
+	copiedFromAnnotation = "bootimage.openshift.io/copied-from"
 
 	// templateHashLength is the hex digits of the name suffix.
 	templateHashLength = 10
@@ -47,7 +47,7 @@ const infrastructureRefNamePath = "/spec/template/spec/infrastructureRef/name"
 // changed (every other field kept, known to this binary or not), with metadata reduced to what a
 // new object needs: the labels but cluster-capi-operator's, TemplateCopyLabel, TemplateOwnerAnnotation
 // and CopiedFromAnnotation, and the owner references without blockOwnerDeletion. Its name is
-// TemplateCopyName's.
+// templateCopyName's.
 func TemplateCopy(template *unstructured.Unstructured, d Decision) (*unstructured.Unstructured, error) {
 	if d.Action != Update || len(d.ProviderSpecPatch) == 0 {
 		return nil, fmt.Errorf("%s %s: no update to copy a template for", d.Kind, d.Name)
@@ -81,10 +81,10 @@ func TemplateCopy(template *unstructured.Unstructured, d Decision) (*unstructure
 	out.Object["metadata"] = map[string]any{}
 	out.SetNamespace(template.GetNamespace())
 	out.SetLabels(labels)
-	out.SetAnnotations(map[string]string{TemplateOwnerAnnotation: d.Kind + "/" + d.Name, CopiedFromAnnotation: template.GetName()})
+	out.SetAnnotations(map[string]string{TemplateOwnerAnnotation: d.Kind + "/" + d.Name, copiedFromAnnotation: template.GetName()})
 	out.SetOwnerReferences(owners)
 	delete(out.Object, "status")
-	name, err := TemplateCopyName(d.Kind, d.Name, out)
+	name, err := templateCopyName(d.Kind, d.Name, out)
 	if err != nil {
 		return nil, err
 	}
@@ -110,14 +110,14 @@ func templatePatch(d Decision) (jsonpatch.Patch, error) {
 // selector of that owner's copies.
 func TemplateCopyLabels(kind, name string) map[string]string {
 	sum := sha256.Sum256([]byte(kind + "/" + name))
-	return map[string]string{TemplateCopyLabel: "true", TemplateOwnerLabel: hex.EncodeToString(sum[:])[:40]}
+	return map[string]string{TemplateCopyLabel: "true", templateOwnerLabel: hex.EncodeToString(sum[:])[:40]}
 }
 
-// TemplateCopyName is the name of the copy of template made for the owner of kind and name:
+// templateCopyName is the name of the copy of template made for the owner of kind and name:
 // <owner>-<10 hex digits of sha256(kind, name, json(spec))>, the owner's name shortened to fit.
 // The same owner and spec always give the same name, so a copy left by a crash between its
 // creation and the owner's patch is found and reused.
-func TemplateCopyName(kind, name string, template *unstructured.Unstructured) (string, error) {
+func templateCopyName(kind, name string, template *unstructured.Unstructured) (string, error) {
 	spec, err := json.Marshal(template.Object["spec"])
 	if err != nil {
 		return "", err
@@ -183,9 +183,9 @@ type TemplateUse struct {
 	ClonedFrom []map[string]string
 }
 
-// TemplateCopiesOf returns the copies among templates that TemplateOwnerAnnotation says were made
+// templateCopiesOf returns the copies among templates that TemplateOwnerAnnotation says were made
 // for the owner of kind and name, but current, the one it names now.
-func TemplateCopiesOf(templates []unstructured.Unstructured, kind, name, current string) []unstructured.Unstructured {
+func templateCopiesOf(templates []unstructured.Unstructured, kind, name, current string) []unstructured.Unstructured {
 	var out []unstructured.Unstructured
 	for _, t := range templates {
 		if t.GetAnnotations()[TemplateOwnerAnnotation] == kind+"/"+name && t.GetName() != current {

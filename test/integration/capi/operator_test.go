@@ -335,6 +335,8 @@ spec:
 		Expect(k8s.Create(ctx, machine)).To(Succeed())
 
 		resync()
+		// A window, not a barrier: a collection pass that keeps everything is visible nowhere (no
+		// write, no Event), and the copies reach the operator through another informer than g-1a.
 		Consistently(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(unused), template(unused.GetName())) }, "1s").Should(Succeed(), "too young to go")
 
 		// Past the grace of copies made just now, however long the suite ran before.
