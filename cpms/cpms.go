@@ -18,8 +18,8 @@ import (
 // Name is the name of the singleton ControlPlaneMachineSet.
 const Name = "cluster"
 
-// ProviderSpecPath is where the template's providerSpec.value sits, for JSON Patch.
-const ProviderSpecPath = "/spec/template/machines_v1beta1_machine_openshift_io/spec/providerSpec/value"
+// providerSpecPath is where the template's providerSpec.value sits, for JSON Patch.
+const providerSpecPath = "/spec/template/machines_v1beta1_machine_openshift_io/spec/providerSpec/value"
 
 // ReasonInactive says an Inactive ControlPlaneMachineSet is left alone: the CPMS operator
 // regenerates an Inactive CPMS from the current control-plane machines, so a patch would be
@@ -60,7 +60,7 @@ func Decide(c *machinev1.ControlPlaneMachineSet, d bootimage.Decision, attempts 
 // Patch returns the JSON Patch of d for c: its image fields, the attempts annotation and the
 // resourceVersion read.
 func Patch(c *machinev1.ControlPlaneMachineSet, d bootimage.Decision, attempts bootimage.Attempts) ([]byte, error) {
-	return d.JSONPatch(ProviderSpecPath, c.ResourceVersion, bootimage.AnnotationPatchOp(c.Annotations, bootimage.AttemptsAnnotation, attempts.String()))
+	return d.JSONPatch(providerSpecPath, c.ResourceVersion, bootimage.AnnotationPatchOp(c.Annotations, bootimage.AttemptsAnnotation, attempts.String()))
 }
 
 func refuse(d bootimage.Decision, action bootimage.Action, reason, message string) bootimage.Decision {

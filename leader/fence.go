@@ -142,17 +142,17 @@ func (f *Fence) Bind(ctx context.Context) (context.Context, context.CancelFunc) 
 
 type fenceKey struct{}
 
-// NewContext returns ctx carrying f, for the code that makes requests without the manager's
+// newContext returns ctx carrying f, for the code that makes requests without the manager's
 // client (the vCenter adapter) to fence them with f.Context and f.Send.
-func NewContext(ctx context.Context, f *Fence) context.Context {
+func newContext(ctx context.Context, f *Fence) context.Context {
 	if f == nil {
 		return ctx
 	}
 	return context.WithValue(ctx, fenceKey{}, f)
 }
 
-// FromContext returns the fence ctx carries; nil, which refuses nothing, when there is none.
-func FromContext(ctx context.Context) *Fence {
+// fromContext returns the fence ctx carries; nil, which refuses nothing, when there is none.
+func fromContext(ctx context.Context) *Fence {
 	f, _ := ctx.Value(fenceKey{}).(*Fence)
 	return f
 }
@@ -454,7 +454,7 @@ func Configure(cfg *rest.Config, opts *ctrl.Options, margin time.Duration) (*Fen
 		if base != nil {
 			ctx = base()
 		}
-		return cloud.WithWriteFence(NewContext(ctx, f), f)
+		return cloud.WithWriteFence(newContext(ctx, f), f)
 	}
 	return f, nil
 }

@@ -159,16 +159,16 @@ func TestFencedWriteCarriesTheClosingTimeAndIsCheckedAsItIsSent(t *testing.T) {
 
 func TestFenceTravelsInTheContext(t *testing.T) {
 	f := NewFence(time.Hour, time.Minute)
-	if got := FromContext(NewContext(context.Background(), f)); got != f {
+	if got := fromContext(newContext(context.Background(), f)); got != f {
 		t.Fatalf("FromContext = %p, want %p", got, f)
 	}
-	if FromContext(context.Background()) != nil {
+	if fromContext(context.Background()) != nil {
 		t.Fatal("a context without a fence carries one")
 	}
 	// Without one, nothing is fenced.
-	ctx, cancel, err := FromContext(context.Background()).Context(context.Background())
+	ctx, cancel, err := fromContext(context.Background()).Context(context.Background())
 	defer cancel()
-	if _, ok := ctx.Deadline(); ok || err != nil || FromContext(ctx).Send(ctx) != nil {
+	if _, ok := ctx.Deadline(); ok || err != nil || fromContext(ctx).Send(ctx) != nil {
 		t.Fatal("a nil fence bounded a step")
 	}
 }

@@ -67,7 +67,7 @@ func ReadCRD(featureSet, path string) ([]byte, error) {
 	if name, _, _ := lookup(crd, "metadata", "name"); name != machineConfigurationsCRD {
 		return data, nil
 	}
-	if err := PatchCAPI(crd); err != nil {
+	if err := patchCAPI(crd); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	// Keys sorted, as openshift/api's generator writes them: the file differs from the original
@@ -75,9 +75,9 @@ func ReadCRD(featureSet, path string) ([]byte, error) {
 	return yaml.Marshal(crd)
 }
 
-// PatchCAPI adds #2990's enum values, descriptions and rules to the machineManagers items of spec
+// patchCAPI adds #2990's enum values, descriptions and rules to the machineManagers items of spec
 // and status of crd, decoded from YAML.
-func PatchCAPI(crd map[string]any) error {
+func patchCAPI(crd map[string]any) error {
 	versions, _, err := lookup(crd, "spec", "versions")
 	if list, ok := versions.([]any); err != nil || !ok || len(list) != 1 {
 		return fmt.Errorf("CRD %s: want one version, the shape #2990 was written for", machineConfigurationsCRD)

@@ -41,7 +41,7 @@ func moduleCRD(t *testing.T, featureSet string) (string, []byte, map[string]any)
 func TestCAPIPatchStillNeeded(t *testing.T) {
 	for _, fs := range []string{Default, TechPreviewNoUpgrade} {
 		_, _, crd := moduleCRD(t, fs)
-		if err := PatchCAPI(crd); err != nil {
+		if err := patchCAPI(crd); err != nil {
 			t.Errorf("%s: %v", fs, err)
 		}
 	}
@@ -142,7 +142,7 @@ func TestCAPIPatchFailsWhenTheShapeMoves(t *testing.T) {
 			spec["versions"] = append(spec["versions"].([]any), map[string]any{})
 		}, "want one version"},
 		{"already patched", func(crd map[string]any) {
-			if err := PatchCAPI(crd); err != nil {
+			if err := patchCAPI(crd); err != nil {
 				t.Fatal(err)
 			}
 		}, "the pinned openshift/api has PR #2990"},
@@ -150,7 +150,7 @@ func TestCAPIPatchFailsWhenTheShapeMoves(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, crd := moduleCRD(t, TechPreviewNoUpgrade)
 			tc.mutate(crd)
-			err := PatchCAPI(crd)
+			err := patchCAPI(crd)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want an error containing %q", err, tc.want)
 			}

@@ -12,8 +12,8 @@ import (
 	"sync"
 )
 
-// OpenShiftAPIModule is the Go module that ships the CRDs.
-const OpenShiftAPIModule = "github.com/openshift/api"
+// openShiftAPIModule is the Go module that ships the CRDs.
+const openShiftAPIModule = "github.com/openshift/api"
 
 // Feature sets the openshift/api module generates CRD variants for.
 const (
@@ -79,13 +79,13 @@ func CRDPaths(featureSet string) ([]string, error) {
 }
 
 var apiDir = sync.OnceValues(func() (string, error) {
-	out, err := goCommand(moduleRoot(), "list", "-m", "-f", "{{.Dir}}", OpenShiftAPIModule)
+	out, err := goCommand(moduleRoot(), "list", "-m", "-f", "{{.Dir}}", openShiftAPIModule)
 	if err != nil {
-		return "", fmt.Errorf("locating %s in the module cache: %w", OpenShiftAPIModule, err)
+		return "", fmt.Errorf("locating %s in the module cache: %w", openShiftAPIModule, err)
 	}
 	dir := strings.TrimSpace(string(out))
 	if dir == "" {
-		return "", fmt.Errorf("%s is not in the module cache: run 'go mod download %s'", OpenShiftAPIModule, OpenShiftAPIModule)
+		return "", fmt.Errorf("%s is not in the module cache: run 'go mod download %s'", openShiftAPIModule, openShiftAPIModule)
 	}
 	return dir, nil
 })

@@ -144,16 +144,16 @@ type Backoff struct {
 
 // Default failure backoff: the cap keeps recovery within seconds of the cloud healing.
 const (
-	DefaultBackoffInitial = time.Second
-	DefaultBackoffMax     = 16 * time.Second
+	defaultBackoffInitial = time.Second
+	defaultBackoffMax     = 16 * time.Second
 )
 
 func (b Backoff) withDefaults() Backoff {
 	if b.Initial <= 0 {
-		b.Initial = DefaultBackoffInitial
+		b.Initial = defaultBackoffInitial
 	}
 	if b.Max <= 0 {
-		b.Max = DefaultBackoffMax
+		b.Max = defaultBackoffMax
 	}
 	return b
 }

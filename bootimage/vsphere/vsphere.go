@@ -16,8 +16,8 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 )
 
-// MaxNameLength is the longest name vSphere accepts for a VM.
-const MaxNameLength = 80
+// maxNameLength is the longest name vSphere accepts for a VM.
+const maxNameLength = 80
 
 // Location is a workspace folder in one vCenter datacenter.
 type Location struct {
@@ -177,8 +177,8 @@ func (platform) Decide(ctx context.Context, d bootimage.Decision, in bootimage.P
 		d.Current = fmt.Sprintf("%s@%s", template, found.Version)
 	}
 	d.Target = fmt.Sprintf("%s@%s", value, art.Release)
-	if len(name) > MaxNameLength {
-		return d.With(bootimage.Error, bootimage.ReasonTemplateNameTooLong, "template name %s is longer than vSphere's %d characters", name, MaxNameLength), nil
+	if len(name) > maxNameLength {
+		return d.With(bootimage.Error, bootimage.ReasonTemplateNameTooLong, "template name %s is longer than vSphere's %d characters", name, maxNameLength), nil
 	}
 	d.ProviderSpecPatch = []bootimage.PatchOp{bootimage.Set("/template", value)}
 	if found != nil && found.Version == art.Release && len(leftovers) == 0 {

@@ -46,10 +46,10 @@ const sessionCheckInterval = time.Minute
 
 // Deadlines of vCenter calls, so that a vCenter that stops answering holds no caller for ever.
 const (
-	// DefaultVCenterCallTimeout bounds a call that reads or asks for a task (a lookup, a login).
-	DefaultVCenterCallTimeout = 30 * time.Second
-	// DefaultVCenterTaskTimeout bounds a task that vCenter runs (a rename, a deletion).
-	DefaultVCenterTaskTimeout = 5 * time.Minute
+	// defaultVCenterCallTimeout bounds a call that reads or asks for a task (a lookup, a login).
+	defaultVCenterCallTimeout = 30 * time.Second
+	// defaultVCenterTaskTimeout bounds a task that vCenter runs (a rename, a deletion).
+	defaultVCenterTaskTimeout = 5 * time.Minute
 )
 
 // VCenters reads and writes VM templates through govmomi, with one session per vCenter, reused
@@ -85,11 +85,11 @@ type vcenterSession struct {
 }
 
 func (v *VCenters) call(ctx context.Context) (context.Context, context.CancelFunc, error) {
-	return step(ctx, cmp.Or(v.CallTimeout, DefaultVCenterCallTimeout))
+	return step(ctx, cmp.Or(v.CallTimeout, defaultVCenterCallTimeout))
 }
 
 func (v *VCenters) task(ctx context.Context) (context.Context, context.CancelFunc, error) {
-	return step(ctx, cmp.Or(v.TaskTimeout, DefaultVCenterTaskTimeout))
+	return step(ctx, cmp.Or(v.TaskTimeout, defaultVCenterTaskTimeout))
 }
 
 // step bounds one vCenter step by timeout and, in a leader-elected process, by the closing time
