@@ -38,7 +38,6 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 	reconcilers "github.com/bootimage-operator/bootimage-operator/internal/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
@@ -186,12 +185,12 @@ func AddToManager(mgr ctrl.Manager, opts Options) error {
 	if opts.ContestedWrites < 0 {
 		return fmt.Errorf("ContestedWrites is %d: give a positive number of status writes an hour, or 0 for the default", opts.ContestedWrites)
 	}
-	metrics, cloudMetrics := reconcilers.NewMetrics(), cloud.NewMetrics()
+	metrics := reconcilers.NewMetrics()
 	registry := opts.Metrics
 	if registry == nil {
 		registry = crmetrics.Registry
 	}
-	for _, c := range append(metrics.Collectors(), cloudMetrics.Collectors()...) {
+	for _, c := range metrics.Collectors() {
 		if err := registry.Register(c); err != nil {
 			return fmt.Errorf("registering the boot image metrics: %w (one registration per registry: pass Options.Metrics)", err)
 		}
@@ -203,7 +202,6 @@ func AddToManager(mgr ctrl.Manager, opts Options) error {
 		Recorder:        opts.Recorder,
 		Clock:           opts.Clock,
 		Metrics:         metrics,
-		CloudMetrics:    cloudMetrics,
 		Images:          opts.Images,
 		GCP:             opts.GCP,
 		CloudRootCAs:    opts.CloudRootCAs,

@@ -4,50 +4,42 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp/gcpcloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
 
-// testMetrics count the requests of every adapter these tests build.
-var testMetrics = cloud.NewMetrics()
-
-// requestCount reads bootimage_cloud_requests_total{api, result} of testMetrics.
-func requestCount(api, result string) float64 {
-	GinkgoHelper()
-	registry := prometheus.NewPedanticRegistry()
-	registry.MustRegister(testMetrics.Collectors()...)
-	families, err := registry.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	for _, f := range families {
-		if f.GetName() != "bootimage_cloud_requests_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if label(m, "api") == api && label(m, "result") == result {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+// requests counts cloud requests by API and result, as the operator's metrics do.
+type requests struct {
+	mu     sync.Mutex
+	counts map[[2]string]float64
 }
 
-func label(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
+func (r *requests) Observe(api string, _ time.Time, err error) {
+	result := "success"
+	if err != nil {
+		result = "error"
 	}
-	return ""
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.counts[[2]string{api, result}]++
+}
+
+// testMetrics count the requests of every adapter these tests build.
+var testMetrics = &requests{counts: map[[2]string]float64{}}
+
+// requestCount is how many requests to api ended with result ("success" or "error").
+func requestCount(api, result string) float64 {
+	testMetrics.mu.Lock()
+	defer testMetrics.mu.Unlock()
+	return testMetrics.counts[[2]string{api, result}]
 }
 
 // concurrently runs f from n goroutines at once and waits for them.

@@ -46,4 +46,4 @@ type Settings struct {
 // (bootimage.ErrNoCatalog when there are no credentials), its answers kept for ttl and its
 // failures remembered as backoff says. gcpcloud.New is one; it is a package of its own so that a
 // binary that never runs on GCP does not link the Google SDK.
-type NewImages func(settings func(context.Context) (Settings, error), ttl time.Duration, backoff cloud.Backoff, metrics *cloud.Metrics) Images
+type NewImages func(settings func(context.Context) (Settings, error), ttl time.Duration, backoff cloud.Backoff, metrics cloud.Observer) Images

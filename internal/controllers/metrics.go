@@ -9,12 +9,11 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 )
 
-// Metrics are the operator's metrics. They are registered where the embedder says (see
-// controllers.Options.Metrics; controller-runtime's registry, beside its controller_runtime_* ones,
-// by default), never at import time. The alerts in
-// manifests/0000_90_machine-config_10_bootimage-operator_metrics.yaml name them; the cloud
-// adapters add bootimage_cloud_requests_total and bootimage_cloud_request_duration_seconds.
-// A nil *Metrics counts nothing.
+// Metrics are the operator's metrics, all of them: this file is where they are defined. They are
+// registered where the embedder says (see controllers.Options.Metrics; controller-runtime's
+// registry, beside its controller_runtime_* ones, by default), never at import time. The alerts in
+// manifests/0000_90_machine-config_10_bootimage-operator_metrics.yaml name them. The cloud
+// adapters count their requests through Observe (a cloud.Observer). A nil *Metrics counts nothing.
 type Metrics struct {
 	updatesTotal            *prometheus.CounterVec
 	errorsTotal             *prometheus.CounterVec
@@ -22,6 +21,8 @@ type Metrics struct {
 	degradedGauge           prometheus.Gauge
 	upgradeBlockedGauge     prometheus.Gauge
 	decisions               *decisionCollector
+	cloudRequests           *prometheus.CounterVec
+	cloudRequestDuration    *prometheus.HistogramVec
 }
 
 // NewMetrics returns unregistered metrics.
@@ -48,6 +49,15 @@ func NewMetrics() *Metrics {
 			Help: "1 while boot image skew blocks cluster upgrades (Upgradeable=False, ClusterBootImageSkewError), else 0.",
 		}),
 		decisions: &decisionCollector{},
+		cloudRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bootimage_cloud_requests_total",
+			Help: "Cloud API requests made to classify and check boot images, by API and result (success or error). An answer such as \"no such image\" is a success.",
+		}, []string{"api", "result"}),
+		cloudRequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "bootimage_cloud_request_duration_seconds",
+			Help:    "Duration of the cloud API requests made to classify and check boot images, by API, SDK retries included.",
+			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
+		}, []string{"api"}),
 	}
 	// Known kinds start at zero, so rate() sees the first update.
 	for _, kind := range trackedKinds {
@@ -58,7 +68,7 @@ func NewMetrics() *Metrics {
 
 // Collectors returns what to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.updatesTotal, m.errorsTotal, m.lastSuccessfulReconcile, m.degradedGauge, m.upgradeBlockedGauge, m.decisions}
+	return []prometheus.Collector{m.updatesTotal, m.errorsTotal, m.lastSuccessfulReconcile, m.degradedGauge, m.upgradeBlockedGauge, m.decisions, m.cloudRequests, m.cloudRequestDuration}
 }
 
 // trackedKinds are the kinds of Machine API object whose decisions the Tracker holds.
@@ -159,4 +169,17 @@ func boolValue(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// Observe records one cloud request to api that started at start and ended with err.
+func (m *Metrics) Observe(api string, start time.Time, err error) {
+	if m == nil {
+		return
+	}
+	result := "success"
+	if err != nil {
+		result = "error"
+	}
+	m.cloudRequests.WithLabelValues(api, result).Inc()
+	m.cloudRequestDuration.WithLabelValues(api).Observe(time.Since(start).Seconds())
 }

@@ -7,9 +7,10 @@ package controllers
 import (
 	"context"
 	"crypto/x509"
+	"maps"
+
 	_ "github.com/bootimage-operator/bootimage-operator/bootimage/platforms"
 	configv1 "github.com/openshift/api/config/v1"
-	"maps"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
 
@@ -48,7 +49,6 @@ type Deps struct {
 	Recorder     record.EventRecorder
 	Clock        clock.PassiveClock
 	Metrics      *Metrics
-	CloudMetrics *cloud.Metrics
 	Images       bootimage.Clouds
 	GCP          gcp.NewImages
 	CloudRootCAs *x509.CertPool
@@ -79,7 +79,7 @@ func Add(mgr ctrl.Manager, deps Deps) error {
 	gates, recorder := deps.Gates, deps.Recorder
 	images := deps.Images
 	if images == nil {
-		images = kube.Clouds(mgr.GetClient(), deps.CloudRootCAs, cloud.Backoff{}, deps.CloudMetrics, deps.GCP)
+		images = kube.Clouds(mgr.GetClient(), deps.CloudRootCAs, cloud.Backoff{}, deps.Metrics, deps.GCP)
 	}
 
 	reporter := &FeatureGateReporter{Gates: gates, Recorder: recorder, reg: reg}

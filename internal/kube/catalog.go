@@ -33,7 +33,7 @@ const cloudImagesTTL = 10 * time.Minute
 // backoff is how long failed calls are remembered (zero fields: cloud's defaults); metrics, when
 // set, count the requests. newGCP, when nil, leaves GCP images unlooked-up: the
 // image prefix rule alone decides, as on a GCP cluster without credentials.
-func Clouds(c client.Reader, rootCAs *x509.CertPool, backoff cloud.Backoff, metrics *cloud.Metrics, newGCP gcp.NewImages) bootimage.Clouds {
+func Clouds(c client.Reader, rootCAs *x509.CertPool, backoff cloud.Backoff, metrics cloud.Observer, newGCP gcp.NewImages) bootimage.Clouds {
 	clouds := bootimage.Clouds{
 		configv1.AWSPlatformType: &awscloud.EC2{TTL: cloudImagesTTL, RootCAs: rootCAs, Backoff: backoff, Metrics: metrics, Settings: func(ctx context.Context) (awscloud.Settings, error) {
 			secret, err := credentialsSecret(ctx, c, aws.CredentialsSecret)

@@ -21,7 +21,7 @@ const roleSessionName = "bootimage-operator"
 // awsCredentials builds the credentials of s in memory, cached until they expire: STS web identity
 // when the shared config names a role and a token file (the cloud credential operator's format
 // on STS clusters), else static keys. Nothing is written to disk: the root filesystem is read-only.
-func awsCredentials(s Settings, region string, httpClient aws.HTTPClient, metrics *cloud.Metrics) (aws.CredentialsProvider, error) {
+func awsCredentials(s Settings, region string, httpClient aws.HTTPClient, metrics cloud.Observer) (aws.CredentialsProvider, error) {
 	keys := sharedConfigKeys{"aws_access_key_id": s.AccessKeyID, "aws_secret_access_key": s.SecretAccessKey}
 	if len(s.SharedConfig) > 0 {
 		parsed, err := parseSharedConfig(s.SharedConfig)
@@ -87,13 +87,13 @@ func parseSharedConfig(data []byte) (sharedConfigKeys, error) {
 // observedSTS records the metrics of each AssumeRoleWithWebIdentity call.
 type observedSTS struct {
 	*sts.Client
-	metrics *cloud.Metrics
+	metrics cloud.Observer
 }
 
 func (c observedSTS) AssumeRoleWithWebIdentity(ctx context.Context, in *sts.AssumeRoleWithWebIdentityInput, opts ...func(*sts.Options)) (*sts.AssumeRoleWithWebIdentityOutput, error) {
 	start := time.Now()
 	out, err := c.Client.AssumeRoleWithWebIdentity(ctx, in, opts...)
-	c.metrics.Observe(apiAssumeRoleWithWebIdentity, start, err)
+	cloud.Observe(c.metrics, apiAssumeRoleWithWebIdentity, start, err)
 	return out, err
 }
 

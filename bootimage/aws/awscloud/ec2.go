@@ -64,7 +64,7 @@ type EC2 struct {
 	// a cluster include the injected trusted CA bundle.
 	RootCAs *x509.CertPool
 	// Metrics, when set, count the requests.
-	Metrics *cloud.Metrics
+	Metrics cloud.Observer
 	// Backoff is how long a failed DescribeImages is remembered, per query, or per region when
 	// EC2 throttles or fails.
 	Backoff cloud.Backoff
@@ -174,7 +174,7 @@ func (e *EC2) httpClient() aws.HTTPClient {
 // observedEC2 records the metrics of each DescribeImages call.
 type observedEC2 struct {
 	*ec2.Client
-	metrics *cloud.Metrics
+	metrics cloud.Observer
 }
 
 func (c observedEC2) DescribeImages(ctx context.Context, in *ec2.DescribeImagesInput, opts ...func(*ec2.Options)) (*ec2.DescribeImagesOutput, error) {
@@ -182,9 +182,9 @@ func (c observedEC2) DescribeImages(ctx context.Context, in *ec2.DescribeImagesI
 	out, err := c.Client.DescribeImages(ctx, in, opts...)
 	var apiErr smithy.APIError
 	if errors.As(err, &apiErr) && (apiErr.ErrorCode() == "InvalidAMIID.NotFound" || apiErr.ErrorCode() == "InvalidAMIID.Unavailable") {
-		c.metrics.Observe(apiDescribeImages, start, nil)
+		cloud.Observe(c.metrics, apiDescribeImages, start, nil)
 	} else {
-		c.metrics.Observe(apiDescribeImages, start, err)
+		cloud.Observe(c.metrics, apiDescribeImages, start, err)
 	}
 	return out, err
 }

@@ -33,7 +33,7 @@ const (
 const apiImagesGet = "compute:images.get"
 
 // New returns Images reading settings on each call; it is a gcp.NewImages.
-func New(settings func(context.Context) (gcp.Settings, error), ttl time.Duration, backoff cloud.Backoff, metrics *cloud.Metrics) gcp.Images {
+func New(settings func(context.Context) (gcp.Settings, error), ttl time.Duration, backoff cloud.Backoff, metrics cloud.Observer) gcp.Images {
 	return &Images{Settings: settings, TTL: ttl, Backoff: backoff, Metrics: metrics}
 }
 
@@ -51,7 +51,7 @@ type Images struct {
 	// the API throttles or fails.
 	Backoff cloud.Backoff
 	// Metrics, when set, count the requests.
-	Metrics *cloud.Metrics
+	Metrics cloud.Observer
 
 	init    sync.Once
 	answers *cloud.Lookups[*gcp.Image]
@@ -91,10 +91,10 @@ func (g *Images) Image(ctx context.Context, project, name string) (*gcp.Image, e
 		got, err := client.images.Get(ctx, &computepb.GetImageRequest{Project: project, Image: name}, gax.WithRetry(func() gax.Retryer { return nil }))
 		var apiErr *googleapi.Error
 		if errors.As(err, &apiErr) && apiErr.Code == http.StatusNotFound {
-			g.Metrics.Observe(apiImagesGet, start, nil)
+			cloud.Observe(g.Metrics, apiImagesGet, start, nil)
 			return nil, nil
 		}
-		g.Metrics.Observe(apiImagesGet, start, err)
+		cloud.Observe(g.Metrics, apiImagesGet, start, err)
 		if errors.As(err, &apiErr) {
 			var code string
 			if len(apiErr.Errors) > 0 {
