@@ -2,8 +2,10 @@ package bootimage
 
 // What the specs of bootimage_test read of the package's internals.
 var CompareRHCOSVersions = compareRHCOSVersions
+
 const CopiedFromAnnotation = copiedFromAnnotation
 const CountsRefresh = countsRefresh
+
 var CurrentImageOf = currentImageOf
 var ParseBootImages = parseBootImages
 var RPMArch = kubeToRPMArch
@@ -12,5 +14,7 @@ var Selected = isSelected
 var SkewViolation = skewViolation
 var TemplateCopiesOf = templateCopiesOf
 var TemplateCopyName = templateCopyName
+
 const TemplateOwnerLabel = templateOwnerLabel
+
 var UserDataPool = userDataPool

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"net/http"
 	"os"
 	"sync"
@@ -25,6 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 )
 
 // DefaultSkewMargin is taken off the lease duration: what the clocks of two replicas may drift

@@ -10,9 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-
-	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	_ "github.com/bootimage-operator/bootimage-operator/bootimage/platforms"
 )
 
 // capiToolsModule pins the Cluster API modules whose CRDs the test harness serves.
@@ -23,39 +20,39 @@ type crdFiles struct {
 	files  []string
 }
 
+// CAPIProvider is a Cluster API infrastructure provider whose CRDs the test harness serves: its Go
+// module and its infrastructure machine template kind (a registered platform's traits).
+type CAPIProvider struct{ Module, TemplateKind string }
+
 // capiCRDFiles are the CRDs of the objects the operator reads or writes on the Cluster API side,
-// per module, as named in its config/crd/bases: cluster-api's own, and each registered platform's
+// per module, as named in its config/crd/bases: cluster-api's own, and each provider's
 // infrastructure machine template and machine.
-func capiCRDFiles() []crdFiles {
+func capiCRDFiles(providers []CAPIProvider) []crdFiles {
 	out := []crdFiles{{"sigs.k8s.io/cluster-api", []string{
 		"cluster.x-k8s.io_clusters.yaml",
 		"cluster.x-k8s.io_machinesets.yaml",
 		"cluster.x-k8s.io_machinedeployments.yaml",
 		"cluster.x-k8s.io_machines.yaml",
 	}}}
-	for _, p := range bootimage.Platforms() {
-		t := p.Traits()
-		if t.TemplateKind == "" {
-			continue
-		}
+	for _, p := range providers {
 		plural := func(kind string) string {
-			return bootimage.InfrastructureGroup + "_" + strings.ToLower(kind) + "s.yaml"
+			return "infrastructure.cluster.x-k8s.io_" + strings.ToLower(kind) + "s.yaml"
 		}
-		out = append(out, crdFiles{t.ClusterAPIProvider, []string{plural(t.TemplateKind), plural(strings.TrimSuffix(t.TemplateKind, "Template"))}})
+		out = append(out, crdFiles{p.Module, []string{plural(p.TemplateKind), plural(strings.TrimSuffix(p.TemplateKind, "Template"))}})
 	}
 	return out
 }
 
-// CAPICRDPaths returns the files of the Cluster API CRDs (cluster-api core, CAPA, CAPG, CAPZ) at
-// the versions hack/tools/capi-crds pins, downloading the modules from the Go module proxy into the
+// CAPICRDPaths returns the files of the Cluster API CRDs (cluster-api core and providers') at the
+// versions hack/tools/capi-crds pins, downloading the modules from the Go module proxy into the
 // module cache when missing.
-func CAPICRDPaths() ([]string, error) {
+func CAPICRDPaths(providers []CAPIProvider) ([]string, error) {
 	dirs, err := capiModuleDirs()
 	if err != nil {
 		return nil, err
 	}
 	var paths []string
-	for _, m := range capiCRDFiles() {
+	for _, m := range capiCRDFiles(providers) {
 		dir, ok := dirs[m.module]
 		if !ok {
 			return nil, fmt.Errorf("%s/go.mod does not require %s", capiToolsModule, m.module)

@@ -5,11 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	configv1 "github.com/openshift/api/config/v1"
 	"slices"
 	"strings"
 
 	"github.com/coreos/stream-metadata-go/stream"
+	configv1 "github.com/openshift/api/config/v1"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"

@@ -3,11 +3,11 @@ package azure
 import (
 	"context"
 	"encoding/json"
-	configv1 "github.com/openshift/api/config/v1"
 	"strings"
 
 	"github.com/coreos/stream-metadata-go/stream"
 	"github.com/coreos/stream-metadata-go/stream/rhcos"
+	configv1 "github.com/openshift/api/config/v1"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"

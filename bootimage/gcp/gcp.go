@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	configv1 "github.com/openshift/api/config/v1"
 	"strings"
 
 	"github.com/coreos/stream-metadata-go/stream"
+	configv1 "github.com/openshift/api/config/v1"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"

@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	_ "github.com/bootimage-operator/bootimage-operator/bootimage/platforms"
 	"io"
 	"os"
 
@@ -16,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	_ "github.com/bootimage-operator/bootimage-operator/bootimage/platforms"
 	"github.com/bootimage-operator/bootimage-operator/internal/buildinfo"
 )
 

@@ -21,6 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	_ "github.com/bootimage-operator/bootimage-operator/bootimage/platforms"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/manifests"
 )
@@ -164,7 +166,13 @@ const CAPINamespace = "openshift-cluster-api"
 // LoadCAPICRDs reads the Cluster API CRDs of manifests.CAPICRDPaths, each serving only its storage
 // version: the others need the providers' conversion webhooks, which envtest does not run.
 func LoadCAPICRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	paths, err := manifests.CAPICRDPaths()
+	var providers []manifests.CAPIProvider
+	for _, p := range bootimage.Platforms() {
+		if t := p.Traits(); t.TemplateKind != "" {
+			providers = append(providers, manifests.CAPIProvider{Module: t.ClusterAPIProvider, TemplateKind: t.TemplateKind})
+		}
+	}
+	paths, err := manifests.CAPICRDPaths(providers)
 	if err != nil {
 		return nil, err
 	}

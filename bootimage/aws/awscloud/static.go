@@ -6,11 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	configv1 "github.com/openshift/api/config/v1"
 	"os"
 	"strings"
 
+	configv1 "github.com/openshift/api/config/v1"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	bootaws "github.com/bootimage-operator/bootimage-operator/bootimage/aws"
 )
 

@@ -71,9 +71,9 @@ func clusterAPIAdmission() {
 		Entry("GCP", fixtures.Infrastructure(configv1.GCPPlatformType), ""),
 		Entry("Azure", fixtures.Infrastructure(configv1.AzurePlatformType), ""),
 		Entry("vSphere, whose Machine API MachineSets are managed", fixtures.Infrastructure(configv1.VSpherePlatformType),
-			"boot image updates for Cluster API (cluster.x-k8s.io) machinesets and machinedeployments are only supported on AWS, GCP and Azure, and this cluster runs on VSphere"),
+			"boot image updates for Cluster API (cluster.x-k8s.io) machinesets and machinedeployments are only supported on AWS, Azure and GCP, and this cluster runs on VSphere"),
 		Entry("Azure Stack Hub", fixtures.AzureStackHubInfrastructure(),
-			"boot image updates for Cluster API (cluster.x-k8s.io) machinesets and machinedeployments are only supported on AWS, GCP and Azure, and this cluster runs on Azure Stack Hub"),
+			"boot image updates for Cluster API (cluster.x-k8s.io) machinesets and machinedeployments are only supported on AWS, Azure and GCP, and this cluster runs on Azure Stack Hub"),
 	)
 
 	It("counts Cluster API entries like MachineSets while skew enforcement is Automatic", func() {

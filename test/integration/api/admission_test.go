@@ -12,13 +12,12 @@ import (
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
-
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/bootimage-operator/bootimage-operator/manifests"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
@@ -117,11 +116,11 @@ var _ = Describe("Shipped ValidatingAdmissionPolicies", Ordered, func() {
 		Entry("MachineSets All on AWS", configv1.AWSPlatformType, managers(ms(operatorv1.All)), ""),
 		Entry("MachineSets All on vSphere", configv1.VSpherePlatformType, managers(ms(operatorv1.All)), ""),
 		Entry("MachineSets All on bare metal", configv1.BareMetalPlatformType, managers(ms(operatorv1.All)),
-			"boot image updates for machinesets are only supported on AWS, GCP, Azure and VSphere, and this cluster runs on BareMetal"),
+			"boot image updates for machinesets are only supported on AWS, Azure, GCP and VSphere, and this cluster runs on BareMetal"),
 		Entry("MachineSets None on bare metal: opting out is always allowed", configv1.BareMetalPlatformType, managers(ms(operatorv1.None)), ""),
 		Entry("CPMS All on GCP", configv1.GCPPlatformType, managers(cpms(operatorv1.All)), ""),
 		Entry("CPMS All on vSphere", configv1.VSpherePlatformType, managers(cpms(operatorv1.All)),
-			"boot image updates for controlplanemachinesets are only supported on AWS, GCP and Azure, and this cluster runs on VSphere"),
+			"boot image updates for controlplanemachinesets are only supported on AWS, Azure and GCP, and this cluster runs on VSphere"),
 		Entry("CPMS None on vSphere", configv1.VSpherePlatformType, managers(cpms(operatorv1.None)), ""),
 		Entry("no boot image settings on Nutanix", configv1.NutanixPlatformType, fixtures.MachineConfiguration(nil), ""),
 	)
@@ -131,8 +130,8 @@ var _ = Describe("Shipped ValidatingAdmissionPolicies", Ordered, func() {
 			Expect(fixtures.Create(ctx, k8s, fixtures.AzureStackHubInfrastructure())).To(Succeed())
 			expectCreate(mc, denial)
 		},
-		Entry("MachineSets All", managers(ms(operatorv1.All)), "boot image updates for machinesets are only supported on AWS, GCP, Azure and VSphere, and this cluster runs on Azure Stack Hub (platformStatus.azure.cloudName AzureStackCloud)"),
-		Entry("CPMS All", managers(cpms(operatorv1.All)), "boot image updates for controlplanemachinesets are only supported on AWS, GCP and Azure, and this cluster runs on Azure Stack Hub"),
+		Entry("MachineSets All", managers(ms(operatorv1.All)), "boot image updates for machinesets are only supported on AWS, Azure, GCP and VSphere, and this cluster runs on Azure Stack Hub (platformStatus.azure.cloudName AzureStackCloud)"),
+		Entry("CPMS All", managers(cpms(operatorv1.All)), "boot image updates for controlplanemachinesets are only supported on AWS, Azure and GCP, and this cluster runs on Azure Stack Hub"),
 		Entry("MachineSets and CPMS None: opting out is allowed", managers(ms(operatorv1.None), cpms(operatorv1.None)), ""),
 	)
 
@@ -176,7 +175,7 @@ var _ = Describe("Shipped ValidatingAdmissionPolicies", Ordered, func() {
 		// So does adding an opt-out beside it.
 		Expect(managersPatch(msAll, cpmsNone)()).To(Succeed())
 		// A new opt-in beside it is refused.
-		Expect(managersPatch(msAll, cpmsAll)()).To(MatchError(ContainSubstring("controlplanemachinesets are only supported on AWS, GCP and Azure, and this cluster runs on BareMetal")))
+		Expect(managersPatch(msAll, cpmsAll)()).To(MatchError(ContainSubstring("controlplanemachinesets are only supported on AWS, Azure and GCP, and this cluster runs on BareMetal")))
 		// Turning the refused entry off is allowed.
 		Expect(managersPatch(msNone, cpmsNone)()).To(Succeed())
 	})
@@ -189,7 +188,7 @@ var _ = Describe("Shipped ValidatingAdmissionPolicies", Ordered, func() {
 		Expect(k8s.Create(ctx, infra)).To(Succeed())
 		// Opting in is refused with a message that says why; seeing it also shows the API server
 		// evaluates against this Infrastructure, so the creates after it need no retry.
-		expectCreate(managers(ms(operatorv1.All)), "boot image updates for machinesets are only supported on AWS, GCP, Azure and VSphere, and this cluster runs on a platform not known yet (Infrastructure cluster has no status.platformStatus.type)")
+		expectCreate(managers(ms(operatorv1.All)), "boot image updates for machinesets are only supported on AWS, Azure, GCP and VSphere, and this cluster runs on a platform not known yet (Infrastructure cluster has no status.platformStatus.type)")
 		expectCreate(managers(cpms(operatorv1.All)), "this cluster runs on a platform not known yet")
 		Expect(fixtures.Create(ctx, k8s, fixtures.MachineConfiguration(nil))).To(Succeed(), "no boot image settings")
 		Expect(k8s.DeleteAllOf(ctx, &operatorv1.MachineConfiguration{})).To(Succeed())
