@@ -28,8 +28,8 @@ test: k8s vet requirements
 	cd hack/ignition-v2.26 && $(GO) test -race -count=1 github.com/bootimage-operator/bootimage-operator/refresh/...
 	@cd refresh && if $(GO) list -m all | grep -E '^(sigs.k8s.io/controller-runtime|k8s.io/client-go) '; then echo "refresh/ requires the modules above"; exit 1; fi
 	@if $(GO) list -deps ./bootimage/... ./cpms/... | grep -E '^(sigs.k8s.io/controller-runtime|k8s.io/client-go)/'; then echo "the domain (bootimage/, cpms/) builds the packages above"; exit 1; fi
-	@# A platform's decision links no cloud SDK: its adapter below it (bootimage/<platform>/<platform>cloud) does.
-	@if $(GO) list -deps $$($(GO) list ./bootimage/... ./cpms/... | grep -vE '/bootimage/[a-z]+/[a-z]+cloud$$') | grep -E '^(github.com/aws/aws-sdk-go-v2/(service|aws/transport)|github.com/aws/smithy-go|cloud.google.com/go/compute|google.golang.org/api|github.com/vmware/govmomi)'; then echo "a decision package builds the cloud SDK packages above"; exit 1; fi
+	@# A platform's decision links no cloud SDK: its adapter under bootimage/cloud/ (<platform>cloud) does.
+	@if $(GO) list -deps $$($(GO) list ./bootimage/... ./cpms/... | grep -vE '/bootimage/cloud/[a-z]+cloud$$') | grep -E '^(github.com/aws/aws-sdk-go-v2/(service|aws/transport)|github.com/aws/smithy-go|cloud.google.com/go/compute|google.golang.org/api|github.com/vmware/govmomi)'; then echo "a decision package builds the cloud SDK packages above"; exit 1; fi
 	@# Prometheus is in the module graph through containers/image's go.mod (as in the MCO's), never built.
 	@cd refresh && if $(GO) list -deps ./... | grep -E '^github.com/prometheus/'; then echo "refresh/ builds the packages above"; exit 1; fi
 

@@ -71,7 +71,7 @@ type Options struct {
 	// Name prefixes the controller names ("<Name>-machineset"), so that two registrations can
 	// share a process (tests). Default: none, the names the alerts and dashboards know.
 	Name string
-	// GCP links the GCP image lookups: pass gcpcloud.New (package bootimage/gcp/gcpcloud). Default: none,
+	// GCP links the GCP image lookups: pass gcpcloud.New (package bootimage/cloud/gcpcloud). Default: none,
 	// and GCP MachineSets are decided by the image prefix rule alone (as without credentials);
 	// the Google Cloud SDK is then not linked.
 	GCP gcp.NewImages

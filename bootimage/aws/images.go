@@ -17,7 +17,7 @@ type Image struct {
 	State        string `json:"state"`
 }
 
-// Images looks AMIs up: bootimage/aws/awscloud implements it with EC2, and from a file for
+// Images looks AMIs up: bootimage/cloud/awscloud implements it with EC2, and from a file for
 // `bootimagectl plan --aws-images`. bootimage.ErrNoCatalog says there are no credentials.
 type Images interface {
 	// Image returns the AMI id in region, nil when it does not exist.

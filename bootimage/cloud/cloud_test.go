@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/aws/awscloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
 	_ "github.com/bootimage-operator/bootimage-operator/bootimage/platforms"
 
@@ -14,7 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp/gcpcloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcpcloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )

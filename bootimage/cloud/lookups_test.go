@@ -11,7 +11,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp/gcpcloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcpcloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )

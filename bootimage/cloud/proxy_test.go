@@ -16,10 +16,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/aws/awscloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp/gcpcloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcpcloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )

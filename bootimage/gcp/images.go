@@ -15,7 +15,7 @@ type Image struct {
 	Deprecation string
 }
 
-// Images looks GCP compute images up: bootimage/gcp/gcpcloud implements it with the compute API.
+// Images looks GCP compute images up: bootimage/cloud/gcpcloud implements it with the compute API.
 // bootimage.ErrNoCatalog says there are no credentials.
 type Images interface {
 	// Image returns the image name in project, nil when it does not exist.

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp/gcpcloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcpcloud"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/buildinfo"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"

@@ -9,8 +9,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/aws/awscloud"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere/vspherecloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/vspherecloud"
 
 	configv1 "github.com/openshift/api/config/v1"
 	"github.com/spf13/cobra"
@@ -19,7 +19,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp/gcpcloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcpcloud"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 )
 

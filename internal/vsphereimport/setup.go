@@ -5,8 +5,8 @@ import (
 	"crypto/x509"
 	"fmt"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/vspherecloud"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere/vspherecloud"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/aws/awscloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
 
 	"github.com/coreos/stream-metadata-go/stream"
 	"github.com/go-logr/logr"

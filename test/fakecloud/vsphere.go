@@ -11,8 +11,8 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/vspherecloud"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere/vspherecloud"
 
 	"github.com/vmware/govmomi"
 	"github.com/vmware/govmomi/find"

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/aws/awscloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"

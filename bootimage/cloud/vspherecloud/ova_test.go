@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere/vspherecloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/vspherecloud"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"

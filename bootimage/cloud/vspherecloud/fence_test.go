@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere/vspherecloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/vspherecloud"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"

@@ -14,8 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
 	"github.com/go-logr/logr"
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/nfc"
@@ -30,6 +28,9 @@ import (
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
 )
 
 // Credentials is a vCenter login, as Secret kube-system/vsphere-creds holds it.
