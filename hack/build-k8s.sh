@@ -21,8 +21,11 @@ build() {
   fi
   echo "Building $name from $pkg (first build takes several minutes)" >&2
   local start=$SECONDS
-  (cd "$root/hack/tools/$name" && go build -trimpath -ldflags "-s -w $ldflags" -o "$out/$name.tmp" "$pkg")
-  mv "$out/$name.tmp" "$out/$name"
+  # A temporary of this process's own: suites started together may build at once, and the last
+  # rename wins whole.
+  local tmp="$out/$name.tmp.$$"
+  (cd "$root/hack/tools/$name" && go build -trimpath -ldflags "-s -w $ldflags" -o "$tmp" "$pkg")
+  mv "$tmp" "$out/$name"
   echo "$want" > "$out/.$name.stamp"
   echo "Built $name in $((SECONDS - start))s" >&2
 }
