@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"sync"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -18,9 +18,9 @@ import (
 
 // ExpectReconcileSucceeded calls r.Reconcile once for key and expects it to return no error.
 func ExpectReconcileSucceeded(ctx context.Context, r reconcile.Reconciler, key client.ObjectKey) reconcile.Result {
-	GinkgoHelper()
+	ginkgo.GinkgoHelper()
 	result, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key})
-	Expect(err).NotTo(HaveOccurred(), "Reconcile of %s", key)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "Reconcile of %s", key)
 	return result
 }
 
