@@ -3,10 +3,10 @@ package bootimage_test
 import (
 	"testing"
 
-	_ "github.com/bootimage-operator/bootimage-operator/bootimage/platforms"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	_ "github.com/bootimage-operator/bootimage-operator/bootimage/platforms"
 )
 
 func TestBootimage(t *testing.T) {

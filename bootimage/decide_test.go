@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
-
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -16,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )

@@ -5,10 +5,9 @@ import (
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
-
-	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
 

@@ -6,12 +6,11 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
 )
 
 // memoryVCenter is one workspace folder as a map of VM name to template. imports is the release

@@ -6,13 +6,12 @@ import (
 	"path"
 	"strings"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
 

@@ -17,8 +17,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
-
 	"github.com/go-logr/logr"
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
@@ -38,6 +36,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 	reconcilers "github.com/bootimage-operator/bootimage-operator/internal/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"

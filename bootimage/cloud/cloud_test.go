@@ -5,16 +5,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
-	_ "github.com/bootimage-operator/bootimage-operator/bootimage/platforms"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcpcloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
+	_ "github.com/bootimage-operator/bootimage-operator/bootimage/platforms"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )

@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )

@@ -6,12 +6,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcpcloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )

@@ -17,9 +17,8 @@ import (
 	"testing"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
-
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcpcloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )

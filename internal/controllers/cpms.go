@@ -14,7 +14,6 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/cpms"
-
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 )
 

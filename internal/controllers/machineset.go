@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
-
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 )
 

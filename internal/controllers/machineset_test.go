@@ -4,9 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
@@ -22,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
 	embedding "github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"

@@ -3,13 +3,12 @@ package controllers_test
 import (
 	"fmt"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"

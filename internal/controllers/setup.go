@@ -12,8 +12,6 @@ import (
 	_ "github.com/bootimage-operator/bootimage-operator/bootimage/platforms"
 	configv1 "github.com/openshift/api/config/v1"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
-
 	"github.com/go-logr/logr"
 
 	machinev1 "github.com/openshift/api/machine/v1"
@@ -28,6 +26,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
-
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 )
 

@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
-
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
 	"github.com/bootimage-operator/bootimage-operator/internal/vsphereimport"
 )
 

@@ -7,11 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/vspherecloud"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
-
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,7 +15,11 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/vspherecloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
 )
 
 // cloudImagesTTL bounds how stale a cloud answer may be: images are immutable, but one may be

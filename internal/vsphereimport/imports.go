@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
 )
 
 // Template import timings.

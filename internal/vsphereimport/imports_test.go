@@ -5,8 +5,6 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 )
 

@@ -5,15 +5,14 @@ import (
 	"crypto/x509"
 	"fmt"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/vspherecloud"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
-
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/vspherecloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 )

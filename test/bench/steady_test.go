@@ -14,9 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
-
 	"github.com/coreos/stream-metadata-go/stream"
 	"github.com/go-logr/logr"
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -29,6 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/manifests"

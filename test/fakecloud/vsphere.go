@@ -11,9 +11,6 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/vspherecloud"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
-
 	"github.com/vmware/govmomi"
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/simulator"
@@ -24,6 +21,9 @@ import (
 
 	// The vCenter REST API (tags) of the simulator.
 	_ "github.com/vmware/govmomi/vapi/simulator"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/vspherecloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
 )
 
 // The simulated vCenter's inventory (govmomi's VPX model) and the login it accepts.

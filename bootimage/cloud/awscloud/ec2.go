@@ -9,14 +9,13 @@ import (
 	"sync"
 	"time"
 
-	bootaws "github.com/bootimage-operator/bootimage-operator/bootimage/aws"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
 
+	bootaws "github.com/bootimage-operator/bootimage-operator/bootimage/aws"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 )
 

@@ -7,14 +7,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/vspherecloud"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/vmware/govmomi/vim25/soap"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/vspherecloud"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
 	"github.com/bootimage-operator/bootimage-operator/leader"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"

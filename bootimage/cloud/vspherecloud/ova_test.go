@@ -5,11 +5,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/vspherecloud"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/vspherecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 )
 

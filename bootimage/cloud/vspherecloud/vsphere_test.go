@@ -7,12 +7,11 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/vspherecloud"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/vspherecloud"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 )

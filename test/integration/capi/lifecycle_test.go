@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -20,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"

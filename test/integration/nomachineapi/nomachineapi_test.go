@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
@@ -21,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
