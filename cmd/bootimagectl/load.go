@@ -146,18 +146,22 @@ func typed(scheme *runtime.Scheme, u *unstructured.Unstructured) ([]client.Objec
 // wantedKinds are the kinds a plan reads.
 const wantedKinds = "Infrastructure, FeatureGate, ClusterVersion, MachineConfiguration, ConfigMap, MachineSet, ControlPlaneMachineSet, Secret, Node, MachineConfigPool, OSImageStream"
 
-// clusterAPIKindNames are the Cluster API kinds a plan reads (clusterAPIKinds).
-const clusterAPIKindNames = "cluster.x-k8s.io MachineSet, MachineDeployment; infrastructure.cluster.x-k8s.io AWSMachineTemplate, GCPMachineTemplate, AzureMachineTemplate"
+// clusterAPIKinds are the Cluster API kinds a plan reads, by group: the owners, their Clusters
+// (for the pause) and the infrastructure machine templates of the registered platforms.
+var clusterAPIKinds = func() map[schema.GroupKind]bool {
+	m := map[schema.GroupKind]bool{}
+	for _, k := range []string{bootimage.KindMachineSet, bootimage.KindMachineDeployment, "Cluster"} {
+		m[schema.GroupKind{Group: string(bootimage.ClusterAPIGroup), Kind: k}] = true
+	}
+	for _, k := range bootimage.TemplateKinds() {
+		m[schema.GroupKind{Group: bootimage.InfrastructureGroup, Kind: k}] = true
+	}
+	return m
+}()
 
-// clusterAPIKinds are the Cluster API kinds a plan reads, by group: the owners and the
-// infrastructure machine templates of the managed platforms.
-var clusterAPIKinds = map[schema.GroupKind]bool{
-	{Group: string(bootimage.ClusterAPIGroup), Kind: bootimage.KindMachineSet}:        true,
-	{Group: string(bootimage.ClusterAPIGroup), Kind: bootimage.KindMachineDeployment}: true,
-	{Group: bootimage.InfrastructureGroup, Kind: "AWSMachineTemplate"}:                true,
-	{Group: bootimage.InfrastructureGroup, Kind: "GCPMachineTemplate"}:                true,
-	{Group: bootimage.InfrastructureGroup, Kind: "AzureMachineTemplate"}:              true,
-}
+// clusterAPIKindNames names clusterAPIKinds.
+var clusterAPIKindNames = string(bootimage.ClusterAPIGroup) + " MachineSet, MachineDeployment, Cluster; " +
+	bootimage.InfrastructureGroup + " " + strings.Join(bootimage.TemplateKinds(), ", ")
 
 var wanted = func() map[string]bool {
 	m := map[string]bool{}

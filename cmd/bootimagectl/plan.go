@@ -5,209 +5,154 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"runtime"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/vspherecloud"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
-
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/vspherecloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
 	"github.com/bootimage-operator/bootimage-operator/cpms"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
-	"github.com/bootimage-operator/bootimage-operator/internal/capi"
+	"github.com/bootimage-operator/bootimage-operator/internal/inputs"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 )
 
-// planInputs are the objects a plan reads, from files or from a cluster.
+// planInputs say where a plan reads its inputs: through one client.Reader, the cluster's or the
+// files', with the operator's loader (package inputs), so that a plan reads what the operator
+// reads the way it reads it.
 type planInputs struct {
-	infra       *configv1.Infrastructure
-	featureGate *configv1.FeatureGate
-	version     *configv1.ClusterVersion
-	mc          *operatorv1.MachineConfiguration
-	bootImages  *corev1.ConfigMap
-	machineSets []*machinev1beta1.MachineSet
-	cpms        []*machinev1.ControlPlaneMachineSet
-	secrets     map[string]*corev1.Secret
-	// pools and osImageStream choose the OS stream of unlabelled objects.
-	pools         []mcfgv1.MachineConfigPool
-	osImageStream *mcfgv1.OSImageStream
-	// clusterAPI are the Cluster API MachineSets and MachineDeployments of openshift-cluster-api,
-	// and templates the infrastructure machine templates they name, by templateKey.
-	clusterAPI []*unstructured.Unstructured
-	templates  map[templateKey]*unstructured.Unstructured
-	// controlPlaneArch is the control plane's architecture (bootimage.ControlPlaneArch).
-	controlPlaneArch string
-	// live says the inputs are a cluster's, read whole: a Secret missing from secrets does not
-	// exist (rather than was not given), and the selection in force is MachineConfiguration's
-	// status, as the operator reads it (rather than computed from spec).
+	// reader reads the inputs, and mapper maps the kinds of Cluster API template references.
+	reader client.Reader
+	mapper apimeta.RESTMapper
+	// live says the reader is a cluster's, read whole: an object it lacks does not exist (rather
+	// than was not given), and the selection in force is MachineConfiguration's status, as the
+	// operator reads it (rather than computed from spec).
 	live bool
+	// infra and secrets (the Secrets of openshift-machine-api, by name) choose the image catalogue.
+	infra   *configv1.Infrastructure
+	secrets map[string]*corev1.Secret
 	// vcenters reads vSphere templates on a live cluster; nil offline.
 	vcenters *vspherecloud.VCenters
 }
 
-// templateKey names an infrastructure machine template.
-type templateKey struct{ namespace, kind, name string }
-
-func fromObjects(objs []client.Object) planInputs {
-	in := planInputs{secrets: map[string]*corev1.Secret{}, templates: map[templateKey]*unstructured.Unstructured{}}
-	var nodeLabels []map[string]string
+// fromObjects returns the inputs of a plan of the objects of files, read through an in-memory
+// reader. An object of a namespaced kind the plan reads given without a namespace is taken to be
+// where the operator reads that kind (kubectl would put it in the context's namespace instead).
+func fromObjects(scheme *runtime.Scheme, objs []client.Object) (planInputs, error) {
 	for _, o := range objs {
-		switch t := o.(type) {
-		case *configv1.Infrastructure:
-			in.infra = t
-		case *configv1.FeatureGate:
-			in.featureGate = t
-		case *configv1.ClusterVersion:
-			in.version = t
-		case *operatorv1.MachineConfiguration:
-			in.mc = t
-		case *corev1.ConfigMap:
-			if t.Name == kube.BootImagesConfigMapName {
-				in.bootImages = t
-			}
-		case *machinev1beta1.MachineSet:
-			in.machineSets = append(in.machineSets, t)
-		case *machinev1.ControlPlaneMachineSet:
-			in.cpms = append(in.cpms, t)
-		case *corev1.Secret:
-			in.secrets[t.Name] = t
-		case *corev1.Node:
-			nodeLabels = append(nodeLabels, t.Labels)
-		case *mcfgv1.MachineConfigPool:
-			in.pools = append(in.pools, *t)
-		case *mcfgv1.OSImageStream:
-			if t.Name == kube.OSImageStreamName {
-				in.osImageStream = t
-			}
-		case *unstructured.Unstructured:
-			switch {
-			case t.GroupVersionKind().Group == bootimage.InfrastructureGroup:
-				in.templates[templateKey{t.GetNamespace(), t.GetKind(), t.GetName()}] = t
-			case t.GetNamespace() == bootimage.ClusterAPINamespace:
-				in.clusterAPI = append(in.clusterAPI, t)
-			}
-		}
-	}
-	// Without a control-plane node in the input, the plan assumes this machine's architecture.
-	in.controlPlaneArch = bootimage.ControlPlaneArch(nodeLabels, runtime.GOARCH)
-	return in
-}
-
-// fromCluster reads the plan's inputs from a cluster.
-func fromCluster(ctx context.Context, c client.Client) (planInputs, error) {
-	var objs []client.Object
-	singletons := []struct {
-		key client.ObjectKey
-		obj client.Object
-	}{
-		{client.ObjectKey{Name: "cluster"}, &configv1.Infrastructure{}},
-		{client.ObjectKey{Name: "cluster"}, &configv1.FeatureGate{}},
-		{client.ObjectKey{Name: "version"}, &configv1.ClusterVersion{}},
-		{client.ObjectKey{Name: "cluster"}, &operatorv1.MachineConfiguration{}},
-		{client.ObjectKey{Namespace: kube.MCONamespace, Name: kube.BootImagesConfigMapName}, &corev1.ConfigMap{}},
-		{client.ObjectKey{Namespace: kube.MachineAPINamespace, Name: cpms.Name}, &machinev1.ControlPlaneMachineSet{}},
-	}
-	for _, s := range singletons {
-		err := c.Get(ctx, s.key, s.obj)
-		if apierrors.IsNotFound(err) {
+		if o.GetNamespace() != "" {
 			continue
 		}
-		if err != nil {
-			return planInputs{}, err
+		switch t := o.(type) {
+		case *machinev1beta1.MachineSet, *machinev1.ControlPlaneMachineSet, *corev1.Secret:
+			o.SetNamespace(kube.MachineAPINamespace)
+		case *corev1.ConfigMap:
+			if t.Name == kube.BootImagesConfigMapName {
+				t.Namespace = kube.MCONamespace
+			}
 		}
-		objs = append(objs, s.obj)
 	}
-	sets := &machinev1beta1.MachineSetList{}
-	if err := c.List(ctx, sets, client.InNamespace(kube.MachineAPINamespace)); err != nil {
+	r, err := inputs.NewObjects(scheme, objs)
+	if err != nil {
+		return planInputs{}, err
+	}
+	return readPlanInputs(context.Background(), r, r.RESTMapper(), false)
+}
+
+// fromCluster returns the inputs of a plan of a cluster, read with c.
+func fromCluster(ctx context.Context, c client.Client) (planInputs, error) {
+	return readPlanInputs(ctx, c, c.RESTMapper(), true)
+}
+
+// readPlanInputs reads through r what chooses the image catalogue; the rest is read by plan.
+func readPlanInputs(ctx context.Context, r client.Reader, mapper apimeta.RESTMapper, live bool) (planInputs, error) {
+	in := planInputs{reader: r, mapper: mapper, live: live, secrets: map[string]*corev1.Secret{}}
+	var err error
+	if in.infra, err = inputs.GetOptional(ctx, r, client.ObjectKey{Name: "cluster"}, &configv1.Infrastructure{}); err != nil {
 		return planInputs{}, err
 	}
 	secrets := &corev1.SecretList{}
-	if err := c.List(ctx, secrets, client.InNamespace(kube.MachineAPINamespace)); err != nil {
+	if err := r.List(ctx, secrets, client.InNamespace(kube.MachineAPINamespace)); err != nil {
 		return planInputs{}, err
-	}
-	for i := range sets.Items {
-		objs = append(objs, &sets.Items[i])
 	}
 	for i := range secrets.Items {
-		objs = append(objs, &secrets.Items[i])
+		in.secrets[secrets.Items[i].Name] = &secrets.Items[i]
 	}
-	clusterAPI, err := clusterAPIFromCluster(ctx, c)
-	if err != nil {
-		return planInputs{}, err
-	}
-	in := fromObjects(append(objs, clusterAPI...))
-	arch, err := kube.ControlPlaneArch(ctx, c, runtime.GOARCH)
-	if err != nil {
-		return planInputs{}, err
-	}
-	// The operator's own read, so a live plan cannot choose another OS stream.
-	if in.pools, in.osImageStream, err = kube.OSStreamInputs(ctx, c); err != nil {
-		return planInputs{}, err
-	}
-	in.controlPlaneArch, in.live = arch, true
 	return in, nil
 }
 
-// clusterAPIFromCluster reads the Cluster API MachineSets and MachineDeployments of
-// openshift-cluster-api and the template each names, as the operator reads them; none when the
-// Cluster API is not served.
-func clusterAPIFromCluster(ctx context.Context, c client.Client) ([]client.Object, error) {
-	var objs []client.Object
-	for _, kind := range []string{bootimage.KindMachineSet, bootimage.KindMachineDeployment} {
-		list := &unstructured.UnstructuredList{}
-		list.SetAPIVersion(bootimage.ClusterAPIGroupVersion.String())
-		list.SetKind(kind + "List")
-		err := c.List(ctx, list, client.InNamespace(bootimage.ClusterAPINamespace))
-		if apimeta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		for i := range list.Items {
-			owner := &list.Items[i]
-			objs = append(objs, owner)
-			t, err := capi.Template(ctx, c.RESTMapper(), c, owner)
-			if err != nil {
-				return nil, err
-			}
-			if t != nil {
-				objs = append(objs, t)
-			}
-		}
+// loader is the operator's loader as a plan of in reads with it. The differences are the
+// options: the selection (the operator decides nothing until MachineConfiguration's status is
+// computed for its generation; a live plan then shows the selection computed from spec, and a plan
+// from files always computes it from spec), and whether an object missing from the reader does
+// not exist (a cluster) or was not given (files).
+func (in planInputs) loader(releaseVersion string, clouds bootimage.Clouds) inputs.Loader {
+	l := inputs.Loader{
+		Reader: in.reader, Gates: kube.GateSource{Reader: in.reader, ReleaseVersion: releaseVersion},
+		Namespace: kube.MCONamespace, Clouds: clouds, Selection: inputs.SelectionSpec, Complete: in.live,
 	}
-	return objs, nil
+	if in.live {
+		l.Selection = inputs.SelectionStatusOrSpec
+	}
+	if in.vcenters != nil {
+		l.Clouds = maps.Clone(clouds)
+		if l.Clouds == nil {
+			l.Clouds = bootimage.Clouds{}
+		}
+		l.Clouds[configv1.VSpherePlatformType] = in.vcenters
+	}
+	return l
 }
 
-// clusterAPIObject reduces a Cluster API MachineSet or MachineDeployment with its template and,
-// for a MachineSet, the authority of its Machine API twin, as the operator's reconciler does.
-func (in planInputs) clusterAPIObject(owner *unstructured.Unstructured) bootimage.Object {
-	var template *unstructured.Unstructured
-	if ref, err := bootimage.InfrastructureRef(owner); err == nil {
-		template = in.templates[templateKey{owner.GetNamespace(), ref.Kind, ref.Name}]
+// planObjects are the objects a plan decides for, read through in's reader as the operator's
+// controllers read them.
+type planObjects struct {
+	machineSets []*machinev1beta1.MachineSet
+	cpms        *machinev1.ControlPlaneMachineSet
+	// clusterAPI are the Cluster API MachineSets and MachineDeployments of openshift-cluster-api
+	// with their templates and twins.
+	clusterAPI []inputs.ClusterAPIInputs
+}
+
+// objects reads the MachineSets and the ControlPlaneMachineSet of openshift-machine-api and, where
+// the Cluster API is served, its objects of openshift-cluster-api with the inputs of each.
+func (in planInputs) objects(ctx context.Context) (planObjects, error) {
+	var out planObjects
+	sets := &machinev1beta1.MachineSetList{}
+	if err := in.reader.List(ctx, sets, client.InNamespace(kube.MachineAPINamespace)); err != nil {
+		return out, err
 	}
-	var twin *machinev1beta1.MachineAuthority
-	if owner.GetKind() == bootimage.KindMachineSet {
-		for _, ms := range in.machineSets {
-			if ms.Namespace == bootimage.MachineAPINamespace && ms.Name == owner.GetName() {
-				twin = &ms.Status.AuthoritativeAPI
+	for i := range sets.Items {
+		out.machineSets = append(out.machineSets, &sets.Items[i])
+	}
+	var err error
+	if out.cpms, err = inputs.GetOptional(ctx, in.reader, client.ObjectKey{Namespace: kube.MachineAPINamespace, Name: cpms.Name}, &machinev1.ControlPlaneMachineSet{}); err != nil {
+		return out, err
+	}
+	capiReader := inputs.ClusterAPI{Reader: in.reader, Mapper: in.mapper, MachineAPI: in.reader, Pause: true}
+	for _, kind := range []string{bootimage.KindMachineSet, bootimage.KindMachineDeployment} {
+		owners, err := capiReader.Owners(ctx, kind)
+		if err != nil {
+			return out, err
+		}
+		for _, owner := range owners {
+			read, err := capiReader.Read(ctx, owner)
+			if err != nil {
+				return out, err
 			}
+			out.clusterAPI = append(out.clusterAPI, read)
 		}
 	}
-	return bootimage.ClusterAPIObject(owner, template, twin)
+	return out, nil
 }
 
 // Plan is the output of `bootimagectl plan`.
@@ -220,28 +165,29 @@ type Plan struct {
 	degraded bool
 }
 
-// missing names, once each, the inputs the operator reads that are not among in, and what the
-// operator does without them. MachineConfiguration on a cluster is said by selection.
-func (in planInputs) missing() []string {
+// missing names, once each, the inputs the operator reads that are not among loaded, and what the
+// operator does without them. MachineConfiguration on a cluster is said by selectionNote.
+func (in planInputs) missing(loaded inputs.Inputs, featureGate bool, objs planObjects) []string {
 	var notes []string
-	if in.featureGate == nil {
+	o := loaded.Objects
+	if !featureGate {
 		notes = append(notes, "No FeatureGate/cluster: the feature gates are unknown")
 	}
-	if in.version == nil {
+	if o.ClusterVersion == nil {
 		notes = append(notes, "No ClusterVersion/version: the operator reports BootImageUpdateDegraded, since it cannot tell whether the cluster is updating nor which release it was installed with; the release version is --release-version or "+kube.ReleaseVersionEnv+" alone")
 	}
-	if in.bootImages == nil {
+	if o.BootImages == nil {
 		notes = append(notes, fmt.Sprintf("No ConfigMap %s/%s: there is no stream to update to", kube.MCONamespace, kube.BootImagesConfigMapName))
 	}
-	if !in.live && len(in.pools) == 0 && in.osImageStream == nil && in.bootImages != nil && in.bootImages.Data["streams"] != "" {
+	if !in.live && len(o.Pools) == 0 && o.OSImageStream == nil && o.BootImages != nil && o.BootImages.Data["streams"] != "" {
 		notes = append(notes, "No MachineConfigPools nor OSImageStream/cluster among the inputs: objects without the "+bootimage.OSStreamLabel+" label are planned as "+bootimage.LegacyOSStream+", where the operator takes their pool's OS stream")
 	}
-	if in.mc == nil && !in.live {
+	if loaded.MachineConfiguration == nil && !in.live {
 		notes = append(notes, "No MachineConfiguration/cluster among the inputs: planned with the default selection")
 	}
 	// The twin's status.authoritativeAPI decides a mirrored MachineSet (AuthorityMachineAPI,
 	// Migrating): say which were planned without one.
-	for _, name := range in.missingTwins() {
+	for _, name := range in.missingTwins(objs) {
 		notes = append(notes, fmt.Sprintf("No MachineSet %s/%s: the Cluster API one is planned as having no twin", bootimage.MachineAPINamespace, name))
 	}
 	return notes
@@ -249,71 +195,58 @@ func (in planInputs) missing() []string {
 
 // missingTwins names, from files, the Cluster API MachineSets whose Machine API twin is not among
 // the inputs: a live plan reads the twin from the cluster, where its absence means there is none.
-func (in planInputs) missingTwins() []string {
+func (in planInputs) missingTwins(objs planObjects) []string {
 	if in.live {
 		return nil
 	}
-	present := map[string]bool{}
-	for _, ms := range in.machineSets {
-		if ms.Namespace == bootimage.MachineAPINamespace {
-			present[ms.Name] = true
-		}
-	}
 	var names []string
-	for _, o := range in.clusterAPI {
-		if o.GetKind() == bootimage.KindMachineSet && o.GetNamespace() == bootimage.ClusterAPINamespace && !present[o.GetName()] {
-			names = append(names, o.GetName())
+	for _, o := range objs.clusterAPI {
+		if o.Object.Kind == bootimage.KindMachineSet && o.Twin == nil {
+			names = append(names, o.Object.Name)
 		}
 	}
 	sort.Strings(names)
 	return names
 }
 
-// plan decides for every MachineSet and ControlPlaneMachineSet with the operator's code.
+// plan decides for every MachineSet and ControlPlaneMachineSet with the operator's code, on the
+// inputs the operator's loader reads through in's reader.
 func plan(ctx context.Context, in planInputs, releaseVersion string, clouds bootimage.Clouds) (Plan, error) {
 	if in.infra == nil {
 		return Plan{}, fmt.Errorf("no Infrastructure cluster among the inputs: the platform is unknown")
 	}
-	objs := bootimage.ClusterObjects{Infrastructure: in.infra, ClusterVersion: in.version, BootImages: in.bootImages, Clouds: clouds, ControlPlaneArch: in.controlPlaneArch,
-		Pools: in.pools, OSImageStream: in.osImageStream}
-	var out Plan
-	out.Notes = in.missing()
-	// As the operator: the ClusterVersion is missing (BootImageUpdateDegraded), whatever else holds.
-	out.degraded = in.version == nil
-	version, err := kube.ReleaseVersion(releaseVersion, in.version)
-	switch {
-	case in.featureGate == nil:
-		objs.GatesError = fmt.Errorf("FeatureGate/cluster not found: feature gates unknown")
-	case err != nil:
-		objs.GatesError = err
-	default:
-		g, err := featuregates.FromFeatureGate(in.featureGate, version)
-		objs.GatesError = err
-		if err == nil {
-			objs.Gates = g
-		}
+	loader := in.loader(releaseVersion, clouds)
+	loaded, err := loader.Load(ctx)
+	if err != nil {
+		return Plan{}, err
 	}
+	featureGate, err := inputs.GetOptional(ctx, in.reader, client.ObjectKey{Name: "cluster"}, &configv1.FeatureGate{})
+	if err != nil {
+		return Plan{}, err
+	}
+	objects, err := in.objects(ctx)
+	if err != nil {
+		return Plan{}, err
+	}
+	objs, cluster := loaded.Objects, loaded.Cluster
+	var out Plan
+	out.Notes = in.missing(loaded, featureGate != nil, objects)
+	// As the operator: the ClusterVersion is missing (BootImageUpdateDegraded), whatever else holds.
+	out.degraded = objs.ClusterVersion == nil
 	if objs.GatesError != nil {
 		out.Notes = append(out.Notes, fmt.Sprintf("Feature gates unknown (%v): the operator updates nothing then, and says so with Event FeatureGatesUnknown", objs.GatesError))
 	}
-	var note string
-	objs.Effective, note = in.selection(objs.Gates)
-	if note != "" {
+	if note := in.selectionNote(loaded); note != "" {
 		out.Notes = append(out.Notes, note)
 	}
-	if in.vcenters != nil {
-		objs.Clouds = maps.Clone(objs.Clouds)
-		if objs.Clouds == nil {
-			objs.Clouds = bootimage.Clouds{}
-		}
-		objs.Clouds[configv1.VSpherePlatformType] = in.vcenters
-	}
-	cluster := bootimage.NewCluster(objs)
 
 	// decide runs the operator's decision for one object; refine applies the CPMS rules.
 	// The CLI remembers nothing between runs: the attempts annotation alone counts (zero Memory).
-	decide := func(obj bootimage.Object, refine func(bootimage.Decision, bootimage.Attempts) bootimage.Decision) {
-		obj.UserData = in.userData(obj.ProviderSpec)
+	decide := func(obj bootimage.Object, refine func(bootimage.Decision, bootimage.Attempts) bootimage.Decision) error {
+		var err error
+		if obj.UserData, err = loader.UserData(ctx, obj.ProviderSpec); err != nil {
+			return err
+		}
 		d, err := bootimage.Decide(ctx, cluster, obj)
 		if err != nil {
 			// As the operator does once its retries are spent: this row is an Error, the rest go on.
@@ -328,18 +261,29 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, clouds boot
 		}
 		out.Items = append(out.Items, d)
 		out.Summary.Add(d)
+		return nil
 	}
-	for _, ms := range in.machineSets {
-		decide(bootimage.MachineSetObject(ms), nil)
+	for _, ms := range objects.machineSets {
+		if err := decide(bootimage.MachineSetObject(ms), nil); err != nil {
+			return Plan{}, err
+		}
 	}
 	// As the operator, which starts its Cluster API controllers only while the gate is on.
 	if objs.Gates != nil && objs.Gates.Enabled(featuregates.ManagedBootImagesAWSCAPI) {
-		for _, owner := range in.clusterAPI {
-			decide(in.clusterAPIObject(owner), nil)
+		for _, o := range objects.clusterAPI {
+			// As the operator: a paused object or Cluster is left alone.
+			paused := func(d bootimage.Decision, _ bootimage.Attempts) bootimage.Decision {
+				return bootimage.Paused(d, o.Owner, o.Cluster)
+			}
+			if err := decide(o.Object, paused); err != nil {
+				return Plan{}, err
+			}
 		}
 	}
-	for _, c := range in.cpms {
-		decide(cpms.Object(c), func(d bootimage.Decision, next bootimage.Attempts) bootimage.Decision { return cpms.Decide(c, d, next) })
+	if c := objects.cpms; c != nil {
+		if err := decide(cpms.Object(c), func(d bootimage.Decision, next bootimage.Attempts) bootimage.Decision { return cpms.Decide(c, d, next) }); err != nil {
+			return Plan{}, err
+		}
 	}
 	sort.SliceStable(out.Items, func(i, j int) bool {
 		a, b := out.Items[i], out.Items[j]
@@ -357,44 +301,19 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, clouds boot
 	return out, nil
 }
 
-// selection returns the boot image configuration in force. On a cluster it is the one the
-// operator decides by, MachineConfiguration status.managedBootImagesStatus; from files, or while
-// that status is not computed for the current spec, it is computed from spec as the operator
-// computes it, and on a cluster a note says so.
-func (in planInputs) selection(gates bootimage.Gates) (operatorv1.ManagedBootImages, string) {
-	mc := in.mc
-	if in.live && mc != nil && mc.Status.ObservedGeneration == mc.Generation {
-		return mc.Status.ManagedBootImagesStatus, ""
-	}
-	var note string
+// selectionNote says, on a cluster, when the selection shown is not the operator's: without
+// MachineConfiguration/cluster, or while its status is not computed for the current spec, the
+// operator decides nothing, and the plan shows the selection computed from spec as the operator
+// will compute it. From files it is always computed from spec, and nothing is said.
+func (in planInputs) selectionNote(loaded inputs.Inputs) string {
+	mc := loaded.MachineConfiguration
 	switch {
-	case in.live && mc == nil:
-		note = "No MachineConfiguration/cluster: the operator decides nothing until it exists; shown with the default selection"
-	case in.live:
-		note = fmt.Sprintf("MachineConfiguration/cluster status is not computed for generation %d yet (observed %d): the operator decides nothing until it is; shown with the selection computed from spec", mc.Generation, mc.Status.ObservedGeneration)
+	case !in.live || loaded.InForce:
+		return ""
+	case mc == nil:
+		return "No MachineConfiguration/cluster: the operator decides nothing until it exists; shown with the default selection"
 	}
-	var spec operatorv1.ManagedBootImages
-	if mc != nil {
-		spec = mc.Spec.ManagedBootImages
-	}
-	if gates == nil {
-		return operatorv1.ManagedBootImages{}, note // nothing gated acts: no selection is needed
-	}
-	return bootimage.EffectiveConfiguration(spec, bootimage.PlatformOf(in.infra), gates).Status, note
-}
-
-func (in planInputs) userData(providerSpec []byte) *bootimage.UserData {
-	name := bootimage.UserDataSecretName(providerSpec)
-	if name == "" {
-		return nil
-	}
-	if s, ok := in.secrets[name]; ok {
-		return &bootimage.UserData{SecretName: name, Found: true, Data: s.Data["userData"]}
-	}
-	if in.live {
-		return &bootimage.UserData{SecretName: name}
-	}
-	return nil // not given: not checked
+	return fmt.Sprintf("MachineConfiguration/cluster status is not computed for generation %d yet (observed %d): the operator decides nothing until it is; shown with the selection computed from spec", mc.Generation, mc.Status.ObservedGeneration)
 }
 
 func printPlan(w io.Writer, p Plan, format string) error {

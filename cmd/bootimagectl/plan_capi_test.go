@@ -55,6 +55,22 @@ func capiObjects() string {
 		capiOwner(bootimage.KindMachineSet, "twinned", "w-1a-old", map[string]any{})
 }
 
+// createCAPIObjects creates capiObjects through c, with their status.
+func createCAPIObjects(ctx context.Context, c client.Client) {
+	GinkgoHelper()
+	objs, err := decodeAll(scheme, "capi.yaml", strings.NewReader(capiObjects()))
+	Expect(err).NotTo(HaveOccurred())
+	for _, o := range objs {
+		u := o.(*unstructured.Unstructured)
+		status := u.Object["status"]
+		Expect(c.Create(ctx, u)).To(Succeed())
+		if s, ok := status.(map[string]any); ok && len(s) > 0 {
+			u.Object["status"] = s
+			Expect(c.Status().Update(ctx, u)).To(Succeed())
+		}
+	}
+}
+
 // capiCluster is an AWS cluster with gate ManagedBootImagesAWSCAPI on, every Cluster API object
 // selected, and the Machine API twin of "twinned" in charge of it.
 func capiCluster(gates ...configv1.FeatureGateName) []client.Object {
@@ -168,6 +184,31 @@ var _ = Describe("bootimagectl plan on files with Cluster API objects", func() {
 			HaveField("Action", bootimage.Skip), HaveField("Reason", bootimage.ReasonMachineDeploymentRollingOut), HaveField("Rolls", HaveValue(Equal(2))))))
 	})
 
+	It("leaves the objects of a paused Cluster, and an object annotated paused, alone, as the operator does", func() {
+		write(fg.ManagedBootImagesAWSCAPI)
+		paused := capiOwner(bootimage.KindMachineSet, "annotated", "w-1a-old", map[string]any{})
+		paused = strings.Replace(paused, "metadata:\n", "metadata:\n  annotations: {"+bootimage.PausedAnnotation+": \"\"}\n", 1)
+		Expect(os.WriteFile(filepath.Join(dir, "annotated.yaml"), []byte(paused), 0o600)).To(Succeed())
+		code, out, _ := runCLI("plan", "-f", dir, "--aws-images", images, "-o", "json")
+		Expect(code).To(Equal(0), out)
+		Expect(parsePlan(out).Items).To(ContainElements(
+			And(HaveField("APIGroup", "cluster.x-k8s.io"), HaveField("Name", "annotated"), HaveField("Action", bootimage.Skip), HaveField("Reason", bootimage.ReasonPaused)),
+			And(HaveField("APIGroup", "cluster.x-k8s.io"), HaveField("Name", "capi-only"), HaveField("Action", bootimage.Update)),
+		))
+
+		cluster := "apiVersion: cluster.x-k8s.io/v1beta2\nkind: Cluster\nmetadata: {name: demo, namespace: openshift-cluster-api}\nspec: {paused: true}\n"
+		Expect(os.WriteFile(filepath.Join(dir, "cluster-demo.yaml"), []byte(cluster), 0o600)).To(Succeed())
+		code, out, _ = runCLI("plan", "-f", dir, "--aws-images", images, "-o", "json")
+		Expect(code).To(Equal(0), out)
+		p := parsePlan(out)
+		for _, name := range []string{"capi-only", "md"} {
+			Expect(p.Items).To(ContainElement(And(HaveField("APIGroup", "cluster.x-k8s.io"), HaveField("Name", name),
+				HaveField("Action", bootimage.Skip), HaveField("Reason", bootimage.ReasonPaused), HaveField("Message", ContainSubstring("Cluster")))))
+		}
+		Expect(p.Items).To(ContainElement(And(HaveField("APIGroup", "cluster.x-k8s.io"), HaveField("Name", "twinned"), HaveField("Reason", bootimage.ReasonAuthorityMachineAPI))),
+			"a skip stays what it was")
+	})
+
 	It("refuses a Cluster API kind it does not read, naming the ones it does", func() {
 		write(fg.ManagedBootImagesAWSCAPI)
 		machine := "apiVersion: cluster.x-k8s.io/v1beta2\nkind: Machine\nmetadata: {name: m, namespace: openshift-cluster-api}\n"
@@ -194,17 +235,7 @@ var _ = Describe("bootimagectl plan on a cluster with Cluster API objects", Orde
 		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: fixtures.MachineAPINamespace, Name: "twinned"}, twin)).To(Succeed())
 		twin.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityMachineAPI
 		Expect(env.Client.Status().Update(ctx, twin)).To(Succeed())
-		objs, err := decodeAll(scheme, "capi.yaml", strings.NewReader(capiObjects()))
-		Expect(err).NotTo(HaveOccurred())
-		for _, o := range objs {
-			u := o.(*unstructured.Unstructured)
-			status := u.Object["status"]
-			Expect(env.Client.Create(ctx, u)).To(Succeed())
-			if s, ok := status.(map[string]any); ok && len(s) > 0 {
-				u.Object["status"] = s
-				Expect(env.Client.Status().Update(ctx, u)).To(Succeed())
-			}
-		}
+		createCAPIObjects(ctx, env.Client)
 	})
 
 	It("reads them, with their templates and twins, and decides as for the same objects in files", func() {

@@ -9,9 +9,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
-	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/vspherecloud"
-
 	configv1 "github.com/openshift/api/config/v1"
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,7 +16,9 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/gcpcloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/vspherecloud"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 )
 
@@ -56,7 +55,7 @@ unusable. Every input the operator reads that is missing is named in a note.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringArrayVarP(&o.files, "filename", "f", nil, "A YAML or JSON file, a folder of them, or - for stdin (repeatable), to plan instead of the cluster: Infrastructure, FeatureGate, ClusterVersion, MachineConfiguration, ConfigMap, MachineSet, ControlPlaneMachineSet, Secret, Node, MachineConfigPool, OSImageStream, Cluster API MachineSet, MachineDeployment and AWS/GCP/AzureMachineTemplate, and Lists of them; other kinds and unknown fields are refused. Always offline.")
+	fs.StringArrayVarP(&o.files, "filename", "f", nil, "A YAML or JSON file, a folder of them, or - for stdin (repeatable), to plan instead of the cluster: Infrastructure, FeatureGate, ClusterVersion, MachineConfiguration, ConfigMap, MachineSet, ControlPlaneMachineSet, Secret, Node, MachineConfigPool, OSImageStream, Cluster API MachineSet, MachineDeployment, Cluster and AWS/GCP/AzureMachineTemplate, and Lists of them; other kinds and unknown fields are refused. Always offline.")
 	fs.BoolVar(&o.offline, "offline", false, "Look no image up in a cloud: only in --aws-images.")
 	fs.StringVar(&o.awsImages, "aws-images", "", "AMIs to classify AWS images with, instead of EC2: the output of `aws ec2 describe-images` ({\"Images\": [...]}), or a JSON array of {imageId, ownerId, name, description, creationDate, region, state}.")
 	fs.StringVar(&o.vcenterCA, "vcenter-ca", "", "PEM CAs to trust for vCenter (default: the system's). vCenter is only read.")
@@ -113,7 +112,8 @@ func planSource(ctx context.Context, files []string, cluster *clusterFlags, stdi
 		if err != nil {
 			return planInputs{}, nil, err
 		}
-		return fromObjects(objs), nil, nil
+		in, err := fromObjects(scheme, objs)
+		return in, nil, err
 	}
 	cfg, err := cluster.restConfig()
 	if err != nil {

@@ -4,16 +4,24 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/cpms"
+	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
+	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
 
 // One decision for the CLI and the operator: the same inputs, taken the same way, and every
@@ -140,5 +148,115 @@ var _ = Describe("bootimagectl plan --aws-images", func() {
 		Expect(parsePlan(out).Items).To(ContainElement(And(HaveField("Name", "worker-a"), HaveField("Action", bootimage.Error),
 			HaveField("Message", ContainSubstring("AMI ami-0aaaaaaaaaaaaaa01 in us-east-1 is not in "+path+" (EC2 was not asked)")),
 			HaveField("Message", Not(ContainSubstring("does not exist"))))))
+	})
+})
+
+// The same objects, as files and on a cluster, are read as the same inputs: a plan of files and a
+// live plan go through one loader (package inputs), over an in-memory reader or the direct client.
+var _ = Describe("bootimagectl plan reads files and a cluster as the same inputs", Ordered, func() {
+	ctx := context.Background()
+	var env *testenv.Env
+	objects := func() []client.Object {
+		return append(append(planCluster(), planMachineSets()...),
+			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "master-0", Labels: map[string]string{"node-role.kubernetes.io/master": "", corev1.LabelArchStable: "arm64"}}},
+			fixtures.Pool("worker", "rhel-9"))
+	}
+	BeforeAll(func() {
+		env = testenv.StartForSpecs(testenv.Options{CAPI: true})
+		Expect(fixtures.Create(ctx, env.Client, objects()...)).To(Succeed())
+		createCAPIObjects(ctx, env.Client)
+	})
+
+	It("reads the cluster-wide inputs, the objects and their user data alike", func() {
+		// The files are a dump of the cluster, as `oc get -o yaml` gives one: the server's copies,
+		// with the defaults it adds, so every difference below is the reading's.
+		dir := GinkgoT().TempDir()
+		capi, err := decodeAll(scheme, "capi.yaml", strings.NewReader(capiObjects()))
+		Expect(err).NotTo(HaveOccurred())
+		var dump []client.Object
+		for _, o := range append(objects(), capi...) {
+			got := o.DeepCopyObject().(client.Object)
+			Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(o), got)).To(Succeed())
+			got.SetManagedFields(nil)
+			dump = append(dump, got)
+		}
+		writeYAML(filepath.Join(dir, "objects.yaml"), dump...)
+		objs, err := loadFiles(scheme, []string{dir}, nil)
+		Expect(err).NotTo(HaveOccurred())
+		files, err := fromObjects(scheme, objs)
+		Expect(err).NotTo(HaveOccurred())
+		c, err := client.New(env.Config, client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+		live, err := fromCluster(ctx, c)
+		Expect(err).NotTo(HaveOccurred())
+
+		// What a plan reads, without what only a server adds (resource versions, timestamps, uids).
+		type read struct {
+			Cluster     bootimage.Cluster
+			Infra       [2]any // Infrastructure's spec and status
+			Gates       string
+			InForce     bool
+			BootImages  map[string]string
+			Secrets     []string
+			Objects     []bootimage.Object
+			UserData    []*bootimage.UserData
+			Templates   []string
+			MissingMC   bool
+			NotComputed bool
+		}
+		readAll := func(in planInputs) read {
+			GinkgoHelper()
+			l := in.loader(fixtures.ReleaseVersion, nil)
+			loaded, err := l.Load(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			o, err := in.objects(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			r := read{Cluster: loaded.Cluster, Gates: fmt.Sprint(loaded.Cluster.Gates), InForce: loaded.InForce, BootImages: loaded.Objects.BootImages.Data}
+			r.Infra = [2]any{loaded.Cluster.Infrastructure.Spec, loaded.Cluster.Infrastructure.Status}
+			r.Cluster.Gates, r.Cluster.BootImages, r.Cluster.Infrastructure = nil, nil, nil
+			for name := range in.secrets {
+				r.Secrets = append(r.Secrets, name)
+			}
+			sort.Strings(r.Secrets)
+			add := func(obj bootimage.Object) {
+				ud, err := l.UserData(ctx, obj.ProviderSpec)
+				Expect(err).NotTo(HaveOccurred())
+				if ud != nil {
+					ud.ResourceVersion = ""
+				}
+				r.Objects, r.UserData = append(r.Objects, obj), append(r.UserData, ud)
+			}
+			for _, ms := range o.machineSets {
+				add(bootimage.MachineSetObject(ms))
+			}
+			add(cpms.Object(o.cpms))
+			for _, capi := range o.clusterAPI {
+				add(capi.Object)
+				r.Templates = append(r.Templates, capi.Template.GetKind()+"/"+capi.Template.GetName())
+			}
+			return r
+		}
+		fromFiles, fromLive := readAll(files), readAll(live)
+		Expect(fromLive.Gates).To(ContainSubstring(string(fg.ManagedBootImagesCPMS)))
+		Expect(fromLive.Cluster.ControlPlaneArch).To(Equal("arm64"), "the control plane's Node")
+		Expect(fromLive.Cluster.PoolStreams).To(HaveKeyWithValue("worker", "rhel-9"))
+		Expect(fromLive.Objects).To(HaveLen(4 + 1 + 3)) // the MachineSets, the CPMS, the Cluster API objects
+		Expect(fromLive.UserData).To(ContainElement(HaveField("Found", true)))
+		Expect(fromLive.Templates).To(HaveEach("AWSMachineTemplate/w-1a-old"))
+		Expect(fromLive.InForce).To(BeFalse(), "the operator has not computed the status: both plan the spec's selection")
+
+		Expect(fromFiles.Cluster).To(Equal(fromLive.Cluster))
+		Expect(fromFiles.Infra).To(Equal(fromLive.Infra))
+		Expect(fromFiles.Gates).To(Equal(fromLive.Gates))
+		Expect(fromFiles.BootImages).To(Equal(fromLive.BootImages))
+		Expect(fromFiles.Secrets).To(Equal(fromLive.Secrets))
+		Expect(fromFiles.UserData).To(Equal(fromLive.UserData))
+		Expect(fromFiles.Templates).To(Equal(fromLive.Templates))
+		Expect(fromFiles.Objects).To(HaveLen(len(fromLive.Objects)))
+		for i := range fromLive.Objects {
+			f, l := fromFiles.Objects[i], fromLive.Objects[i]
+			Expect([]any{f.Kind, f.APIGroup, f.Namespace, f.Name, f.Labels, f.TemplateLabels, f.OwnerReferences}).To(Equal([]any{l.Kind, l.APIGroup, l.Namespace, l.Name, l.Labels, l.TemplateLabels, l.OwnerReferences}))
+			Expect(f.ProviderSpec).To(MatchJSON(l.ProviderSpec), l.Name)
+		}
 	})
 })

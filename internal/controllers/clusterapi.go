@@ -8,8 +8,6 @@ import (
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,6 +26,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/internal/capi"
 	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
+	"github.com/bootimage-operator/bootimage-operator/internal/inputs"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
@@ -67,19 +66,11 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 	if err != nil || !ready {
 		return ctrl.Result{}, err
 	}
-	template, err := r.template(ctx, owner)
+	read, err := r.clusterAPI().Read(ctx, owner)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	twin, err := r.twin(ctx, owner)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	cluster, err := clusterOf(ctx, r.CAPI, owner)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	obj := bootimage.ClusterAPIObject(owner, template, twin)
+	template, cluster, obj := read.Template, read.Cluster, read.Object
 	d, next, retry, err := r.decide(ctx, in, owner, &obj)
 	if retry != nil || err != nil {
 		return orZero(retry), err
@@ -204,28 +195,16 @@ func (r *ClusterAPIReconciler) updateTemplate(ctx context.Context, owner, templa
 	return d, false, err
 }
 
-// template reads the infrastructure machine template owner names, from the cache.
-func (r *ClusterAPIReconciler) template(ctx context.Context, owner *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	return capi.Template(ctx, r.Client.RESTMapper(), r.CAPI, owner)
-}
-
-// twin returns the status.authoritativeAPI of the Machine API MachineSet of owner's name, nil for a
-// MachineDeployment, when there is none, or when the Machine API is not served.
-func (r *ClusterAPIReconciler) twin(ctx context.Context, owner *unstructured.Unstructured) (*machinev1beta1.MachineAuthority, error) {
-	// Without the Machine API served there are no twins, and a cached read would wait for an
-	// informer that never syncs.
-	if r.Kind != bootimage.KindMachineSet || r.MachineAPI.Waiting(bootimage.KindMachineSet) {
-		return nil, nil
+// clusterAPI reads what the decision of one of r's objects needs besides the cluster, with the
+// loader bootimagectl plan reads them with: the template from the Cluster API cache, the Machine
+// API twin (a MachineSet's, while the Machine API is served: a cached read would otherwise wait
+// for an informer that never syncs) and, for the pause, its Cluster.
+func (r *ClusterAPIReconciler) clusterAPI() inputs.ClusterAPI {
+	c := inputs.ClusterAPI{Reader: r.CAPI, Mapper: r.Client.RESTMapper(), Pause: true}
+	if r.Kind == bootimage.KindMachineSet && !r.MachineAPI.Waiting(bootimage.KindMachineSet) {
+		c.MachineAPI = r.Client
 	}
-	ms := &machinev1beta1.MachineSet{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: kube.MachineAPINamespace, Name: owner.GetName()}, ms)
-	if apierrors.IsNotFound(err) || apimeta.IsNoMatchError(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &ms.Status.AuthoritativeAPI, nil
+	return c
 }
 
 // Register registers the reconciler with mgr: per-object keys for changes of the object (and,

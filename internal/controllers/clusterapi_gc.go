@@ -21,6 +21,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/internal/capi"
+	"github.com/bootimage-operator/bootimage-operator/internal/inputs"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 )
 
@@ -163,7 +164,7 @@ func (g *templateCollector) ownerPaused(ctx context.Context, copy *unstructured.
 	if err != nil {
 		return "", err
 	}
-	cluster, err := clusterOf(ctx, g.reader, owner)
+	cluster, err := inputs.ClusterOf(ctx, g.reader, owner)
 	if err != nil {
 		return "", err
 	}
@@ -201,19 +202,4 @@ func (g *templateCollector) templateUse(ctx context.Context, namespace, machineK
 		}
 	}
 	return use, nil
-}
-
-// clusterOf returns the Cluster owner belongs to, nil when it names none, it is not found or
-// Clusters are not served.
-func clusterOf(ctx context.Context, r client.Reader, owner *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	name := bootimage.ClusterName(owner)
-	if name == "" {
-		return nil, nil
-	}
-	cluster := clusterAPIObject("Cluster")
-	err := r.Get(ctx, client.ObjectKey{Namespace: owner.GetNamespace(), Name: name}, cluster)
-	if apierrors.IsNotFound(err) || apimeta.IsNoMatchError(err) {
-		return nil, nil
-	}
-	return cluster, err
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
+	"github.com/bootimage-operator/bootimage-operator/internal/inputs"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/migrations"
@@ -95,73 +96,43 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	if _, err := r.Migrations.Run(ctx, mc, migrations.Cluster{Platform: platform, Gates: gates}); err != nil {
 		return ctrl.Result{}, err
 	}
-	cv, err := getOptional(ctx, r.Client, client.ObjectKey{Name: "version"}, &configv1.ClusterVersion{})
+	cv, err := inputs.GetOptional(ctx, r.Client, client.ObjectKey{Name: "version"}, &configv1.ClusterVersion{})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	bootImages, err := getOptional(ctx, r.Client, client.ObjectKey{Namespace: r.Namespace, Name: kube.BootImagesConfigMapName}, &corev1.ConfigMap{})
+	bootImages, err := inputs.Loader{Reader: r.Client, Namespace: r.Namespace}.BootImages(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-
-	want := mc.DeepCopy()
-	eff := bootimage.EffectiveConfiguration(mc.Spec.ManagedBootImages, platform, gates)
-	want.Status.ManagedBootImagesStatus = eff.Status
-	if len(eff.Status.MachineManagers) == 0 {
-		// Apply cannot send an empty list; absent is what the API stores for it.
-		want.Status.ManagedBootImagesStatus.MachineManagers = nil
-	}
-	want.Status.ObservedGeneration = mc.Generation
-	meta.SetStatusCondition(&want.Status.Conditions, bootimage.ConfigurationCondition(mc.Generation, eff.Problems))
-	status.SetSupportCondition(want, platform, gates, r.MachineAPI.Missing())
-	r.announceSupport(ctx, want)
 
 	pools, osImageStream, err := kube.OSStreamInputs(ctx, r.Client)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	osStreams := bootimage.NewCluster(bootimage.ClusterObjects{Pools: pools, OSImageStream: osImageStream}).OSStreamsKey()
-	p, err := r.progress(ctx, inputsVersion(want, bootImages, osStreams))
+	// Counted on the version of the selection the status is composed with.
+	p, err := r.progress(ctx, inputs.Version(bootImages, selection(mc, platform, gates).Status, osStreams))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	var warnings []warning
-	// A missing stream is said once, while it holds an object back; one that does not parse is
-	// said even with no object to hold back, since nothing else would say it.
 	problem, err := r.streamProblem(ctx, bootImages, platform)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if problem.message != "" && (problem.reason != bootimage.ReasonStreamMissing || p.HeldByCluster(problem.reason)) {
-		warnings = append(warnings, problem)
-	}
+	var clusterAPIProblem string
 	if r.ClusterAPIProblem != nil {
-		if msg := r.ClusterAPIProblem(); msg != "" {
-			warnings = append(warnings, warning{ReasonClusterAPINotStarted, msg})
-		}
+		clusterAPIProblem = r.ClusterAPIProblem()
 	}
-	if cv == nil {
-		warnings = append(warnings, warning{ReasonClusterVersionMissing, "ClusterVersion/version not found: the operator cannot tell whether the cluster is updating, nor which release it was installed with"})
-	}
-	progressing, degraded := bootimage.ProgressConditions(mc.Generation, p, messages(warnings))
-	meta.SetStatusCondition(&want.Status.Conditions, progressing)
-	meta.SetStatusCondition(&want.Status.Conditions, bootimage.KeepDegraded(mc.Status.Conditions, degraded, p))
-	requeue := r.counts.Hold(mc.Status.Conditions, want.Status.Conditions)
 
-	skewOn := gates.Enabled(featuregates.BootImageSkewEnforcement)
-	if skewOn {
-		want.Status.BootImageSkewEnforcementStatus = bootimage.SkewEnforcementStatus(bootimage.SkewInputs{
-			Spec:           mc.Spec.BootImageSkewEnforcement,
-			Current:        mc.Status.BootImageSkewEnforcementStatus,
-			Platform:       platform,
-			Topology:       infra.Status.ControlPlaneTopology,
-			Effective:      eff.Status,
-			Gates:          gates,
-			InstallVersion: installVersion(cv),
-			Pass:           p.Pass(releaseVersion(bootImages)),
-		})
-	}
-	r.announce(ctx, mc, append(problemWarnings(eff.Problems), warnings...))
+	st := composeMachineConfigurationStatus(machineConfigurationInputs{
+		MC: mc, Infrastructure: infra, Gates: gates, MachineAPIMissing: r.MachineAPI.Missing(),
+		ClusterVersion: cv, BootImages: bootImages, Progress: p,
+		StreamProblem: problem, ClusterAPIProblem: clusterAPIProblem, Now: metav1.Now(),
+	})
+	want, skewOn := st.Want, st.SkewOn
+	r.announceSupport(ctx, want)
+	requeue := r.counts.Hold(mc.Status.Conditions, want.Status.Conditions)
+	r.announce(ctx, mc, st.Warnings)
 	if held, wait, err := r.Status.Write(ctx, mc, want, skewOn); err != nil || held {
 		return ctrl.Result{RequeueAfter: wait}, err
 	}

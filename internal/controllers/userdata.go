@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -16,9 +15,8 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/internal/inputs"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
-
-	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 )
 
 // Annotations left on a user-data Secret whose stub was upgraded to Ignition spec 3.
@@ -29,19 +27,7 @@ const (
 
 // userData reads the user-data Secret named by providerSpec; nil when the providerSpec names none.
 func userData(ctx context.Context, c client.Client, providerSpec []byte) (*bootimage.UserData, error) {
-	name := bootimage.UserDataSecretName(providerSpec)
-	if name == "" {
-		return nil, nil
-	}
-	secret := &corev1.Secret{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: kube.MachineAPINamespace, Name: name}, secret)
-	if apierrors.IsNotFound(err) {
-		return &bootimage.UserData{SecretName: name}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &bootimage.UserData{SecretName: name, Found: true, Data: secret.Data["userData"], ResourceVersion: secret.ResourceVersion}, nil
+	return inputs.Loader{Reader: c, Complete: true}.UserData(ctx, providerSpec)
 }
 
 // upgradeUserData writes d's upgraded stub into the Secret, recording the version it had and when.

@@ -351,16 +351,16 @@ func (w *Writer) ReportGuard(ctx context.Context, mc *operatorv1.MachineConfigur
 	return nil
 }
 
-// SetSupportCondition says whether boot images can be managed on this cluster at all, and if not,
+// SupportCondition says whether boot images can be managed on this cluster at all, and if not,
 // why: the platform (bare metal, None, Azure Stack Hub: what the MCO's CheckBootImagePlatform
-// refuses) or Machine API CRDs that are not installed.
-func SetSupportCondition(mc *operatorv1.MachineConfiguration, platform configv1.PlatformType, gates bootimage.Gates, missing string) {
-	cond := metav1.Condition{Type: ConditionBootImageUpdateSupported, Status: metav1.ConditionTrue, Reason: ReasonAsExpected, ObservedGeneration: mc.Generation,
+// refuses) or Machine API CRDs that are not installed (missing names them; "" when none).
+func SupportCondition(generation int64, platform configv1.PlatformType, gates bootimage.Gates, missing string) metav1.Condition {
+	cond := metav1.Condition{Type: ConditionBootImageUpdateSupported, Status: metav1.ConditionTrue, Reason: ReasonAsExpected, ObservedGeneration: generation,
 		Message: "Boot images are managed on this platform"}
 	if len(bootimage.SupportedResources(platform, gates)) == 0 {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, bootimage.ReasonUnsupportedPlatform, bootimage.UnsupportedMessage("MachineSets and ControlPlaneMachineSets", platform)
 	} else if missing != "" {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonMachineAPIMissing, missing
 	}
-	meta.SetStatusCondition(&mc.Status.Conditions, cond)
+	return cond
 }
