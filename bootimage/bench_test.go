@@ -15,7 +15,7 @@ import (
 // does: the stream is parsed once (StreamCache, as in the operator) and every decision reads it,
 // so this bounds the decisions' own cost of a relist.
 func BenchmarkDecide500MachineSets(b *testing.B) {
-	cluster := clusterOn(configv1.AWSPlatformType)
+	cluster := fixtures.DecisionCluster(configv1.AWSPlatformType)
 	cluster.BootImages.ResourceVersion = "1"
 	cluster.Streams = &bootimage.StreamCache{}
 	objs := make([]bootimage.Object, 500)

@@ -60,7 +60,7 @@ const (
 )
 
 func capiCluster(platform configv1.PlatformType) bootimage.Cluster {
-	c := clusterOn(platform)
+	c := fixtures.DecisionCluster(platform)
 	c.Gates = gateSet{featuregates.ManagedBootImagesAWSCAPI: true}
 	c.Infrastructure = awsInfrastructure("us-east-1")
 	c.Effective.MachineManagers = append(c.Effective.MachineManagers,
@@ -129,7 +129,7 @@ var _ = Describe("Cluster API objects", func() {
 		Entry("gate off", configv1.AWSPlatformType, "MachineSet", awsTemplateSpec, mutate(func(c *bootimage.Cluster, _ *bootimage.Object) { c.Gates = gateSet{} }),
 			bootimage.Skip, bootimage.ReasonFeatureGateDisabled, "ManagedBootImagesAWSCAPI is off"),
 		Entry("no cluster.x-k8s.io entry", configv1.AWSPlatformType, "MachineDeployment", awsTemplateSpec, mutate(func(c *bootimage.Cluster, _ *bootimage.Object) {
-			c.Effective = clusterOn(configv1.AWSPlatformType).Effective
+			c.Effective = fixtures.DecisionCluster(configv1.AWSPlatformType).Effective
 		}), bootimage.Skip, bootimage.ReasonNotSelected, "machinedeployments.cluster.x-k8s.io"),
 		Entry("vSphere has no template kind", configv1.VSpherePlatformType, "MachineSet", awsTemplateSpec, none, bootimage.Skip, bootimage.ReasonUnsupportedPlatform, "not managed on platform \"VSphere\""),
 		Entry("a MachineSet of a MachineDeployment", configv1.AWSPlatformType, "MachineSet", awsTemplateSpec, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {

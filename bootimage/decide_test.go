@@ -2,9 +2,7 @@ package bootimage_test
 
 import (
 	"context"
-	"encoding/json"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
@@ -16,46 +14,18 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/test/expect"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
 
-func clusterOn(platform configv1.PlatformType) bootimage.Cluster {
-	gates := gateSet{featuregates.ManagedBootImagesCPMS: true}
-	return bootimage.Cluster{
-		Platform: platform, InfrastructureName: "demo-x7k2p", Gates: gates,
-		Effective:        bootimage.EffectiveConfiguration(operatorv1.ManagedBootImages{MachineManagers: []operatorv1.MachineManager{mm(ms, operatorv1.All), mm(cpms, operatorv1.All)}}, platform, gates).Status,
-		Stable:           true,
-		ControlPlaneArch: "amd64",
-		BootImages:       fixtures.BootImagesConfigMap(fixtures.Stream(), "4.20.3"),
-		Cloud:            &awscloud.Static{AMIs: fixtures.AWSImages()},
-	}
-}
-
-func machineSet(providerSpec string) bootimage.Object {
-	return bootimage.MachineSetObject(fixtures.MachineSet("worker-a", providerSpec))
-}
-
 // applyPatch applies d's providerSpec patch to the original spec and returns both as generic JSON.
-func applyPatch(original string, d bootimage.Decision) (before, after map[string]any) {
-	GinkgoHelper()
-	ops, err := json.Marshal(d.ProviderSpecPatch)
-	Expect(err).NotTo(HaveOccurred())
-	patch, err := jsonpatch.DecodePatch(ops)
-	Expect(err).NotTo(HaveOccurred())
-	patched, err := patch.Apply([]byte(original))
-	Expect(err).NotTo(HaveOccurred())
-	Expect(json.Unmarshal([]byte(original), &before)).To(Succeed())
-	Expect(json.Unmarshal(patched, &after)).To(Succeed())
-	return before, after
-}
-
 var ctx = context.Background()
 
-type mutate func(*bootimage.Cluster, *bootimage.Object)
+type mutate = fixtures.Mutation
 
 func decide(platform configv1.PlatformType, providerSpec string, mutations ...mutate) bootimage.Decision {
 	GinkgoHelper()
-	c, o := clusterOn(platform), machineSet(providerSpec)
+	c, o := fixtures.DecisionCluster(platform), fixtures.DecisionMachineSet(providerSpec)
 	for _, m := range mutations {
 		m(&c, &o)
 	}
@@ -171,7 +141,7 @@ var _ = Describe("Decide", func() {
 			Expect(d.Reason).To(Equal(bootimage.ReasonImageOutdated))
 			Expect(d.Current).To(Equal(current))
 			Expect(d.Target).To(Equal(target))
-			before, after := applyPatch(providerSpec, d)
+			before, after := expect.AppliedPatch(providerSpec, d)
 			Expect(after).NotTo(Equal(before))
 			for _, field := range imageFields(after) {
 				delete(before, field)

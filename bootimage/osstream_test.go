@@ -11,7 +11,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
 
-const rhel10 = "rhel-10"
+const rhel10 = fixtures.OSStreamRHEL10
 
 // on50 makes the cluster a 5.0 one: coreos-bootimages with both streams, OSImageStream default
 // defaultStream, and the pools' streams.
@@ -22,12 +22,7 @@ func on50(defaultStream string, pools map[string]string) mutate {
 	}
 }
 
-func labelled(stream string) mutate {
-	return func(_ *bootimage.Cluster, o *bootimage.Object) {
-		o.Labels = map[string]string{bootimage.OSStreamLabel: stream}
-		o.TemplateLabels = map[string]string{bootimage.OSStreamLabel: stream}
-	}
-}
+var labelled = fixtures.OSStreamLabelled
 
 // joins gives the object a user-data stub of pool.
 func joins(pool string) mutate {
@@ -137,9 +132,9 @@ var _ = Describe("OS streams", func() {
 	)
 
 	It("takes the master pool for the ControlPlaneMachineSet", func() {
-		c := clusterOn(configv1.AWSPlatformType)
+		c := fixtures.DecisionCluster(configv1.AWSPlatformType)
 		on50("rhel-9", map[string]string{"master": rhel10})(&c, nil)
-		o := machineSet(awsOld)
+		o := fixtures.DecisionMachineSet(awsOld)
 		o.Resource = operatorv1.ControlPlaneMachineSets
 		Expect(c.OSStream(o).Name).To(Equal(rhel10))
 	})

@@ -5,15 +5,19 @@ package expect
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
 )
 
 // ExpectReconcileSucceeded calls r.Reconcile once for key and expects it to return no error.
@@ -22,6 +26,20 @@ func ExpectReconcileSucceeded(ctx context.Context, r reconcile.Reconciler, key c
 	result, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "Reconcile of %s", key)
 	return result
+}
+
+// AppliedPatch applies d's providerSpec patch to original and returns both, decoded.
+func AppliedPatch(original string, d bootimage.Decision) (before, after map[string]any) {
+	ginkgo.GinkgoHelper()
+	ops, err := json.Marshal(d.ProviderSpecPatch)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	patch, err := jsonpatch.DecodePatch(ops)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	patched, err := patch.Apply([]byte(original))
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	gomega.Expect(json.Unmarshal([]byte(original), &before)).To(gomega.Succeed())
+	gomega.Expect(json.Unmarshal(patched, &after)).To(gomega.Succeed())
+	return before, after
 }
 
 // Writes counts the writes sent through a client of CountingWrites, by verb and kind of object

@@ -1,4 +1,4 @@
-package bootimage_test
+package vsphere_test
 
 import (
 	"context"

@@ -1,6 +1,8 @@
-package bootimage_test
+package aws_test
 
 import (
+	"context"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
@@ -49,7 +51,7 @@ var _ = Describe("AWS Marketplace selection", func() {
 
 	DescribeTable("the MCO's table rows (pkg/controller/bootimage/aws_helpers_test.go, marketplace/marketplace_test.go)",
 		func(c marketplaceCase) {
-			cluster := clusterOn(configv1.AWSPlatformType)
+			cluster := fixtures.DecisionCluster(configv1.AWSPlatformType)
 			stream := fixtures.Stream()
 			rpm := map[string]string{"": "x86_64", "amd64": "x86_64", "arm64": "aarch64"}[c.arch]
 			arch := stream.Architectures[rpm]
@@ -58,12 +60,12 @@ var _ = Describe("AWS Marketplace selection", func() {
 			arch.Artifacts["aws"] = aws
 			cluster.BootImages = fixtures.BootImagesConfigMap(stream, "4.20.3")
 			cluster.Cloud = &awscloud.Static{AMIs: c.amis}
-			obj := machineSet(fixtures.AWSProviderSpec("us-east-1", c.amis[0].ImageID))
+			obj := fixtures.DecisionMachineSet(fixtures.AWSProviderSpec("us-east-1", c.amis[0].ImageID))
 			if c.arch != "" {
 				obj.Annotations = map[string]string{bootimage.ArchAnnotation: "kubernetes.io/arch=" + c.arch}
 			}
 
-			d, err := bootimage.Decide(ctx, cluster, obj)
+			d, err := bootimage.Decide(context.Background(), cluster, obj)
 
 			Expect(err).NotTo(HaveOccurred())
 			Expect(d).To(And(HaveField("Action", c.action), HaveField("Reason", c.reason), HaveField("Target", c.target), HaveField("BootImageVersion", c.version)), d.Message)
@@ -194,7 +196,9 @@ var _ = Describe("AWS Marketplace selection", func() {
 	)
 
 	It("reports the stream's release as the boot image version of a standard RHCOS AMI", func() {
-		d := decide(configv1.AWSPlatformType, awsOld)
+		d, err := bootimage.Decide(context.Background(), fixtures.DecisionCluster(configv1.AWSPlatformType),
+			fixtures.DecisionMachineSet(fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)))
+		Expect(err).NotTo(HaveOccurred())
 		Expect(d.Action).To(Equal(bootimage.Update))
 		Expect(d.BootImageVersion).To(Equal(fixtures.StreamRelease))
 	})

@@ -1,4 +1,4 @@
-package bootimage_test
+package vsphere_test
 
 import (
 	"context"
@@ -12,8 +12,15 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/vsphere"
+	"github.com/bootimage-operator/bootimage-operator/test/expect"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
+
+type mutate = fixtures.Mutation
+
+var labelled = fixtures.OSStreamLabelled
+
+const rhel10 = fixtures.OSStreamRHEL10
 
 // folderTemplates is vCenter as a map of inventory path to template; err, when set, fails reads.
 type folderTemplates struct {
@@ -51,14 +58,14 @@ var _ = Describe("vSphere decisions", func() {
 
 	decideVSphere := func(template string, mutations ...mutate) bootimage.Decision {
 		GinkgoHelper()
-		c, o := clusterOn(configv1.VSpherePlatformType), machineSet(fixtures.VSphereProviderSpecAt(template, ws))
+		c, o := fixtures.DecisionCluster(configv1.VSpherePlatformType), fixtures.DecisionMachineSet(fixtures.VSphereProviderSpecAt(template, ws))
 		c.Infrastructure = &configv1.Infrastructure{Spec: configv1.InfrastructureSpec{PlatformSpec: configv1.PlatformSpec{VSphere: fixtures.VSpherePlatformSpec("fd1", 443, ws, "/dc1/host/c1", "ci-segment")}}}
 		c.BootImages = fixtures.BootImagesConfigMap(fixtures.WithVSphereOVA(fixtures.Stream(), release, "https://mirror/rhcos.ova", ovaSHA), "4.20.3")
 		c.Cloud = templates
 		for _, m := range mutations {
 			m(&c, &o)
 		}
-		d, err := bootimage.Decide(ctx, c, o)
+		d, err := bootimage.Decide(context.Background(), c, o)
 		Expect(err).NotTo(HaveOccurred())
 		return d
 	}
@@ -73,7 +80,7 @@ var _ = Describe("vSphere decisions", func() {
 			Name:     installed, ComputeCluster: "/dc1/host/c1", ResourcePool: ws.ResourcePool, Datastore: ws.Datastore, Network: "ci-segment",
 			Release: release, OVALocation: "https://mirror/rhcos.ova", OVASHA256: ovaSHA, InfrastructureName: "demo-x7k2p",
 		}))
-		_, after := applyPatch(fixtures.VSphereProviderSpecAt(installed, ws), d)
+		_, after := expect.AppliedPatch(fixtures.VSphereProviderSpecAt(installed, ws), d)
 		Expect(after["template"]).To(Equal(installed))
 	})
 
@@ -132,7 +139,7 @@ var _ = Describe("vSphere decisions", func() {
 			Expect(d.Action).To(Equal(bootimage.Update), template)
 			Expect(vsphere.ImportOf(d)).To(And(HaveField("Name", computed), HaveField("Folder", folder)), template)
 			Expect(d.Message).To(ContainSubstring("is not in the workspace folder " + folder + ": importing the stream's OVA"))
-			_, after := applyPatch(fixtures.VSphereProviderSpecAt(template, ws), d)
+			_, after := expect.AppliedPatch(fixtures.VSphereProviderSpecAt(template, ws), d)
 			Expect(after["template"]).To(Equal(computed))
 		}
 	})
@@ -199,10 +206,10 @@ var _ = Describe("vSphere decisions", func() {
 	)
 
 	It("returns a failed vCenter read as transient", func() {
-		c, o := clusterOn(configv1.VSpherePlatformType), machineSet(fixtures.VSphereProviderSpecAt(installed, ws))
+		c, o := fixtures.DecisionCluster(configv1.VSpherePlatformType), fixtures.DecisionMachineSet(fixtures.VSphereProviderSpecAt(installed, ws))
 		c.Infrastructure = &configv1.Infrastructure{Spec: configv1.InfrastructureSpec{PlatformSpec: configv1.PlatformSpec{VSphere: fixtures.VSpherePlatformSpec("fd1", 0, ws, "/dc1/host/c1", "ci-segment")}}}
 		c.Cloud = folderTemplates{err: errors.New("connection refused")}
-		_, err := bootimage.Decide(ctx, c, o)
+		_, err := bootimage.Decide(context.Background(), c, o)
 		Expect(err).To(MatchError(ContainSubstring("looking up template " + installed + " in vCenter vcenter.example.com folder " + folder + ": connection refused")))
 	})
 })

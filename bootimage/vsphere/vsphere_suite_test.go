@@ -1,0 +1,16 @@
+package vsphere_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	// Decide finds the platforms in their registry.
+	_ "github.com/bootimage-operator/bootimage-operator/bootimage/platforms"
+)
+
+func TestVSphere(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "bootimage/vsphere")
+}
