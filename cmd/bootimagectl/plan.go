@@ -68,9 +68,18 @@ func fromObjects(scheme *runtime.Scheme, objs []client.Object) (planInputs, erro
 	return readPlanInputs(context.Background(), r, r.RESTMapper(), false)
 }
 
-// fromCluster returns the inputs of a plan of a cluster, read with c.
+// fromCluster returns the inputs of a plan of a cluster: a snapshot of what the plan reads, read
+// as files are, except that an object missing from it does not exist.
 func fromCluster(ctx context.Context, c client.Client) (planInputs, error) {
-	return readPlanInputs(ctx, c, c.RESTMapper(), true)
+	objs, err := snapshot(ctx, c)
+	if err != nil {
+		return planInputs{}, err
+	}
+	r, err := inputs.NewObjects(c.Scheme(), objs)
+	if err != nil {
+		return planInputs{}, err
+	}
+	return readPlanInputs(ctx, r, r.RESTMapper(), true)
 }
 
 // readPlanInputs reads through r what chooses the image catalogue; the rest is read by plan.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -16,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/cpms"
@@ -258,5 +260,46 @@ var _ = Describe("bootimagectl plan reads files and a cluster as the same inputs
 			Expect([]any{f.Kind, f.APIGroup, f.Namespace, f.Name, f.Labels, f.TemplateLabels, f.OwnerReferences}).To(Equal([]any{l.Kind, l.APIGroup, l.Namespace, l.Name, l.Labels, l.TemplateLabels, l.OwnerReferences}))
 			Expect(f.ProviderSpec).To(MatchJSON(l.ProviderSpec), l.Name)
 		}
+	})
+
+	It("reads a cluster with as many requests however many objects it has", func() {
+		// reads plans the cluster offline and counts its GETs and LISTs.
+		reads := func() int {
+			GinkgoHelper()
+			direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
+			Expect(err).NotTo(HaveOccurred())
+			var n atomic.Int32
+			counted := interceptor.NewClient(direct, interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					n.Add(1)
+					return c.Get(ctx, key, obj, opts...)
+				},
+				List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+					n.Add(1)
+					return c.List(ctx, list, opts...)
+				},
+			})
+			in, err := fromCluster(ctx, counted)
+			Expect(err).NotTo(HaveOccurred())
+			p, err := plan(ctx, in, fixtures.ReleaseVersion, nil)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(p.Items).NotTo(BeEmpty())
+			return int(n.Load())
+		}
+		before := reads()
+
+		// Two more Machine API MachineSets with user data, and two more Cluster API MachineSets,
+		// each with a template, a twin to look for and a Cluster.
+		more := []client.Object{
+			fixtures.MachineSet("more-a", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)),
+			fixtures.MachineSet("more-b", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)),
+			fixtures.ClusterAPIOwner(bootimage.KindMachineSet, "more-capi-a", "w-1a-old"),
+			fixtures.ClusterAPIOwner(bootimage.KindMachineSet, "more-capi-b", "w-1a-old"),
+		}
+		for _, o := range more {
+			Expect(env.Client.Create(ctx, o)).To(Succeed())
+			DeferCleanup(env.Client.Delete, ctx, o)
+		}
+		Expect(reads()).To(Equal(before))
 	})
 })
