@@ -48,9 +48,3 @@ type loadedInputs struct {
 	cluster bootimage.Cluster
 	version string
 }
-
-// ControlPlaneArch returns the control plane's architecture; without a node that says, the
-// operator's own, as it runs on the control plane.
-func ControlPlaneArch(ctx context.Context, c client.Reader) (string, error) {
-	return inputs.ControlPlaneArch(ctx, c)
-}

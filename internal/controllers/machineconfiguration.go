@@ -111,7 +111,8 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	}
 	osStreams := bootimage.NewCluster(bootimage.ClusterObjects{Pools: pools, OSImageStream: osImageStream}).OSStreamsKey()
 	// Counted on the version of the selection the status is composed with.
-	p, err := r.progress(ctx, inputs.Version(bootImages, selection(mc, platform, gates).Status, osStreams))
+	sel := selection(mc, platform, gates)
+	p, err := r.progress(ctx, inputs.Version(bootImages, sel.Status, osStreams))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -125,7 +126,7 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	}
 
 	st := composeMachineConfigurationStatus(machineConfigurationInputs{
-		MC: mc, Infrastructure: infra, Gates: gates, MachineAPIMissing: r.MachineAPI.Missing(),
+		MC: mc, Infrastructure: infra, Gates: gates, Selection: sel, MachineAPIMissing: r.MachineAPI.Missing(),
 		ClusterVersion: cv, BootImages: bootImages, Progress: p,
 		StreamProblem: problem, ClusterAPIProblem: clusterAPIProblem, Now: metav1.Now(),
 	})
@@ -208,7 +209,7 @@ func (r *MachineConfigurationReconciler) streamProblem(ctx context.Context, boot
 	if err != nil {
 		return warning{bootimage.ReasonInvalidStream, err.Error()}, nil
 	}
-	arch, err := ControlPlaneArch(ctx, r.Client)
+	arch, err := inputs.ControlPlaneArch(ctx, r.Client)
 	if err != nil {
 		return warning{}, err
 	}

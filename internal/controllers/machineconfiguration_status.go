@@ -20,13 +20,16 @@ type machineConfigurationInputs struct {
 	MC             *operatorv1.MachineConfiguration
 	Infrastructure *configv1.Infrastructure
 	Gates          featuregates.Gates
+	// Selection is selection(MC, platform, Gates): the configuration in force, with the spec's
+	// problems.
+	Selection bootimage.Effective
 	// MachineAPIMissing names the Machine API CRDs whose controllers wait; "" when none do.
 	MachineAPIMissing string
 	// ClusterVersion and BootImages (coreos-bootimages) are nil when missing.
 	ClusterVersion *configv1.ClusterVersion
 	BootImages     *corev1.ConfigMap
 	// Progress tallies the current decisions: those taken on the version (inputs.Version) of
-	// selection(MC, platform, Gates).
+	// Selection.
 	Progress bootimage.Progress
 	// StreamProblem is what is wrong with the stream itself (streamProblem), and
 	// ClusterAPIProblem what keeps the Cluster API controllers from running; zero when nothing.
@@ -73,7 +76,7 @@ func composeMachineConfigurationStatus(in machineConfigurationInputs) machineCon
 		meta.SetStatusCondition(&want.Status.Conditions, c)
 	}
 
-	eff := selection(mc, platform, in.Gates)
+	eff := in.Selection
 	want.Status.ManagedBootImagesStatus = eff.Status
 	want.Status.ObservedGeneration = mc.Generation
 	set(bootimage.ConfigurationCondition(mc.Generation, eff.Problems))

@@ -54,6 +54,7 @@ func TestComposeMachineConfigurationStatus(t *testing.T) {
 		if change != nil {
 			change(&in)
 		}
+		in.Selection = selection(in.MC, bootimage.PlatformOf(in.Infrastructure), in.Gates)
 		return in
 	}
 	condition := func(t *testing.T, got machineConfigurationStatus, typ string) metav1.Condition {
