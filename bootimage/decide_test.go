@@ -96,7 +96,7 @@ var _ = Describe("Decide", func() {
 		Entry(nil, configv1.AzurePlatformType, azureOld, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
 			o.Annotations = map[string]string{bootimage.ArchAnnotation: "kubernetes.io/arch=s390x"}
 		}), bootimage.Skip, bootimage.ReasonUnsupportedArchitecture, "Azure has no s390x boot images"),
-		Entry(nil, configv1.AWSPlatformType, `{"ami": {"arn": "arn:aws:ec2:us-east-1::image/ami-1"}, "placement": {"region": "us-east-1"}}`, mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Skip, bootimage.ReasonImageNotByID, "by ARN or filters"),
+		Entry(nil, configv1.AWSPlatformType, `{"ami": {"arn": "arn:aws:ec2:us-east-1::image/ami-1"}, "placement": {"region": "us-east-1"}}`, mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Skip, bootimage.ReasonImageNotByID, "given by ARN, not by id"),
 		Entry(nil, configv1.AWSPlatformType, fixtures.AWSProviderSpec("us-east-1", fixtures.CustomAMI), mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Skip, bootimage.ReasonCustomImage, "owned by account 123456789012"),
 		// Pins the MCO's describeAMI (aws_helpers.go): an AMI EC2 does not know is an error.
 		Entry("an AMI EC2 does not know in the region is an error", configv1.AWSPlatformType, fixtures.AWSProviderSpec("us-east-1", "ami-0deadbeef0000000"), mutate(func(*bootimage.Cluster, *bootimage.Object) {}), bootimage.Error, bootimage.ReasonImageNotFound, "AMI ami-0deadbeef0000000 does not exist in region us-east-1"),

@@ -48,7 +48,7 @@ func TargetUnavailableTooLong(d Decision, grace time.Duration) Decision {
 
 // cloudDependentSkips are skips that a cloud can lift without any change in the cluster: an image
 // not yet available or replicated to the region.
-var cloudDependentSkips = map[string]bool{ReasonTargetImageUnavailable: true, ReasonRegionNotInStream: true}
+var cloudDependentSkips = map[string]bool{ReasonTargetImageUnavailable: true, ReasonRegionNotInStream: true, ReasonCopyNotPermitted: true}
 
 // CloudDependent reports whether d may change without any change in the cluster, so it is worth
 // re-checking on a timer.
@@ -63,7 +63,7 @@ var needsAdminSkips = map[string]bool{
 	ReasonOwnedByController: true, ReasonArchitectureUnknown: true, ReasonCustomImage: true, ReasonImageNotByID: true,
 	ReasonRegionNotInStream: true, ReasonTargetImageUnavailable: true, ReasonArchitectureNotInStream: true,
 	ReasonConfidentialVM: true, ReasonUnsupportedArchitecture: true, ReasonManagedByTopology: true, ReasonUnsupportedTemplate: true,
-	ReasonOSStreamNotInBootImages: true, ReasonOSStreamTemplateTaken: true, ReasonDeniedByPolicy: true,
+	ReasonOSStreamNotInBootImages: true, ReasonOSStreamTemplateTaken: true, ReasonDeniedByPolicy: true, ReasonCopyNotPermitted: true,
 }
 
 // LeftBehind reports whether d leaves a selected object on an image the operator could not update
@@ -107,7 +107,7 @@ type Decision struct {
 	// UserDataVersion is the Ignition version UserData was upgraded from.
 	UserDataVersion string `json:"-"`
 	// Prepare, on an Update, is what the platform must do in its cloud before the patch, of the
-	// type its folder names (a *vsphere.Import); nil when nothing is.
+	// type its folder names (a *vsphere.Import, an *aws.Copy); nil when nothing is.
 	Prepare any `json:"-"`
 	// Rolls, on a MachineDeployment, is how many Machines an update replaces (Object.Machines).
 	Rolls *int `json:"rolls,omitempty"`

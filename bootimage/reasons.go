@@ -74,6 +74,16 @@ const (
 	ReasonPaused = "Paused"
 )
 
+// Reasons of AWS AMI copies (bootimage/aws): where the stream has no AMI of the region, the
+// cluster runs on a copy of its us-east-1 AMI, which the operator makes anew as the stream moves.
+const (
+	// ReasonCopyNotPermitted: EC2 refused the copy for good (a right or quota missing), or its
+	// credentials Secret is missing.
+	ReasonCopyNotPermitted = "CopyNotPermitted"
+	// ReasonCopyFailed: a copy ended failed, or stayed pending past its deadline.
+	ReasonCopyFailed = "CopyFailed"
+)
+
 // Reasons of vSphere decisions.
 const (
 	// ReasonFailureDomainMismatch: the MachineSet's workspace matches no failure domain of the

@@ -53,9 +53,9 @@ func (platform) Current(spec bootimage.MachineSpec) string {
 // AWSMachineTemplate's spec.template.spec: both name the AMI at ami.id.
 type awsMachineSpec struct {
 	AMI struct {
-		ID      *string `json:"id"`
-		ARN     *string `json:"arn"`
-		Filters []any   `json:"filters"`
+		ID      *string     `json:"id"`
+		ARN     *string     `json:"arn"`
+		Filters []amiFilter `json:"filters"`
 	} `json:"ami"`
 	Placement struct {
 		Region string `json:"region"`
@@ -66,45 +66,68 @@ type awsMachineSpec struct {
 	ImageLookupBaseOS string `json:"imageLookupBaseOS"`
 }
 
-// read returns the current AMI and the region machines launch in: a providerSpec's
-// placement.region; for a template, which has none, the cluster's.
-func (platform) read(d bootimage.Decision, in bootimage.PlatformInput) (current, region string, _ bootimage.Decision, ok bool) {
+// How an object names its AMI, when the operator can read it.
+type naming int
+
+const (
+	byID naming = iota
+	// byInstallerFilter: the installer's tag:Name filter of this cluster's copy in the region.
+	byInstallerFilter
+	// byNothing: a Cluster API template with no ami.id where the installer copied the AMI
+	// (installer#10877: it leaves the worker templates without one).
+	byNothing
+)
+
+// read returns the current AMI, the region machines launch in (a providerSpec's placement.region;
+// for a template, which has none, the cluster's) and how the object names the AMI.
+func (platform) read(d bootimage.Decision, in bootimage.PlatformInput) (current, region string, how naming, _ bootimage.Decision, ok bool) {
 	var ps awsMachineSpec
 	for _, f := range []struct {
 		key string
 		v   any
 	}{{"ami", &ps.AMI}, {"placement", &ps.Placement}, {"imageLookupFormat", &ps.ImageLookupFormat}, {"imageLookupOrg", &ps.ImageLookupOrg}, {"imageLookupBaseOS", &ps.ImageLookupBaseOS}} {
 		if err := in.Spec.Field(f.key, f.v); err != nil {
-			return "", "", in.Spec.Invalid(d, "%v", err), false
+			return "", "", 0, in.Spec.Invalid(d, "%v", err), false
 		}
 	}
 	region = ps.Placement.Region
 	if in.Spec.Template() {
 		region = clusterRegion(in.Cluster)
 	}
+	infraID := in.Cluster.InfrastructureName
+	_, _, streamHasRegion := streamAMI(in, region)
 	switch {
 	case region == "" && in.Spec.Template():
-		return "", "", d.With(bootimage.Error, bootimage.ReasonInvalidProviderSpec, "the cluster's AWS region is unknown (Infrastructure cluster status.platformStatus.aws.region is empty)"), false
+		return "", "", 0, d.With(bootimage.Error, bootimage.ReasonInvalidProviderSpec, "the cluster's AWS region is unknown (Infrastructure cluster status.platformStatus.aws.region is empty)"), false
 	case region == "":
-		return "", "", in.Spec.Invalid(d, "placement.region is empty"), false
+		return "", "", 0, in.Spec.Invalid(d, "placement.region is empty"), false
 	case ps.AMI.ID != nil && *ps.AMI.ID != "":
-		return *ps.AMI.ID, region, d, true
-	case ps.AMI.ARN != nil || len(ps.AMI.Filters) > 0:
-		return "", "", d.With(bootimage.Skip, bootimage.ReasonImageNotByID, "the AMI is given by ARN or filters, not by id; left to its owner"), false
+		return *ps.AMI.ID, region, byID, d, true
+	case ps.AMI.ARN == nil && installerFilter(ps.AMI.Filters, infraID, region):
+		return "tag:" + TagName + "=" + InstallerCopyName(infraID, region), region, byInstallerFilter, d, true
+	case ps.AMI.ARN != nil:
+		return "", "", 0, d.With(bootimage.Skip, bootimage.ReasonImageNotByID, "the AMI is given by ARN, not by id; left to its owner"), false
+	case len(ps.AMI.Filters) > 0:
+		return "", "", 0, d.With(bootimage.Skip, bootimage.ReasonImageNotByID, "the AMI is given by filters other than the installer's (tag:Name %s), not by id; left to its owner", InstallerCopyName(infraID, region)), false
 	case ps.ImageLookupFormat != "" || ps.ImageLookupOrg != "" || ps.ImageLookupBaseOS != "":
-		return "", "", d.With(bootimage.Skip, bootimage.ReasonImageNotByID, "the AMI is looked up by name (imageLookupFormat, imageLookupOrg, imageLookupBaseOS), not given by id; left to its owner"), false
+		return "", "", 0, d.With(bootimage.Skip, bootimage.ReasonImageNotByID, "the AMI is looked up by name (imageLookupFormat, imageLookupOrg, imageLookupBaseOS), not given by id; left to its owner"), false
+	case in.Spec.Template() && infraID != "" && !streamHasRegion:
+		return "no ami.id", region, byNothing, d, true
 	case in.Spec.Template():
-		return "", "", d.With(bootimage.Skip, bootimage.ReasonImageNotByID, "no ami.id: CAPA looks an AMI up by its default name pattern, not an RHCOS image; left to its owner"), false
+		return "", "", 0, d.With(bootimage.Skip, bootimage.ReasonImageNotByID, "no ami.id: CAPA looks an AMI up by its default name pattern, not an RHCOS image; left to its owner"), false
 	}
-	return "", "", in.Spec.Invalid(d, "ami.id is empty"), false
+	return "", "", 0, in.Spec.Invalid(d, "ami.id is empty"), false
 }
 
 func (a platform) Decide(ctx context.Context, d bootimage.Decision, in bootimage.PlatformInput) (bootimage.Decision, error) {
-	current, region, decided, ok := a.read(d, in)
+	current, region, how, decided, ok := a.read(d, in)
 	if !ok {
 		return decided, nil
 	}
 	d.Current = current
+	if how != byID {
+		return decideNotByID(ctx, d, in, region, how)
+	}
 	// The stream's own AMI is RHCOS whoever is asked: no lookup needed (and none possible offline).
 	if target, release, ok := streamAMI(in, region); ok && target == current {
 		d.Target, d.BootImageVersion = target, release
@@ -141,13 +164,23 @@ func (a platform) Decide(ctx context.Context, d bootimage.Decision, in bootimage
 	case MarketplaceOwner:
 		return decideMarketplace(ctx, d, in, region, img)
 	default:
+		if isClusterCopy(*img, in.Cluster.InfrastructureName) {
+			return decideCopy(ctx, d, in, region, img.Tags[TagSourceAMI])
+		}
 		return d.With(bootimage.Skip, bootimage.ReasonCustomImage, "AMI %s is owned by account %s, not by RHCOS (%s) or the AWS Marketplace (%s)", current, img.OwnerID, RHCOSOwner, MarketplaceOwner), nil
 	}
-	d.Target = target
 	if target == current {
+		d.Target = target
 		return d.With(bootimage.NoChange, bootimage.ReasonUpToDate, "AMI %s is the stream's", current), nil
 	}
-	t, err := catalog.Image(ctx, region, target)
+	return toTarget(ctx, d, in, region, target, bootimage.Set("/ami/id", target), "AMI %s is outdated: the stream's is %s", current, target)
+}
+
+// toTarget returns the Update of d to target, with patch, once EC2 says target is available in
+// region; until then the Skip that waits for it.
+func toTarget(ctx context.Context, d bootimage.Decision, in bootimage.PlatformInput, region, target string, patch bootimage.PatchOp, format string, args ...any) (bootimage.Decision, error) {
+	d.Target = target
+	t, err := images(in.Cluster).Image(ctx, region, target)
 	if err != nil && !errors.Is(err, bootimage.ErrNoCatalog) {
 		return d, fmt.Errorf("describing target AMI %s in %s: %w", target, region, err)
 	}
@@ -158,8 +191,34 @@ func (a platform) Decide(ctx context.Context, d bootimage.Decision, in bootimage
 		}
 		return d.With(bootimage.Skip, bootimage.ReasonTargetImageUnavailable, "target AMI %s is %s in %s", target, state, region), nil
 	}
-	d.ProviderSpecPatch = []bootimage.PatchOp{bootimage.Set("/ami/id", target)}
-	return d.With(bootimage.Update, bootimage.ReasonImageOutdated, "AMI %s is outdated: the stream's is %s", current, target), nil
+	d.ProviderSpecPatch = []bootimage.PatchOp{patch}
+	return d.With(bootimage.Update, bootimage.ReasonImageOutdated, format, args...), nil
+}
+
+// decideNotByID decides for an object naming the cluster's copy by the installer's filter, or
+// none at all: the filter's newest image (the one machines boot) says what it is a copy of.
+func decideNotByID(ctx context.Context, d bootimage.Decision, in bootimage.PlatformInput, region string, how naming) (bootimage.Decision, error) {
+	catalog := images(in.Cluster)
+	if catalog == nil {
+		return d.With(bootimage.Skip, bootimage.ReasonImageNotByID, "%s: no EC2 image catalogue, so the installer's AMI copy cannot be checked", d.Current), nil
+	}
+	if how == byNothing {
+		return decideCopy(ctx, d, in, region, "")
+	}
+	named, err := catalog.Tagged(ctx, region, map[string]string{TagName: InstallerCopyName(in.Cluster.InfrastructureName, region)})
+	if errors.Is(err, bootimage.ErrNoCatalog) {
+		return d.With(bootimage.Skip, bootimage.ReasonImageNotByID, "%s: no EC2 image catalogue, so the installer's AMI copy cannot be checked", d.Current), nil
+	}
+	if err != nil {
+		return d, fmt.Errorf("looking up the installer's AMI copy %s in %s: %w", d.Current, region, err)
+	}
+	newestFirst(named)
+	source := ""
+	if len(named) > 0 {
+		d.Current = fmt.Sprintf("%s (%s)", d.Current, named[0].ImageID)
+		source = named[0].Tags[TagSourceAMI]
+	}
+	return decideCopy(ctx, d, in, region, source)
 }
 
 // streamAMI returns the stream's AMI for region and its RHCOS release; ok is false when the

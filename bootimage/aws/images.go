@@ -15,6 +15,10 @@ type Image struct {
 	CreationDate string `json:"creationDate"`
 	Region       string `json:"region"`
 	State        string `json:"state"`
+	// StateReason says why an image failed.
+	StateReason string `json:"stateReason,omitempty"`
+	// Tags are the image's tags.
+	Tags map[string]string `json:"tags,omitempty"`
 }
 
 // Images looks AMIs up: bootimage/cloud/awscloud implements it with EC2, and from a file for
@@ -25,6 +29,10 @@ type Images interface {
 	// MarketplaceImages returns the AMIs of AWS Marketplace product in region, as EC2
 	// DescribeImages lists them for owner aws-marketplace and a name ending with the product id.
 	MarketplaceImages(ctx context.Context, region, product string) ([]Image, error)
+	// Tagged returns the account's own AMIs in region that carry every tag of tags, in any
+	// state: the installer's copy by its Name, copies of a source AMI. Answers are short-lived,
+	// as a copy's state changes.
+	Tagged(ctx context.Context, region string, tags map[string]string) ([]Image, error)
 }
 
 // images returns the cluster's AMI lookups; nil when it has none.

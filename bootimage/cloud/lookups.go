@@ -2,6 +2,7 @@ package cloud
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -35,6 +36,12 @@ func NewFailingLookups[V any](size int, backoff Backoff) *Lookups[V] {
 	l := NewLookups[V](size)
 	l.failures = newFailures(backoff)
 	return l
+}
+
+// Forget drops the answers whose keys start with prefix: what was just changed must be asked
+// again.
+func (l *Lookups[V]) Forget(prefix string) {
+	l.cache.RemoveAll(func(key any) bool { return strings.HasPrefix(key.(string), prefix) })
 }
 
 // Get returns the answer for key, looking it up when it is not known. scope names what a

@@ -50,6 +50,8 @@ type bootImages struct {
 	Clock    clock.PassiveClock
 	// Templates imports vSphere templates before a vSphere update is patched in.
 	Templates *vsphereimport.Imports
+	// copies are the AMI copies announced.
+	copies *copyLog
 
 	reg registration
 }

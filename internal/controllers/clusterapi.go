@@ -76,6 +76,9 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 		return orZero(retry), err
 	}
 	d = bootimage.Paused(d, owner, cluster)
+	if d, retry, err = r.awsCopy(ctx, in, owner, obj, d); retry != nil || err != nil {
+		return orZero(retry), err
+	}
 	// A denial for good is sent again only once the object or the inputs changed.
 	key, denialVersion := client.ObjectKeyFromObject(owner), owner.GetResourceVersion()+"/"+in.version
 	d = r.Tracker.Memory(r.Kind, key).Refused(d, denialVersion)

@@ -37,6 +37,9 @@ func (r *ControlPlaneMachineSetReconciler) Reconcile(ctx context.Context, c *mac
 	if retry != nil || err != nil {
 		return orZero(retry), err
 	}
+	if d, retry, err = r.awsCopy(ctx, in, c, obj, d); retry != nil || err != nil {
+		return orZero(retry), err
+	}
 	d = cpms.Decide(c, d, next)
 	if d.Action == bootimage.Update {
 		patch, err := cpms.Patch(c, d, next)

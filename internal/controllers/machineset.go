@@ -50,6 +50,9 @@ func (r *MachineSetReconciler) Reconcile(ctx context.Context, ms *machinev1beta1
 	if wait != nil {
 		return *wait, nil
 	}
+	if d, wait, err = r.awsCopy(ctx, in, ms, obj, d); wait != nil || err != nil {
+		return orZero(wait), err
+	}
 	if d.Action == bootimage.Update {
 		patch, err := d.JSONPatch(machineSetProviderSpecPath, ms.ResourceVersion, bootimage.AnnotationPatchOp(ms.Annotations, bootimage.AttemptsAnnotation, next.String()))
 		if err != nil {

@@ -183,7 +183,7 @@ var _ = Describe("MachineSet boot images", func() {
 			power:       "ArchitectureNotInStream: Boot image update skipped: the rhel-9 stream has no ppc64le boot images",
 			badUserData: "InvalidUserData: Boot image update failed: user-data Secret openshift-machine-api/broken-user-data: userData is not a JSON object",
 			fixtures.MachineSet("custom", fixtures.AWSProviderSpec("us-east-1", fixtures.CustomAMI)):                                 "CustomImage: Boot image update skipped: AMI ami-0c0570c0570c05700 is owned by account 123456789012",
-			fixtures.MachineSet("by-arn", `{"ami":{"arn":"arn:aws:ec2:us-east-1::image/ami-1"},"placement":{"region":"us-east-1"}}`): "ImageNotByID: Boot image update skipped: the AMI is given by ARN or filters",
+			fixtures.MachineSet("by-arn", `{"ami":{"arn":"arn:aws:ec2:us-east-1::image/ami-1"},"placement":{"region":"us-east-1"}}`): "ImageNotByID: Boot image update skipped: the AMI is given by ARN, not by id",
 			fixtures.MachineSet("far-away", fixtures.AWSProviderSpec("ap-south-1", fixtures.OldAWSAMI)):                              "ImageNotFound: Boot image update failed: AMI ami-0aaaaaaaaaaaaaa01 does not exist in region ap-south-1",
 			fixtures.MachineSet("garbage", `{"ami": 42}`):                                                                            "InvalidProviderSpec: Boot image update failed: providerSpec: field ami",
 		}

@@ -25,3 +25,6 @@ const (
 	ReasonBootImageUpdated = "BootImageUpdated"
 	ReasonUserDataUpgraded = "UserDataUpgraded"
 )
+
+// ReasonCopyingImage is the Normal Event of an object whose update started an AMI copy.
+const ReasonCopyingImage = "CopyingImage"

@@ -147,7 +147,7 @@ func Add(mgr ctrl.Manager, deps Deps) error {
 	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Clouds: clouds, Streams: streams, Namespace: deps.Namespace}
 	steps := bootImages{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Inputs: inputs, Recorder: recorder, Tracker: tracker,
-		Metrics: deps.Metrics, Clock: deps.Clock, Templates: templates, reg: reg,
+		Metrics: deps.Metrics, Clock: deps.Clock, Templates: templates, reg: reg, copies: &copyLog{},
 	}
 	machineSets := &MachineSetReconciler{steps}
 	controlPlane := &ControlPlaneMachineSetReconciler{steps}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 )
 
@@ -29,6 +30,8 @@ var credentialsSecrets = func() map[string]bool {
 			secrets[s] = true
 		}
 	}
+	// The operator's own AWS credentials, which make AMI copies.
+	secrets[aws.CopyCredentialsSecret] = true
 	return secrets
 }()
 

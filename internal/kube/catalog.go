@@ -34,30 +34,8 @@ const cloudImagesTTL = 10 * time.Minute
 // image prefix rule alone decides, as on a GCP cluster without credentials.
 func Clouds(c client.Reader, rootCAs *x509.CertPool, backoff cloud.Backoff, metrics cloud.Observer, newGCP gcp.NewImages) bootimage.Clouds {
 	clouds := bootimage.Clouds{
-		configv1.AWSPlatformType: &awscloud.EC2{TTL: cloudImagesTTL, RootCAs: rootCAs, Backoff: backoff, Metrics: metrics, Settings: func(ctx context.Context) (awscloud.Settings, error) {
-			secret, err := credentialsSecret(ctx, c, aws.CredentialsSecret)
-			if err != nil {
-				return awscloud.Settings{}, err
-			}
-			s := awscloud.Settings{
-				Version:         secret.ResourceVersion,
-				SharedConfig:    secret.Data["credentials"],
-				AccessKeyID:     string(secret.Data["aws_access_key_id"]),
-				SecretAccessKey: string(secret.Data["aws_secret_access_key"]),
-			}
-			infra := &configv1.Infrastructure{}
-			if err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err == nil && infra.Status.PlatformStatus != nil && infra.Status.PlatformStatus.AWS != nil {
-				for _, ep := range infra.Status.PlatformStatus.AWS.ServiceEndpoints {
-					switch ep.Name {
-					case "ec2":
-						s.Endpoint = ep.URL
-					case "sts":
-						s.STSEndpoint = ep.URL
-					}
-				}
-			}
-			return s, nil
-		}},
+		configv1.AWSPlatformType: &awscloud.EC2{TTL: cloudImagesTTL, RootCAs: rootCAs, Backoff: backoff, Metrics: metrics,
+			Settings: awsSettings(c, aws.CredentialsSecret), CopySettings: awsSettings(c, aws.CopyCredentialsSecret)},
 	}
 	var gcpOnce sync.Once
 	if newGCP == nil {
@@ -87,6 +65,35 @@ func (n noGCP) Image(ctx context.Context, _, _ string) (*gcp.Image, error) {
 		logf.FromContext(ctx).Info("No GCP image lookups registered in this binary: skipping the target image pre-flight check; the image prefix rule alone decides")
 	})
 	return nil, bootimage.ErrNoCatalog
+}
+
+// awsSettings reads EC2's settings from Secret openshift-machine-api/name and the Infrastructure's
+// service endpoints.
+func awsSettings(c client.Reader, name string) func(context.Context) (awscloud.Settings, error) {
+	return func(ctx context.Context) (awscloud.Settings, error) {
+		secret, err := credentialsSecret(ctx, c, name)
+		if err != nil {
+			return awscloud.Settings{}, err
+		}
+		s := awscloud.Settings{
+			Version:         name + "/" + secret.ResourceVersion,
+			SharedConfig:    secret.Data["credentials"],
+			AccessKeyID:     string(secret.Data["aws_access_key_id"]),
+			SecretAccessKey: string(secret.Data["aws_secret_access_key"]),
+		}
+		infra := &configv1.Infrastructure{}
+		if err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err == nil && infra.Status.PlatformStatus != nil && infra.Status.PlatformStatus.AWS != nil {
+			for _, ep := range infra.Status.PlatformStatus.AWS.ServiceEndpoints {
+				switch ep.Name {
+				case "ec2":
+					s.Endpoint = ep.URL
+				case "sts":
+					s.STSEndpoint = ep.URL
+				}
+			}
+		}
+		return s, nil
+	}
 }
 
 func credentialsSecret(ctx context.Context, c client.Reader, name string) (*corev1.Secret, error) {

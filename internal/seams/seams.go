@@ -30,6 +30,8 @@ type Hooks struct {
 	TemplateGCGrace                                           time.Duration
 	ContestInterval                                           time.Duration
 	CRDPollInterval                                           time.Duration
+	// CopyPoll is how often an object waiting for an AMI copy looks at it again.
+	CopyPoll time.Duration
 }
 
 type key struct{}

@@ -1,11 +1,14 @@
 package awscloud
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	bootaws "github.com/bootimage-operator/bootimage-operator/bootimage/aws"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 )
@@ -22,6 +26,7 @@ import (
 // Cloud API names, the `api` label of the request metrics.
 const (
 	apiDescribeImages            = "ec2:DescribeImages"
+	apiCopyImage                 = "ec2:CopyImage"
 	apiAssumeRoleWithWebIdentity = "sts:AssumeRoleWithWebIdentity"
 )
 
@@ -35,6 +40,11 @@ const (
 	ec2ClientTTL     = time.Hour
 	maxImageAnswers  = 1024
 	defaultImagesTTL = 10 * time.Minute
+	// taggedTTL bounds the answers of tag lookups, which follow a copy's state: short, yet one
+	// request serves every object deciding within it.
+	taggedTTL = 15 * time.Second
+	// copiesKept bounds the copies remembered by client token.
+	copiesKept = 256
 )
 
 // Settings is how to reach EC2, as the cluster says: credentials from the
@@ -58,6 +68,9 @@ type Settings struct {
 type EC2 struct {
 	// Settings returns the current settings; bootimage.ErrNoCatalog when there are no credentials.
 	Settings func(context.Context) (Settings, error)
+	// CopySettings returns the settings copies are made with (the operator's own credentials);
+	// bootimage.ErrNoCatalog when there are none. Nil: no copies.
+	CopySettings func(context.Context) (Settings, error)
 	// TTL bounds how stale an answer may be; 10 minutes when zero.
 	TTL time.Duration
 	// RootCAs, when set, are the only CAs trusted for the endpoints; else the system's, which on
@@ -72,12 +85,16 @@ type EC2 struct {
 	init    sync.Once
 	clients *cloud.Lookups[*ec2.Client]
 	answers *cloud.Lookups[[]bootaws.Image]
+	tagged  *cloud.Lookups[[]bootaws.Image]
+	copies  *cloud.Lookups[string]
 }
 
 func (e *EC2) caches() {
 	e.init.Do(func() {
 		e.clients = cloud.NewLookups[*ec2.Client](maxEC2Clients)
 		e.answers = cloud.NewFailingLookups[[]bootaws.Image](maxImageAnswers, e.Backoff)
+		e.tagged = cloud.NewFailingLookups[[]bootaws.Image](maxImageAnswers, e.Backoff)
+		e.copies = cloud.NewFailingLookups[string](copiesKept, e.Backoff)
 	})
 }
 
@@ -99,18 +116,32 @@ func (e *EC2) MarketplaceImages(ctx context.Context, region, product string) ([]
 	})
 }
 
+// Tagged implements aws.Images: the account's own AMIs carrying every tag, as DescribeImages with
+// owner self and a tag:<key> filter each.
+func (e *EC2) Tagged(ctx context.Context, region string, tags map[string]string) ([]bootaws.Image, error) {
+	in := &ec2.DescribeImagesInput{Owners: []string{"self"}, IncludeDeprecated: aws.Bool(true)}
+	keys := slices.Sorted(maps.Keys(tags))
+	query := "tagged"
+	for _, k := range keys {
+		in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("tag:" + k), Values: []string{tags[k]}})
+		query += "/" + k + "=" + tags[k]
+	}
+	e.caches()
+	return e.lookup(ctx, e.tagged, taggedTTL, region, query, in)
+}
+
 func (e *EC2) describe(ctx context.Context, region, query string, in *ec2.DescribeImagesInput) ([]bootaws.Image, error) {
+	e.caches()
+	return e.lookup(ctx, e.answers, cmp.Or(e.TTL, defaultImagesTTL), region, query, in)
+}
+
+func (e *EC2) lookup(ctx context.Context, answers *cloud.Lookups[[]bootaws.Image], ttl time.Duration, region, query string, in *ec2.DescribeImagesInput) ([]bootaws.Image, error) {
 	settings, err := e.Settings(ctx)
 	if err != nil {
 		return nil, err
 	}
-	e.caches()
-	ttl := e.TTL
-	if ttl == 0 {
-		ttl = defaultImagesTTL
-	}
 	scope := clientKey(region, settings)
-	return e.answers.Get(ctx, scope+"|"+query, scope, ttl, func(ctx context.Context) ([]bootaws.Image, error) {
+	return answers.Get(ctx, scope+"|"+query, scope, ttl, func(ctx context.Context) ([]bootaws.Image, error) {
 		client, err := e.client(ctx, region, settings)
 		if err != nil {
 			return nil, err
@@ -135,11 +166,68 @@ func describeImages(ctx context.Context, client observedEC2, region string, in *
 			images = append(images, bootaws.Image{
 				ImageID: aws.ToString(img.ImageId), OwnerID: aws.ToString(img.OwnerId), Name: aws.ToString(img.Name),
 				Description: aws.ToString(img.Description), CreationDate: aws.ToString(img.CreationDate),
-				Region: region, State: string(img.State),
+				Region: region, State: string(img.State), Tags: tagMap(img.Tags),
 			})
+			if img.StateReason != nil {
+				images[len(images)-1].StateReason = aws.ToString(img.StateReason.Message)
+			}
 		}
 	}
 	return images, nil
+}
+
+// Copy implements aws.Copier: CopyImage into c.Region, signed for it, encrypted with the account's
+// default EBS key and tagged as it is made (image and snapshots), so no copy is ever untagged and
+// `openshift-install destroy cluster` finds it. One request per client token in this process; EC2
+// answers a repeated token (another process, a restart) with the first copy.
+func (e *EC2) Copy(ctx context.Context, c bootaws.Copy) (string, error) {
+	if e.CopySettings == nil {
+		return "", bootimage.ErrNoCatalog
+	}
+	settings, err := e.CopySettings(ctx)
+	if err != nil {
+		return "", err
+	}
+	e.caches()
+	scope := "copy|" + clientKey(c.Region, settings)
+	return e.copies.Get(ctx, scope+"|"+c.ClientToken, scope, 24*time.Hour, func(ctx context.Context) (string, error) {
+		client, err := e.client(ctx, c.Region, settings)
+		if err != nil {
+			return "", err
+		}
+		var tags []ec2types.Tag
+		for _, k := range slices.Sorted(maps.Keys(c.Tags)) {
+			tags = append(tags, ec2types.Tag{Key: aws.String(k), Value: aws.String(c.Tags[k])})
+		}
+		start := time.Now()
+		out, err := client.CopyImage(ctx, &ec2.CopyImageInput{
+			SourceImageId: aws.String(c.SourceAMI), SourceRegion: aws.String(c.SourceRegion),
+			Name: aws.String(c.Name), Description: aws.String(c.Description),
+			Encrypted: aws.Bool(true), ClientToken: aws.String(c.ClientToken),
+			TagSpecifications: []ec2types.TagSpecification{
+				{ResourceType: ec2types.ResourceTypeImage, Tags: tags},
+				{ResourceType: ec2types.ResourceTypeSnapshot, Tags: tags},
+			},
+		})
+		cloud.Observe(e.Metrics, apiCopyImage, start, err)
+		if err != nil {
+			return "", failure(apiCopyImage, c.Region, err)
+		}
+		// The copy exists now: the next decision must see it, not a cached "none".
+		e.tagged.Forget(c.Region + "|")
+		return aws.ToString(out.ImageId), nil
+	})
+}
+
+func tagMap(tags []ec2types.Tag) map[string]string {
+	if len(tags) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(tags))
+	for _, t := range tags {
+		m[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	return m
 }
 
 func clientKey(region string, s Settings) string {

@@ -28,6 +28,8 @@ type Static struct {
 type describeImagesOutput struct {
 	Images []struct {
 		ImageID, OwnerID, Name, Description, CreationDate, State string
+		StateReason                                              *struct{ Message string }
+		Tags                                                     []struct{ Key, Value string }
 	} `json:"Images"`
 }
 
@@ -46,15 +48,25 @@ func LoadStatic(path string) (*Static, error) {
 			return nil, fmt.Errorf("%s: not the output of aws ec2 describe-images ({\"Images\": [...]}): %v", path, cmpErr(err, "no Images"))
 		}
 		for _, img := range out.Images {
-			s.AMIs = append(s.AMIs, bootaws.Image{ImageID: img.ImageID, OwnerID: img.OwnerID, Name: img.Name,
-				Description: img.Description, CreationDate: img.CreationDate, State: img.State})
+			ami := bootaws.Image{ImageID: img.ImageID, OwnerID: img.OwnerID, Name: img.Name,
+				Description: img.Description, CreationDate: img.CreationDate, State: img.State}
+			if img.StateReason != nil {
+				ami.StateReason = img.StateReason.Message
+			}
+			for _, t := range img.Tags {
+				if ami.Tags == nil {
+					ami.Tags = map[string]string{}
+				}
+				ami.Tags[t.Key] = t.Value
+			}
+			s.AMIs = append(s.AMIs, ami)
 		}
 		return s, nil
 	}
 	dec := json.NewDecoder(strings.NewReader(string(data)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s.AMIs); err != nil {
-		return nil, fmt.Errorf("%s: neither the output of aws ec2 describe-images nor a JSON array of {imageId, ownerId, name, description, creationDate, region, state}: %v", path, err)
+		return nil, fmt.Errorf("%s: neither the output of aws ec2 describe-images nor a JSON array of {imageId, ownerId, name, description, creationDate, region, state, stateReason, tags}: %v", path, err)
 	}
 	return s, nil
 }
@@ -79,6 +91,25 @@ func (s *Static) Image(_ context.Context, region, id string) (*bootaws.Image, er
 		return nil, fmt.Errorf("AMI %s in %s is not in %s (EC2 was not asked)", id, region, s.Source)
 	}
 	return nil, nil
+}
+
+// Tagged implements aws.Images: the listed AMIs of region carrying every tag.
+func (s *Static) Tagged(_ context.Context, region string, tags map[string]string) ([]bootaws.Image, error) {
+	var out []bootaws.Image
+	for _, img := range s.AMIs {
+		if img.Region != region && img.Region != "" {
+			continue
+		}
+		matches := true
+		for k, v := range tags {
+			matches = matches && img.Tags[k] == v
+		}
+		if matches {
+			img.Region = region
+			out = append(out, img)
+		}
+	}
+	return out, nil
 }
 
 // AWSMarketplaceImages implements bootimage.Catalog.
