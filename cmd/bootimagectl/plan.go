@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/vspherecloud"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
 	"github.com/bootimage-operator/bootimage-operator/cpms"
@@ -168,6 +169,8 @@ func (in planInputs) objects(ctx context.Context) (planObjects, error) {
 type Plan struct {
 	Items   []bootimage.Decision `json:"items"`
 	Summary bootimage.Summary    `json:"summary"`
+	// Copies are the AMI copies the operator makes, or waits for, before the updates that boot them.
+	Copies []PlannedCopy `json:"copies,omitempty"`
 	// Notes say once what the plan cannot see as the operator does, rather than once per item.
 	Notes []string `json:"notes,omitempty"`
 	// degraded says the operator would report BootImageUpdateDegraded beyond the items' errors.
@@ -298,6 +301,7 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, clouds boot
 		a, b := out.Items[i], out.Items[j]
 		return a.Kind+"/"+a.Namespace+"/"+a.Name < b.Kind+"/"+b.Namespace+"/"+b.Name
 	})
+	out.Copies = plannedCopies(out.Items)
 	// As the operator's Warning OSStreamMismatch.
 	for _, d := range out.Items {
 		if d.StreamNote != "" {
@@ -359,6 +363,15 @@ func printPlan(w io.Writer, p Plan, format string) error {
 			}
 		}
 	}
+	for _, c := range p.Copies {
+		made := "to be made"
+		if c.ImageID != "" {
+			made = "pending as " + c.ImageID
+		}
+		if _, err := fmt.Fprintf(w, "Copy of %s from %s into %s (%s, RHCOS %s, %s), %s, then booted by %s\n", c.SourceAMI, c.SourceRegion, c.Region, c.Arch, c.Release, c.OSStream, made, strings.Join(c.Objects, ", ")); err != nil {
+			return err
+		}
+	}
 	if format == "table" && s.Error+s.Skip > 0 {
 		if _, err := fmt.Fprintln(w, "Why each was skipped or failed: -o wide"); err != nil {
 			return err
@@ -370,6 +383,38 @@ func printPlan(w io.Writer, p Plan, format string) error {
 		}
 	}
 	return nil
+}
+
+// PlannedCopy is an AMI copy the operator makes (or waits for, ImageID) before the objects that
+// will boot it are updated.
+type PlannedCopy struct {
+	SourceAMI    string   `json:"sourceAMI"`
+	SourceRegion string   `json:"sourceRegion"`
+	Region       string   `json:"region"`
+	Arch         string   `json:"arch"`
+	Release      string   `json:"release"`
+	OSStream     string   `json:"osStream"`
+	ImageID      string   `json:"imageId,omitempty"`
+	Objects      []string `json:"objects"`
+}
+
+// plannedCopies gathers the copies items ask for, one per source and region, in order of first use.
+func plannedCopies(items []bootimage.Decision) []PlannedCopy {
+	var out []PlannedCopy
+	at := map[string]int{}
+	for _, d := range items {
+		c := aws.CopyOf(d)
+		if c == nil || d.Action != bootimage.Update {
+			continue
+		}
+		i, ok := at[c.Key()]
+		if !ok {
+			i, at[c.Key()] = len(out), len(out)
+			out = append(out, PlannedCopy{SourceAMI: c.SourceAMI, SourceRegion: c.SourceRegion, Region: c.Region, Arch: c.Arch, Release: c.Release, OSStream: c.OSStream, ImageID: c.ImageID})
+		}
+		out[i].Objects = append(out[i].Objects, resourceName(d))
+	}
+	return out
 }
 
 // resourceName names d's object as kubectl does: kind/name, with the API group for Cluster API
