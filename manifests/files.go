@@ -4,8 +4,10 @@ package manifests
 // manifests in the order of their names, 0000_80 being the MCO's run level, 0000_90 where the
 // MCO puts its monitoring objects.
 const (
-	RBACFile       = "0000_80_machine-config_10_bootimage-operator_rbac.yaml"
-	DeploymentFile = "0000_80_machine-config_11_bootimage-operator_deployment.yaml"
-	AdmissionFile  = "0000_80_machine-config_12_bootimage-operator_admission.yaml"
-	MetricsFile    = "0000_90_machine-config_10_bootimage-operator_metrics.yaml"
+	RBACFile = "0000_80_machine-config_10_bootimage-operator_rbac.yaml"
+	// CredentialsFile is the CredentialsRequest of the operator's AWS credentials, for AMI copies.
+	CredentialsFile = "0000_80_machine-config_10_bootimage-operator_credentialsrequest.yaml"
+	DeploymentFile  = "0000_80_machine-config_11_bootimage-operator_deployment.yaml"
+	AdmissionFile   = "0000_80_machine-config_12_bootimage-operator_admission.yaml"
+	MetricsFile     = "0000_90_machine-config_10_bootimage-operator_metrics.yaml"
 )

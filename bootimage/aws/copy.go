@@ -39,6 +39,14 @@ const CopyCredentialsSecret = "bootimage-operator-aws-credentials"
 // CredentialsRequest names the operator's CredentialsRequest, in messages asking for its rights.
 const CredentialsRequest = "openshift-cloud-credential-operator/bootimage-operator-aws"
 
+// CopyActions are the IAM actions a copy needs, all that CredentialsRequest grants: CopyImage, tags
+// given with it, and the default EBS key's KMS use for the encrypted copy (CreateGrant for AWS
+// resources only).
+var CopyActions = []string{
+	"ec2:CopyImage", "ec2:CreateTags",
+	"kms:CreateGrant", "kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*",
+}
+
 // CopyDeadline is how long a copy may stay pending before it is an Error.
 const CopyDeadline = 2 * time.Hour
 

@@ -315,7 +315,7 @@ func TestPayloadFileNames(t *testing.T) {
 			t.Errorf("%s: not a run-level name 0000_80_machine-config_NN_bootimage-operator_<what>.yaml", f)
 		}
 	}
-	for _, f := range []string{manifests.RBACFile, manifests.DeploymentFile, manifests.AdmissionFile, manifests.MetricsFile} {
+	for _, f := range []string{manifests.RBACFile, manifests.CredentialsFile, manifests.DeploymentFile, manifests.AdmissionFile, manifests.MetricsFile} {
 		if !slices.Contains(files, f) {
 			t.Errorf("%s is not shipped", f)
 		}
