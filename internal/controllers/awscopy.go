@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -18,9 +17,13 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 )
 
-// DefaultCopyPoll is how often an object waiting for an AMI copy looks at its state: a copy takes
-// minutes, and every object waiting shares one DescribeImages per poll.
-const DefaultCopyPoll = 30 * time.Second
+// An object waiting for an AMI copy looks at its state again after a tenth of the copy's age,
+// between minCopyPoll and maxCopyPoll: a copy takes minutes, so the wait past its end stays within
+// a tenth of its length, and every object waiting shares one DescribeImages per lookup TTL.
+const (
+	minCopyPoll = 2 * time.Second
+	maxCopyPoll = 30 * time.Second
+)
 
 // awsCopy holds back an AWS update until its AMI copy is available. It makes the copy when none is
 // under way (the copier sends one CopyImage per copy, whatever the number of objects asking), then
@@ -61,7 +64,19 @@ func (s bootImages) awsCopy(ctx context.Context, in loadedInputs, live client.Ob
 		c.ImageID = id
 	}
 	logf.FromContext(ctx).V(1).Info("Waiting for an AMI copy", "image", c.ImageID, "region", c.Region)
-	return d, &ctrl.Result{RequeueAfter: cmp.Or(seams.From(ctx).CopyPoll, DefaultCopyPoll)}, nil
+	return d, &ctrl.Result{RequeueAfter: s.copyPoll(ctx, c)}, nil
+}
+
+// copyPoll is when to look at copy c again.
+func (s bootImages) copyPoll(ctx context.Context, c *aws.Copy) time.Duration {
+	if p := seams.From(ctx).CopyPoll; p > 0 {
+		return p
+	}
+	var age time.Duration
+	if !c.Started.IsZero() {
+		age = s.Clock.Now().Sub(c.Started)
+	}
+	return min(max(age/10, minCopyPoll), maxCopyPoll)
 }
 
 // copyLog remembers the copies this process has announced, so a copy that a wave of objects waits

@@ -55,6 +55,10 @@ type ScaleResult struct {
 	PeakRSSMiB         float64 `json:"peakRSSMiB"`
 	CPUSeconds         float64 `json:"cpuSeconds"`
 	DescribeImages     int64   `json:"describeImages,omitempty"`
+	// CopyImages and IdleEC2Requests: the AMI copy run's CopyImage calls, and EC2 requests of
+	// any kind while idle.
+	CopyImages      int64 `json:"copyImages,omitempty"`
+	IdleEC2Requests int64 `json:"idleEC2Requests"`
 }
 
 func BenchmarkScaleGCP(b *testing.B) { benchmarkScale(b, configv1.GCPPlatformType) }
@@ -124,6 +128,10 @@ func benchmarkRun(b *testing.B, file string, run func(context.Context) (ScaleRes
 		b.ReportMetric(res.PeakRSSMiB, "peak-rss-MiB")
 		b.ReportMetric(res.CPUSeconds, "cpu-s")
 		b.ReportMetric(float64(res.DescribeImages), "describe-images")
+		b.ReportMetric(float64(res.IdleEC2Requests), "idle-ec2-requests")
+		if res.CopyImages > 0 {
+			b.ReportMetric(float64(res.CopyImages), "copy-images")
+		}
 		out, _ := json.Marshal(res)
 		b.Logf("scale: %s", out)
 		_ = os.WriteFile(filepath.Join(manifests.RepoRoot(), "bin", file), out, 0o644)
@@ -257,8 +265,10 @@ func (wave *measuredWave) finish(res *ScaleResult, idle time.Duration, operator 
 	res.Ratio = res.ConvergenceSeconds / res.FloorSeconds
 	res.DescribeImages = describeImages(wave.ec2) - wave.describeBefore
 
-	// Idle: nothing changes, so nothing may be written.
+	// Idle: nothing changes, so nothing may be written, nor asked of EC2.
+	before := ec2Requests(wave.ec2)
 	res.IdleWrites = writesWithin(idle, append(watches, wave.mcs)...)
+	res.IdleEC2Requests = ec2Requests(wave.ec2) - before
 
 	return stopOperator(operator, res)
 }
@@ -330,6 +340,14 @@ func resumingWatch(ctx context.Context, c client.WithWatch, list client.ObjectLi
 		return c.Watch(ctx, list.DeepCopyObject().(client.ObjectList), append(opts, &client.ListOptions{Raw: &o})...)
 	}}
 	return watchtools.NewRetryWatcherWithContext(ctx, list.GetResourceVersion(), lw)
+}
+
+// ec2Requests counts the EC2 requests of every kind, failed ones included.
+func ec2Requests(ec2 *fakecloud.EC2) int64 {
+	if ec2 == nil {
+		return 0
+	}
+	return int64(ec2.AllCalls())
 }
 
 func describeImages(ec2 *fakecloud.EC2) int64 {

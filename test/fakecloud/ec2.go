@@ -42,6 +42,9 @@ type EC2 struct {
 	CopyRefusal atomic.Value
 	// CopyCalls counts CopyImage requests, refused ones included.
 	CopyCalls atomic.Int64
+	// CopyTime, when set before requests arrive, makes each copy available that long after it
+	// began, as EC2 ends a copy; else copies stay pending until CompleteCopies or FailCopies.
+	CopyTime time.Duration
 
 	amis     []aws.Image
 	copies   []CopyImageRequest
@@ -222,6 +225,19 @@ func (e *EC2) copyImage(w http.ResponseWriter, r *http.Request) {
 	writeXML(w, http.StatusOK, copyImageResponse{RequestID: RequestID(), ImageID: req.ImageID})
 }
 
+// copiesDone makes the copies older than CopyTime available; e.mu is held.
+func (e *EC2) copiesDone() {
+	if e.CopyTime == 0 {
+		return
+	}
+	for i, img := range e.amis {
+		started, err := time.Parse(time.RFC3339, img.CreationDate)
+		if img.State == "pending" && img.OwnerID == SelfAccount && err == nil && time.Since(started) >= e.CopyTime {
+			e.amis[i].State = "available"
+		}
+	}
+}
+
 // hasTags reports whether tags holds, for every filter key, one of its values.
 func hasTags(tags map[string]string, filters map[string][]string) bool {
 	for k, values := range filters {
@@ -251,6 +267,17 @@ func (e *EC2) CallsIn(region string) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.byRegion[region]
+}
+
+// AllCalls returns how many requests of any kind were received, failed ones included.
+func (e *EC2) AllCalls() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, c := range e.byRegion {
+		n += c
+	}
+	return n
 }
 
 func (e *EC2) serve(w http.ResponseWriter, r *http.Request) {
@@ -300,6 +327,7 @@ func (e *EC2) serve(w http.ResponseWriter, r *http.Request) {
 	e.mu.Unlock()
 	resp := describeImagesResponse{RequestID: RequestID()}
 	e.mu.Lock()
+	e.copiesDone()
 	amis := slices.Clone(e.amis)
 	e.mu.Unlock()
 	for _, img := range amis {

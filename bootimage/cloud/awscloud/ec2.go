@@ -41,8 +41,8 @@ const (
 	maxImageAnswers  = 1024
 	defaultImagesTTL = 10 * time.Minute
 	// taggedTTL bounds the answers of tag lookups, which follow a copy's state: short, yet one
-	// request serves every object deciding within it.
-	taggedTTL = 15 * time.Second
+	// request serves every object waiting for the copy within it.
+	taggedTTL = 2 * time.Second
 	// copiesKept bounds the copies remembered by client token.
 	copiesKept = 256
 )
