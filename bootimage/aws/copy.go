@@ -241,29 +241,21 @@ func CopyOverdue(d bootimage.Decision, now time.Time) (bootimage.Decision, bool)
 	return d.With(bootimage.Error, bootimage.ReasonCopyFailed, "copy %s of %s into %s has been pending since %s, more than %s: new machines keep booting %s; deregister it and a new copy is made", c.ImageID, c.SourceAMI, c.Region, c.Started.UTC().Format(time.RFC3339), CopyDeadline, d.Current), true
 }
 
-// Refusals of CopyImage that more tries will not lift: the action the credentials lack, by EC2
-// error code.
+// Refusals of CopyImage that more tries will not lift: what the copy lacks, by EC2 error code;
+// "" for the actions of the CredentialsRequest.
 var copyRefusals = map[string]string{
-	"UnauthorizedOperation":       "ec2:CopyImage, ec2:CreateTags or the KMS actions on the account's default EBS key",
-	"AuthFailure":                 "valid AWS credentials",
-	"AccessDenied":                "ec2:CopyImage",
-	"AccessDeniedException":       "the KMS actions on the account's default EBS key (kms:CreateGrant, kms:Decrypt, kms:DescribeKey, kms:Encrypt, kms:GenerateDataKey*, kms:ReEncrypt*)",
-	"KMSKeyNotAccessible":         "the KMS actions on the account's default EBS key",
-	"InvalidKMSKey.Disabled":      "an enabled default EBS KMS key",
-	"ResourceLimitExceeded":       "room under the account's limit of concurrent AMI copies or of AMIs",
-	"AMIQuotaExceeded":            "room under the account's AMI quota",
-	"OptInRequired":               "a subscription of the account to the source AMI",
-	"InvalidAMIID.NotFound":       "a source AMI that exists in " + CopySourceRegion,
-	"InvalidAMIID.Malformed":      "a well-formed source AMI id",
-	"InvalidParameterValue":       "a valid CopyImage request",
-	"InvalidRequest":              "a valid CopyImage request",
-	"IncorrectState":              "a source AMI in state available",
-	"MissingParameter":            "a complete CopyImage request",
-	"Blocked":                     "an account allowed to copy AMIs",
-	"PendingVerification":         "an account verified for EC2",
-	"SignatureDoesNotMatch":       "valid AWS credentials",
-	"InvalidClientTokenId":        "valid AWS credentials",
-	"UnrecognizedClientException": "valid AWS credentials",
+	"UnauthorizedOperation": "", "AccessDenied": "", "AccessDeniedException": "",
+	"AuthFailure": "valid AWS credentials", "SignatureDoesNotMatch": "valid AWS credentials",
+	"InvalidClientTokenId": "valid AWS credentials", "UnrecognizedClientException": "valid AWS credentials",
+	"KMSKeyNotAccessible":    "the KMS actions on the account's default EBS key",
+	"InvalidKMSKey.Disabled": "an enabled default EBS KMS key",
+	"ResourceLimitExceeded":  "room under the account's limit of concurrent AMI copies or of AMIs",
+	"AMIQuotaExceeded":       "room under the account's AMI quota",
+	"OptInRequired":          "a subscription of the account to the source AMI",
+	"InvalidAMIID.NotFound":  "a source AMI that exists in " + CopySourceRegion,
+	"IncorrectState":         "a source AMI in state available",
+	"Blocked":                "an account allowed to copy AMIs",
+	"PendingVerification":    "an account verified for EC2",
 }
 
 // CopyRefused returns the Skip for d whose copy EC2 refused for good with code; ok is false for a
@@ -272,6 +264,9 @@ func CopyRefused(d bootimage.Decision, code, message string) (bootimage.Decision
 	needs, ok := copyRefusals[code]
 	if !ok {
 		return d, false
+	}
+	if needs == "" {
+		needs = "the actions " + strings.Join(CopyActions, ", ")
 	}
 	c := CopyOf(d)
 	d.Prepare, d.ProviderSpecPatch = nil, nil
