@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -201,6 +202,21 @@ var _ = Describe("The demo's tutorial", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(items).To(ContainElement(And(HaveField("Name", rhel10), HaveField("Stream", "rhel-10"), HaveField("Current", fixtures.RHEL10AWSAMIUSEast1))))
 		savedStream = stream()
+	})
+
+	It("7. makes the installer's AMI copy anew in a region the stream lacks, and boots it by id", func() {
+		Eventually(d.ec2.CopyRequests).Should(HaveLen(1))
+		made := d.ec2.CopyRequests()[0]
+		Expect(made).To(And(HaveField("Region", copyRegion), HaveField("SourceImageID", fixtures.RHEL10AWSAMIUSEast1)))
+		Eventually(func() any {
+			ms := &machinev1beta1.MachineSet{}
+			Expect(d.env.Client.Get(ctx, client.ObjectKey{Namespace: fixtures.MachineAPINamespace, Name: copyName}, ms)).To(Succeed())
+			return amiOf(ms.Spec.Template.Spec.ProviderSpec.Value)
+		}).WithTimeout(time.Minute).Should(Equal(made.ImageID))
+		expectAgreement(map[string]string{copyName: noChange})
+		events := &corev1.EventList{}
+		Expect(d.env.Client.List(ctx, events, client.InNamespace(fixtures.MachineAPINamespace))).To(Succeed())
+		Expect(events.Items).To(ContainElement(And(HaveField("Reason", "CopyingImage"), HaveField("InvolvedObject.Name", copyName))))
 	})
 
 	It("1. opts a MachineSet out, by label, once skew enforcement is Manual", func() {

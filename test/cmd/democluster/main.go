@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
@@ -98,7 +99,9 @@ func start(ctx context.Context, dir string) (_ *demo, err error) {
 	}()
 	// EC2 for the demo: a local endpoint speaking the EC2 Query API, which the operator reaches
 	// through the real SDK, as on AWS, via the Infrastructure's ec2 service endpoint.
-	d.ec2 = fakecloud.NewEC2(append(fixtures.AWSImages(), nextRHCOSAMI))
+	d.ec2 = fakecloud.NewEC2(append(fixtures.AWSImages(), nextRHCOSAMI, installerCopy))
+	// A copy of an AMI takes minutes on AWS; here, long enough to watch it pending.
+	d.ec2.CopyTime = copyTime
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -134,6 +137,36 @@ func (d *demo) stop() {
 var nextRHCOSAMI = aws.Image{ImageID: "ami-0b0b0b0b0b0b0b0b1", OwnerID: aws.RHCOSOwner, Name: "rhcos-9.6.20250801-0-x86_64",
 	Description: "rhcos-9.6.20250801-0-x86_64", CreationDate: "2025-08-01T12:00:00.000Z", Region: "us-east-1", State: "available"}
 
+// copyRegion has no rhel-10 AMI in the stream: its install copied an old rhel-10 us-east-1 AMI
+// there, as the installer does, and named it by the tag:Name filter of copyName.
+const (
+	copyRegion = "eu-west-1"
+	copyName   = "demo-x7k2p-rhel10-eu-west-1a"
+	copyTime   = 10 * time.Second
+)
+
+// installerCopy is the installer's copy of an old rhel-10 AMI into copyRegion.
+var installerCopy = aws.Image{ImageID: "ami-0c1c1c1c1c1c1c1c1", OwnerID: fakecloud.SelfAccount, Name: "demo-x7k2p-master", CreationDate: "2026-03-01T00:00:00.000Z",
+	Region: copyRegion, State: "available", Tags: map[string]string{
+		aws.TagName: aws.InstallerCopyName("demo-x7k2p", copyRegion), aws.OwnedTag("demo-x7k2p"): "owned",
+		aws.TagSourceAMI: "ami-010a10a10a10a10a0", aws.TagSourceRegion: "us-east-1",
+	}}
+
+// copyCredentials is the operator's own AWS Secret, which the cloud credential operator writes
+// from its CredentialsRequest: only it can copy AMIs.
+func copyCredentials() *corev1.Secret {
+	s := fixtures.AWSCredentialsSecret()
+	s.Name = aws.CopyCredentialsSecret
+	return s
+}
+
+// copyMachineSet is a rhel-10 MachineSet of copyRegion on the installer's copy.
+func copyMachineSet() *machinev1beta1.MachineSet {
+	ms := fixtures.MachineSet(copyName, strings.Replace(fixtures.AWSProviderSpecByFilter(copyRegion, "demo-x7k2p"), `"worker-user-data"`, `"rhel10-user-data"`, 1))
+	fixtures.Labelled("rhel-10", &ms.Labels, &ms.Spec.Template.Labels)
+	return ms
+}
+
 // seed creates the demo cluster: AWS, tech preview gates, a stable 4.20 release, an RHCOS stream
 // newer than the MachineSets' images, one custom-image MachineSet, a CPMS, and a worker
 // MachineConfigPool with its MachineConfigs and rendered config. It returns what it created.
@@ -142,7 +175,7 @@ func seed(ctx context.Context, env *testenv.Env, ec2URL string) ([]client.Object
 	infra.Status.PlatformStatus.AWS.ServiceEndpoints = []configv1.AWSServiceEndpoint{{Name: "ec2", URL: ec2URL}}
 	objs := []client.Object{
 		infra,
-		fixtures.AWSCredentialsSecret(),
+		fixtures.AWSCredentialsSecret(), copyCredentials(),
 		fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, demoGates, nil),
 		fixtures.ClusterVersion(fixtures.ReleaseVersion, true),
 		// Opt the CPMS in: it defaults to None.
@@ -160,7 +193,7 @@ func seed(ctx context.Context, env *testenv.Env, ec2URL string) ([]client.Object
 		fixtures.MachineSet("demo-x7k2p-worker-us-east-1b", fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)),
 		fixtures.MachineSet("demo-x7k2p-worker-us-west-2a", fixtures.AWSProviderSpec("us-west-2", fixtures.OldAWSAMI)),
 		fixtures.MachineSet("demo-x7k2p-custom-us-east-1c", fixtures.AWSProviderSpec("us-east-1", fixtures.CustomAMI)),
-		rhel10MachineSet(),
+		rhel10MachineSet(), copyMachineSet(),
 		fixtures.ControlPlaneMachineSet(fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI), machinev1.ControlPlaneMachineSetStateActive),
 	}
 	objs = append(objs, fixtures.WorkerPoolObjects()...)
@@ -201,6 +234,9 @@ func printBanner(objs []client.Object, ec2URL, kubeconfig, caBundle string) {
 			if ami == fixtures.CustomAMI {
 				what = "a custom AMI: left alone"
 			}
+			if ami == "" {
+				ami, what = "tag:Name="+aws.InstallerCopyName("demo-x7k2p", copyRegion), fmt.Sprintf("the installer's copy of an old rhel-10 AMI: the stream has no rhel-10 AMI in %s, so a new copy is made", copyRegion)
+			}
 			if osStream := t.Labels[bootimage.OSStreamLabel]; osStream != "" {
 				what += ", OS stream " + osStream
 			}
@@ -214,7 +250,7 @@ func printBanner(objs []client.Object, ec2URL, kubeconfig, caBundle string) {
 			fmt.Fprintf(&b, "    MachineConfigPool %s: %d machines on %s, from MachineConfigs %s\n", t.Name, t.Status.MachineCount, t.Status.Configuration.Name, sourceNames(t))
 		}
 	}
-	fmt.Fprintf(&b, "    Fake EC2 at %s (the Infrastructure's ec2 endpoint): the AMIs above, and %s, a newer RHCOS in us-east-1\n", ec2URL, nextRHCOSAMI.ImageID)
+	fmt.Fprintf(&b, "    Fake EC2 at %s (the Infrastructure's ec2 endpoint): the AMIs above, and %s, a newer RHCOS in us-east-1; a copy is available %s after it starts\n", ec2URL, nextRHCOSAMI.ImageID, copyTime)
 	fmt.Fprintf(&b, "\nIn another terminal, from %s:\n\n", manifests.RepoRoot())
 	fmt.Fprintf(&b, "    export KUBECONFIG=%s\n", kubeconfig)
 	fmt.Fprintf(&b, "    export SSL_CERT_FILE=%s   # the fake EC2's CA: bootimagectl trusts it as the operator does\n", caBundle)
