@@ -39,6 +39,20 @@ type Progress struct {
 	clusterLevel map[string]bool
 	// marketplaceRHCOS is the oldest RHCOS release chosen for a marketplace MachineSet.
 	marketplaceRHCOS string
+	// copyRefusals counts the objects whose AMI copy was refused; copyRefusal is the first of
+	// their messages in sort order, so the status says the same on every pass.
+	copyRefusals int
+	copyRefusal  string
+}
+
+// CopyRefusal says, once for the cluster, that AMI copies were refused: how many objects are held
+// on their old copy, and one refusal's message (which names the missing action and the
+// CredentialsRequest); "" when none was.
+func (p Progress) CopyRefusal() string {
+	if p.copyRefusals == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d object(s) kept on an outdated AMI copy: %s", p.copyRefusals, p.copyRefusal)
 }
 
 // Tally counts the objects of one resource by their current decision. Total is every object
@@ -72,6 +86,12 @@ func (p *Progress) Add(d Decision) {
 		t.Skipped++
 		if d.LeftBehind() && d.Kind != KindControlPlaneMachineSet {
 			p.leftBehind = append(p.leftBehind, leftBehindName(d))
+		}
+		if d.Reason == ReasonCopyNotPermitted {
+			p.copyRefusals++
+			if p.copyRefusal == "" || d.Message < p.copyRefusal {
+				p.copyRefusal = d.Message
+			}
 		}
 	case Update:
 		t.Updating++

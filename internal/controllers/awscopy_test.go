@@ -156,6 +156,9 @@ var _ = Describe("AWS regions the stream lacks: the installer's AMI copy, made a
 				Expect(e.Type).To(Equal(corev1.EventTypeWarning))
 			}
 		}
+		Eventually(condition("BootImageUpdateDegraded")).Should(And(HaveField("Status", metav1.ConditionTrue),
+			HaveField("Message", And(ContainSubstring("1 object(s) kept on an outdated AMI copy"), ContainSubstring("ec2:CopyImage"), ContainSubstring(aws.CredentialsRequest)))),
+			"said once for the cluster, as a missing right")
 		calls := ec2.CopyCalls.Load()
 		Expect(writtenDuringResync(writes, getMachineSet("worker-a"), "machineset", 1)).To(BeEmpty())
 		Expect(ec2.CopyCalls.Load()).To(BeNumerically("<=", calls+1), "no retry storm: a refusal is remembered")

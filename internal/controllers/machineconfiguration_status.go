@@ -91,6 +91,10 @@ func composeMachineConfigurationStatus(in machineConfigurationInputs) machineCon
 	if in.ClusterAPIProblem != "" {
 		warnings = append(warnings, warning{ReasonClusterAPINotStarted, in.ClusterAPIProblem})
 	}
+	// A refused AMI copy is a missing right, as a missing RBAC rule is: said once for the cluster.
+	if refusal := p.CopyRefusal(); refusal != "" {
+		warnings = append(warnings, warning{bootimage.ReasonCopyNotPermitted, refusal})
+	}
 	if in.ClusterVersion == nil {
 		warnings = append(warnings, warning{ReasonClusterVersionMissing, "ClusterVersion/version not found: the operator cannot tell whether the cluster is updating, nor which release it was installed with"})
 	}
