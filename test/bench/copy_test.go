@@ -10,10 +10,7 @@ import (
 	"github.com/coreos/stream-metadata-go/stream"
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	operatorv1 "github.com/openshift/api/operator/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
@@ -80,20 +77,12 @@ func runCopyScale(ctx context.Context, b *testing.B, n int, idle time.Duration) 
 		}
 	}
 
-	// The floor: the same get + JSON patch round trips, one after another, unthrottled, plus the
-	// copy's own time, which nothing can shorten.
-	start := time.Now()
-	for i := range n {
-		ms := &machinev1beta1.MachineSet{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: kube.MachineAPINamespace, Name: fmt.Sprintf("worker-%05d", i)}, ms); err != nil {
-			return res, err
-		}
-		patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/resourceVersion","value":%q},{"op":"add","path":"/metadata/labels/bench-floor","value":"done"}]`, ms.ResourceVersion)
-		if err := c.Patch(ctx, ms, client.RawPatch(types.JSONPatchType, []byte(patch))); err != nil {
-			return res, err
-		}
+	// The floor: the same patches, plus the copy's own time, which nothing can shorten.
+	floor, err := floorSeconds(ctx, c, n)
+	if err != nil {
+		return res, err
 	}
-	res.FloorSeconds = time.Since(start).Seconds() + copyTime.Seconds()
+	res.FloorSeconds = floor + copyTime.Seconds()
 
 	operator, err := startOperator(ctx, env, c, dir, operatorEnv, progressingFalse(n, 0))
 	if err != nil {
@@ -111,32 +100,12 @@ func runCopyScale(ctx context.Context, b *testing.B, n int, idle time.Duration) 
 	}
 	defer wave.mcs.Stop()
 	copyCalls := ec2.CopyCalls.Load()
-	updated := map[string]bool{}
-	var latest *operatorv1.MachineConfiguration
-	for latest == nil || len(updated) < n || !progressingFalse(n, 0)(latest) {
-		select {
-		case ev, ok := <-sets.ResultChan():
-			if !ok {
-				return res, fmt.Errorf("the MachineSet watch ended")
-			}
-			if ms, isMS := ev.Object.(*machinev1beta1.MachineSet); isMS && ev.Type == watch.Modified {
-				res.MachineSetWrites++
-				copies := ec2.CopyRequests()
-				if len(copies) == 1 && imageOf(ms, amiID) == copies[0].ImageID {
-					updated[ms.Name] = true
-				}
-			}
-		case ev, ok := <-wave.mcs.ResultChan():
-			if !ok {
-				return res, fmt.Errorf("the MachineConfiguration watch ended")
-			}
-			if mc, isMC := ev.Object.(*operatorv1.MachineConfiguration); isMC && ev.Type == watch.Modified {
-				res.StatusWrites++
-				latest = mc
-			}
-		case <-ctx.Done():
-			return res, fmt.Errorf("wave: %d of %d MachineSets on the copy: %w", len(updated), n, ctx.Err())
-		}
+	onCopy := func(ms *machinev1beta1.MachineSet) bool {
+		copies := ec2.CopyRequests()
+		return len(copies) == 1 && imageOf(ms, amiID) == copies[0].ImageID
+	}
+	if err := wave.converge(ctx, sets, n, &res, onCopy); err != nil {
+		return res, err
 	}
 	res.CopyImages = ec2.CopyCalls.Load() - copyCalls
 	return res, wave.finish(&res, idle, operator, sets)

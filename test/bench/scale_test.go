@@ -173,19 +173,9 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 		}
 	}
 
-	// The floor: the same number of get + JSON patch round trips, one after another, unthrottled.
-	start := time.Now()
-	for i := range n {
-		ms := &machinev1beta1.MachineSet{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: kube.MachineAPINamespace, Name: fmt.Sprintf("worker-%05d", i)}, ms); err != nil {
-			return res, err
-		}
-		patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/resourceVersion","value":%q},{"op":"add","path":"/metadata/labels/bench-floor","value":"done"}]`, ms.ResourceVersion)
-		if err := c.Patch(ctx, ms, client.RawPatch(types.JSONPatchType, []byte(patch))); err != nil {
-			return res, err
-		}
+	if res.FloorSeconds, err = floorSeconds(ctx, c, n); err != nil {
+		return res, err
 	}
-	res.FloorSeconds = time.Since(start).Seconds()
 
 	operator, err := startOperator(ctx, env, c, dir, operatorEnv, progressingFalse(n, 0))
 	if err != nil {
@@ -206,31 +196,8 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 		return res, err
 	}
 	defer wave.mcs.Stop()
-	updated := map[string]bool{}
-	var latest *operatorv1.MachineConfiguration
-	for latest == nil || len(updated) < n || !progressingFalse(n, 0)(latest) {
-		select {
-		case ev, ok := <-sets.ResultChan():
-			if !ok {
-				return res, fmt.Errorf("the MachineSet watch ended")
-			}
-			if ms, isMS := ev.Object.(*machinev1beta1.MachineSet); isMS && ev.Type == watch.Modified {
-				res.MachineSetWrites++
-				if imageOf(ms, w.image) == w.want {
-					updated[ms.Name] = true
-				}
-			}
-		case ev, ok := <-wave.mcs.ResultChan():
-			if !ok {
-				return res, fmt.Errorf("the MachineConfiguration watch ended")
-			}
-			if mc, isMC := ev.Object.(*operatorv1.MachineConfiguration); isMC && ev.Type == watch.Modified {
-				res.StatusWrites++
-				latest = mc
-			}
-		case <-ctx.Done():
-			return res, fmt.Errorf("wave: %d of %d MachineSets updated: %w", len(updated), n, ctx.Err())
-		}
+	if err := wave.converge(ctx, sets, n, &res, func(ms *machinev1beta1.MachineSet) bool { return imageOf(ms, w.image) == w.want }); err != nil {
+		return res, err
 	}
 	return res, wave.finish(&res, idle, operator, sets)
 }
@@ -242,6 +209,55 @@ type measuredWave struct {
 	start          time.Time
 	ec2            *fakecloud.EC2
 	describeBefore int64
+}
+
+// floorSeconds sends the floor: the same number of get + JSON patch round trips as a wave of n
+// MachineSets needs, one after another, unthrottled.
+func floorSeconds(ctx context.Context, c client.Client, n int) (float64, error) {
+	start := time.Now()
+	for i := range n {
+		ms := &machinev1beta1.MachineSet{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: kube.MachineAPINamespace, Name: fmt.Sprintf("worker-%05d", i)}, ms); err != nil {
+			return 0, err
+		}
+		patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/resourceVersion","value":%q},{"op":"add","path":"/metadata/labels/bench-floor","value":"done"}]`, ms.ResourceVersion)
+		if err := c.Patch(ctx, ms, client.RawPatch(types.JSONPatchType, []byte(patch))); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start).Seconds(), nil
+}
+
+// converge counts the writes of the wave until every one of n MachineSets is updated (as updated
+// says) and MachineConfiguration/cluster says the pass is finished.
+func (wave *measuredWave) converge(ctx context.Context, sets watch.Interface, n int, res *ScaleResult, updated func(*machinev1beta1.MachineSet) bool) error {
+	done := map[string]bool{}
+	var latest *operatorv1.MachineConfiguration
+	for latest == nil || len(done) < n || !progressingFalse(n, 0)(latest) {
+		select {
+		case ev, ok := <-sets.ResultChan():
+			if !ok {
+				return fmt.Errorf("the MachineSet watch ended")
+			}
+			if ms, isMS := ev.Object.(*machinev1beta1.MachineSet); isMS && ev.Type == watch.Modified {
+				res.MachineSetWrites++
+				if updated(ms) {
+					done[ms.Name] = true
+				}
+			}
+		case ev, ok := <-wave.mcs.ResultChan():
+			if !ok {
+				return fmt.Errorf("the MachineConfiguration watch ended")
+			}
+			if mc, isMC := ev.Object.(*operatorv1.MachineConfiguration); isMC && ev.Type == watch.Modified {
+				res.StatusWrites++
+				latest = mc
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("wave: %d of %d MachineSets updated: %w", len(done), n, ctx.Err())
+		}
+	}
+	return nil
 }
 
 // startMeasuredWave starts watching MachineConfigurations, then the wave (see startWave).
