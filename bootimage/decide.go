@@ -55,6 +55,10 @@ func Decide(ctx context.Context, cluster Cluster, obj Object) (Decision, error) 
 	}
 	st, decided, ok := osStream(d, streams, choice)
 	if !ok {
+		if decided.Reason == ReasonOSStreamNotInBootImages {
+			// It keeps its image: nothing is booted and then rebased.
+			decided.StreamNote = choice.unserved
+		}
 		return decided, nil
 	}
 	arch, decided, ok := architecture(d, cluster, obj, st, choice.Name)

@@ -113,6 +113,15 @@ type Decision struct {
 	Rolls *int `json:"rolls,omitempty"`
 }
 
+// StreamWarning says, of an object whose labels or pool disagree with its OS stream (StreamNote),
+// what its machines boot: the stream's image, or, for a stream coreos-bootimages lacks, their own.
+func (d Decision) StreamWarning() string {
+	if d.Reason == ReasonOSStreamNotInBootImages {
+		return fmt.Sprintf("names OS stream %s, which coreos-bootimages does not carry, so it keeps its boot image; %s", d.Stream, d.StreamNote)
+	}
+	return fmt.Sprintf("boots OS stream %s, but %s", d.Stream, d.StreamNote)
+}
+
 // With returns d with its action, reason and message set.
 func (d Decision) With(action Action, reason, format string, args ...any) Decision {
 	d.Action, d.Reason, d.Message = action, reason, fmt.Sprintf(format, args...)

@@ -27,6 +27,9 @@ type OSStreamChoice struct {
 	// Note, when set, says that the object's labels or pool disagree with Name: its machines
 	// will not run the OS they boot, which an admin must hear of.
 	Note string
+	// unserved is Note for when coreos-bootimages does not carry Name: the object keeps its
+	// image, so nothing is booted and then rebased.
+	unserved string
 }
 
 // OSStream chooses obj's OS stream. Its metadata label osstream decides, as the MCO reads it.
@@ -44,15 +47,17 @@ func (c Cluster) OSStream(obj Object) OSStreamChoice {
 		return OSStreamChoice{Name: poolStream, From: poolFrom}
 	}
 	choice := OSStreamChoice{Name: label, From: fmt.Sprintf("label %s=%s", OSStreamLabel, label)}
-	var notes []string
+	var notes, unserved []string
 	if t, ok := obj.TemplateLabels[OSStreamLabel]; ok && t != label {
-		notes = append(notes, fmt.Sprintf("the machine template's label %s=%s disagrees with the object's %s, which decides the boot image", OSStreamLabel, t, label))
+		note := fmt.Sprintf("the machine template's label %s=%s disagrees with the object's %s, which decides the boot image", OSStreamLabel, t, label)
+		notes, unserved = append(notes, note), append(unserved, note)
 	}
 	if pool != "" && known && poolStream != label {
 		notes = append(notes, fmt.Sprintf("its machines join MachineConfigPool %s, which runs %s (%s): they boot %s and then rebase to %s; make the label and the pool agree",
 			pool, poolStream, poolFrom, label, poolStream))
+		unserved = append(unserved, fmt.Sprintf("its machines join MachineConfigPool %s, which runs %s (%s); make the label and the pool agree", pool, poolStream, poolFrom))
 	}
-	choice.Note = strings.Join(notes, "; ")
+	choice.Note, choice.unserved = strings.Join(notes, "; "), strings.Join(unserved, "; ")
 	return choice
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -248,6 +249,16 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, clouds boot
 	if objs.GatesError != nil {
 		out.Notes = append(out.Notes, fmt.Sprintf("Feature gates unknown (%v): the operator updates nothing then, and says so with Event FeatureGatesUnknown", objs.GatesError))
 	}
+	// As the operator: an entry of streams that does not parse is broken input, said and degrading
+	// whether or not an object boots that stream.
+	if objs.BootImages != nil {
+		if streams, err := (&bootimage.StreamCache{}).Parse(objs.BootImages); err == nil && len(streams.Invalid) > 0 {
+			out.degraded = true
+			for _, name := range slices.Sorted(maps.Keys(streams.Invalid)) {
+				out.Notes = append(out.Notes, streams.Invalid[name].Error())
+			}
+		}
+	}
 	if note := in.selectionNote(loaded); note != "" {
 		out.Notes = append(out.Notes, note)
 	}
@@ -305,7 +316,7 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, clouds boot
 	// As the operator's Warning OSStreamMismatch.
 	for _, d := range out.Items {
 		if d.StreamNote != "" {
-			out.Notes = append(out.Notes, fmt.Sprintf("%s boots OS stream %s, but %s", resourceName(d), d.Stream, d.StreamNote))
+			out.Notes = append(out.Notes, resourceName(d)+" "+d.StreamWarning())
 		}
 	}
 	if out.Items == nil {

@@ -82,7 +82,7 @@ var _ = Describe("bootimagectl plan on a 5.0 cluster", func() {
 			HaveKeyWithValue("ControlPlaneMachineSet/cluster", And(HaveField("Stream", "rhel-10"), HaveField("Target", fixtures.RHEL10AWSAMIUSEast1))),
 		))
 		Expect(live.Notes).To(ConsistOf(
-			"machineset/centos boots OS stream centos-10, but its machines join MachineConfigPool worker, which runs rhel-10 (OSImageStream cluster status.defaultStream): they boot centos-10 and then rebase to rhel-10; make the label and the pool agree",
+			"machineset/centos names OS stream centos-10, which coreos-bootimages does not carry, so it keeps its boot image; its machines join MachineConfigPool worker, which runs rhel-10 (OSImageStream cluster status.defaultStream); make the label and the pool agree",
 			"machineset/rhel9 boots OS stream rhel-9, but its machines join MachineConfigPool worker, which runs rhel-10 (OSImageStream cluster status.defaultStream): they boot rhel-9 and then rebase to rhel-10; make the label and the pool agree"))
 		_, wide, _ := runCLI("plan", "--kubeconfig", kubeconfig, "-o", "wide")
 		Expect(wide).To(MatchRegexp(`KIND\s+NAME\s+PLATFORM\s+ARCH\s+STREAM\s+ACTION`))

@@ -206,6 +206,24 @@ var _ = Describe("bootimagectl plan on files", func() {
 		Expect(p.Summary.Error).To(Equal(3))
 	})
 
+	It("says a malformed entry of streams and exits 1 as the operator degrades, though no object boots that stream", func() {
+		cm := fixtures.BootImagesConfigMap50(fixtures.Streams50(), fixtures.OCP50ReleaseVersion)
+		var streams map[string]json.RawMessage
+		Expect(json.Unmarshal([]byte(cm.Data["streams"]), &streams)).To(Succeed())
+		streams["rhel-10"] = json.RawMessage(`{"stream": "rhcos-5.0", "architectures": "garbage"}`)
+		data, err := json.Marshal(streams)
+		Expect(err).NotTo(HaveOccurred())
+		cm.Data["streams"] = string(data)
+		Expect(os.Remove(filepath.Join(dir, "cluster.yaml"))).To(Succeed())
+		writeYAML(filepath.Join(dir, "cluster.yaml"), fixtures.Infrastructure(configv1.AWSPlatformType),
+			fixtures.FeatureGate(configv1.TechPreviewNoUpgrade, fixtures.ReleaseVersion, nil, nil), fixtures.ClusterVersion(fixtures.ReleaseVersion, true), cm)
+		code, out, _ := runCLI("plan", "-f", dir, "-o", "json", "--aws-images", writeAMIs())
+		Expect(code).To(Equal(1), out)
+		p := parsePlan(out)
+		Expect(p.Items).NotTo(ContainElement(HaveField("Action", bootimage.Error)), "every object boots rhel-9")
+		Expect(p.Notes).To(ContainElement("ConfigMap openshift-machine-config-operator/coreos-bootimages key streams, entry rhel-10: not a CoreOS stream: a string at architectures where an object is expected"))
+	})
+
 	DescribeTable("exits 2 on unusable input",
 		func(prepare func() []string, message string) {
 			code, _, stderr := runCLI(prepare()...)

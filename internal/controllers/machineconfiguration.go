@@ -2,6 +2,9 @@ package controllers
 
 import (
 	"context"
+	"errors"
+	"maps"
+	"slices"
 	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -149,6 +152,9 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
+// inputErrors are the warnings that are errors of the cluster's inputs, logged as errors.
+var inputErrors = map[string]bool{bootimage.ReasonInvalidStream: true, bootimage.ReasonStreamMissing: true}
+
 // warning is a problem of the cluster's inputs, said once on MachineConfiguration/cluster: in
 // Degraded or ConfigurationDegraded, and as a Warning Event with reason.
 type warning struct{ reason, message string }
@@ -178,7 +184,11 @@ func (r *MachineConfigurationReconciler) announce(ctx context.Context, mc *opera
 	}
 	r.lastWarnings = joined
 	for _, w := range warnings {
-		logf.FromContext(ctx).Info("Boot image configuration needs attention", "reason", w.reason, "message", w.message)
+		if inputErrors[w.reason] {
+			logf.FromContext(ctx).Error(errors.New(w.message), "Boot image input is broken", "reason", w.reason)
+		} else {
+			logf.FromContext(ctx).Info("Boot image configuration needs attention", "reason", w.reason, "message", w.message)
+		}
 		r.Recorder.Event(mc, corev1.EventTypeWarning, w.reason, w.message)
 	}
 }
@@ -213,7 +223,21 @@ func (r *MachineConfigurationReconciler) streamProblem(ctx context.Context, boot
 	if err != nil {
 		return warning{}, err
 	}
-	return warning{status.ReasonInvalidSelection, bootimage.StreamProblem(streams, platform, arch)}, nil
+	problem := bootimage.StreamProblem(streams, platform, arch)
+	// An entry of streams that does not parse errs the objects of its OS stream only, but it is
+	// broken input all the same: said here, as bootimagectl plan says it, whether or not an
+	// object boots that stream.
+	if len(streams.Invalid) > 0 {
+		var invalid []string
+		for _, name := range slices.Sorted(maps.Keys(streams.Invalid)) {
+			invalid = append(invalid, streams.Invalid[name].Error())
+		}
+		if problem != "" {
+			invalid = append(invalid, problem)
+		}
+		return warning{bootimage.ReasonInvalidStream, strings.Join(invalid, "; ")}, nil
+	}
+	return warning{status.ReasonInvalidSelection, problem}, nil
 }
 
 // progress tallies the current decisions of the listed objects.

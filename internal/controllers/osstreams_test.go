@@ -1,6 +1,8 @@
 package controllers_test
 
 import (
+	"encoding/json"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
@@ -9,6 +11,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
@@ -80,6 +83,9 @@ var _ = Describe("OS streams on a 5.0 cluster", func() {
 			Eventually(func() any { return p.image(cpmsProviderSpec()) }).Should(Equal(p.rhel10))
 			Eventually(machineSetEvents("centos")).Should(ContainElement(
 				"OSStreamNotInBootImages: Boot image update skipped: label machineconfiguration.openshift.io/osstream=centos-10 names OS stream centos-10, which coreos-bootimages key streams does not carry (it has rhel-10, rhel-9)"))
+			Eventually(machineSetEvents("centos")).Should(ContainElement(bootimage.ReasonOSStreamMismatch+
+				": It names OS stream centos-10, which coreos-bootimages does not carry, so it keeps its boot image; its machines join MachineConfigPool worker, which runs rhel-10 (OSImageStream cluster status.defaultStream); make the label and the pool agree"),
+				"nothing is booted and then rebased: the object keeps its image")
 			Eventually(machineSetEvents("rhel9")).Should(ContainElement(HavePrefix(bootimage.ReasonOSStreamMismatch +
 				": The boot image comes from OS stream rhel-9, but its machines join MachineConfigPool worker, which runs rhel-10")))
 			if p.platform == configv1.AWSPlatformType {
@@ -94,6 +100,33 @@ var _ = Describe("OS streams on a 5.0 cluster", func() {
 		},
 		Entry("on AWS", aws), Entry("on GCP", gcp), Entry("on Azure", azure),
 	)
+
+	It("says a malformed entry of streams as broken input, degraded, whether or not an object boots it, and updates the other stream's objects", func() {
+		cluster(configv1.GCPPlatformType, true)
+		bootImages := fixtures.BootImagesConfigMap50(fixtures.Streams50(), fixtures.OCP50ReleaseVersion)
+		var streams map[string]json.RawMessage
+		Expect(json.Unmarshal([]byte(bootImages.Data["streams"]), &streams)).To(Succeed())
+		streams["rhel-10"] = json.RawMessage(`{"stream": "rhcos-5.0", "architectures": "garbage"}`)
+		data, err := json.Marshal(streams)
+		Expect(err).NotTo(HaveOccurred())
+		bootImages.Data["streams"] = string(data)
+		rhel9 := fixtures.MachineSet("rhel9", fixtures.GCPProviderSpec(fixtures.OldGCPImage))
+		fixtures.Labelled("rhel-9", &rhel9.Labels, &rhel9.Spec.Template.Labels)
+		Expect(fixtures.Create(ctx, k8s, fixtures.MachineConfiguration(nil), bootImages, fixtures.OSImageStream("rhel-9"),
+			fixtures.UserDataSecret("worker-user-data", fixtures.IgnitionStubV3), rhel9)).To(Succeed())
+		DeferCleanup(func() {
+			Expect(k8s.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(kube.MCONamespace))).To(Succeed())
+			Expect(k8s.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(fixtures.MachineAPINamespace))).To(Succeed())
+			Expect(k8s.DeleteAllOf(ctx, &mcfgv1.OSImageStream{})).To(Succeed())
+		})
+		mgr := startOperator(controllers.Options{Images: staticImages})
+		DeferCleanup(mgr.Stop)
+
+		Eventually(func() any { return providerSpec("rhel9")["disks"].([]any)[0].(map[string]any)["image"] }).Should(Equal(fixtures.NewGCPImage))
+		broken := "ConfigMap openshift-machine-config-operator/coreos-bootimages key streams, entry rhel-10: not a CoreOS stream: a string at architectures where an object is expected"
+		Eventually(condition("BootImageUpdateDegraded")).Should(And(HaveField("Status", metav1.ConditionTrue), HaveField("Message", ContainSubstring(broken))))
+		Eventually(eventNotes(bootimage.ReasonInvalidStream)).Should(ContainElement(broken))
+	})
 
 	It("takes a pool's new stream for its unlabelled MachineSets", func() {
 		cluster(configv1.GCPPlatformType, true)

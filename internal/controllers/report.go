@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -25,7 +26,11 @@ func reportFailure(ctx context.Context, recorder record.EventRecorder, tracker *
 	log := logf.FromContext(ctx).WithValues("reason", d.Reason)
 	if noteChanged && d.StreamNote != "" {
 		log.Info("OS stream disagreement", "osStream", d.Stream, "message", d.StreamNote)
-		recorder.Event(obj, corev1.EventTypeWarning, bootimage.ReasonOSStreamMismatch, "The boot image comes from OS stream "+d.Stream+", but "+d.StreamNote)
+		message := "The boot image comes from OS stream " + d.Stream + ", but " + d.StreamNote
+		if d.Reason == bootimage.ReasonOSStreamNotInBootImages {
+			message = "It " + d.StreamWarning()
+		}
+		recorder.Event(obj, corev1.EventTypeWarning, bootimage.ReasonOSStreamMismatch, message)
 	}
 	if !changed {
 		return
@@ -47,7 +52,7 @@ func reportFailure(ctx context.Context, recorder record.EventRecorder, tracker *
 			log.V(1).Info("Cannot update boot image", "message", d.Message)
 			return
 		}
-		log.Info("Cannot update boot image", "message", d.Message)
+		log.Error(errors.New(d.Message), "Cannot update boot image")
 		recorder.Event(obj, corev1.EventTypeWarning, d.Reason, "Boot image update failed: "+d.Message)
 	}
 }
