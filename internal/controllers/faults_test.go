@@ -31,6 +31,7 @@ import (
 type apiWrites struct {
 	mu     sync.Mutex
 	byName map[string]int
+	last   client.Object
 }
 
 // watchWrites watches list (in namespace, "" for all) until the spec ends.
@@ -50,10 +51,24 @@ func watchWrites(list client.ObjectList, namespace string) *apiWrites {
 			}
 			c.mu.Lock()
 			c.byName[obj.GetName()]++
+			c.last = obj
 			c.mu.Unlock()
 		}
 	}()
 	return c
+}
+
+// observedGeneration is the status.observedGeneration of the last MachineConfiguration the watch
+// delivered: a watch delivers an object's writes in order, so once it shows an answer, every
+// write before that answer has been counted.
+func (c *apiWrites) observedGeneration() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	mc, _ := c.last.(*operatorv1.MachineConfiguration)
+	if mc == nil {
+		return 0
+	}
+	return mc.Status.ObservedGeneration
 }
 
 func (c *apiWrites) total() int {
@@ -158,7 +173,9 @@ var _ = Describe("An EC2 outage", func() {
 		Eventually(func() int { return server.CallsIn("us-east-1") + server.CallsIn("us-west-2") }, "30s").Should(BeNumerically(">=", calls+4), "two more flights per region")
 		Eventually(machineSetReconciles, "30s").Should(BeNumerically(">=", reconciles+n/2), "the retries' reconciles")
 		rounds := time.Since(start)
-		generationBarrier()
+		answered := generationBarrier()
+		// A GET sees the operator's answer before the watch delivers it: count once the watch has.
+		Eventually(statusWrites.observedGeneration).Should(Equal(answered), "the watch delivered the operator's answer")
 		Expect(statusWrites.total()).To(Equal(writesAtError+2), "no status write while the fault stays the same (the barrier's spec write and the operator's answer aside)")
 		Expect(warningEvents(bootimage.ReasonCloudLookupFailed)).To(HaveLen(n))
 		for name, count := range warningEvents(bootimage.ReasonCloudLookupFailed) {
@@ -220,7 +237,7 @@ var _ = Describe("A throttling EC2", func() {
 // machineconfiguration controller has one key and one worker, so the reconcile answering the bump
 // ran after every reconcile an earlier trigger started (a retry round's Tracker poke is handed over
 // within that round, long before the bump), and wrote what they would have.
-func generationBarrier() {
+func generationBarrier() int64 {
 	GinkgoHelper()
 	mc := machineConfiguration()
 	level := operatorv1.Debug
@@ -229,4 +246,5 @@ func generationBarrier() {
 	}
 	Expect(k8s.Patch(ctx, mc, client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"operatorLogLevel":%q}}`, level)))).To(Succeed(), "the barrier's write")
 	Eventually(func() int64 { return machineConfiguration().Status.ObservedGeneration }).Should(Equal(mc.Generation), "the operator answered the barrier")
+	return mc.Generation // the patch filled mc with the server's answer
 }
