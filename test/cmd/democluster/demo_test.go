@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +58,7 @@ var _ = Describe("The demo's tutorial", Ordered, func() {
 	var (
 		ctx                         = context.Background()
 		d                           *demo
+		demoDir                     string
 		bin, metricsAddr, token     string
 		servingCA                   []byte
 		savedStream                 *corev1.ConfigMap
@@ -72,7 +74,8 @@ var _ = Describe("The demo's tutorial", Ordered, func() {
 		output, err := build.CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), "%s", output)
 
-		d, err = start(ctx, GinkgoT().TempDir())
+		demoDir = GinkgoT().TempDir()
+		d, err = start(ctx, demoDir)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(d.stop)
 
@@ -217,6 +220,21 @@ var _ = Describe("The demo's tutorial", Ordered, func() {
 		events := &corev1.EventList{}
 		Expect(d.env.Client.List(ctx, events, client.InNamespace(fixtures.MachineAPINamespace))).To(Succeed())
 		Expect(events.Items).To(ContainElement(And(HaveField("Reason", "CopyingImage"), HaveField("InvolvedObject.Name", copyName))))
+	})
+
+	It("refuses a second demo over the running one, leaving its kubeconfig alone, and has help", func() {
+		before, err := os.ReadFile(d.kubeconfig)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = start(ctx, demoDir)
+		Expect(err).To(MatchError(ContainSubstring("a demo is already running (process " + strconv.Itoa(os.Getpid()))))
+		Expect(os.ReadFile(d.kubeconfig)).To(Equal(before))
+		for _, args := range [][]string{{"--help"}, {"-h"}} {
+			help, _ := parseArgs(args)
+			Expect(help).To(BeTrue(), "%v", args)
+		}
+		help, err := parseArgs([]string{"now"})
+		Expect(help).To(BeFalse())
+		Expect(err).To(MatchError(`unexpected argument "now"`))
 	})
 
 	It("1. opts a MachineSet out, by label, once skew enforcement is Manual", func() {

@@ -6,12 +6,15 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -40,11 +43,41 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
 )
 
+const usage = `Usage: democluster
+
+Starts a local kube-apiserver and etcd, seeds a demo AWS cluster with outdated boot images and a
+local fake EC2, runs bootimage-operator against it and prints its Events and boot images, until
+Ctrl-C. It writes bin/demo/kubeconfig and bin/demo/ec2-ca.pem for a second terminal, and refuses to
+start while another demo runs. It takes no arguments: make run builds and starts it. The README's
+tutorial says what to try.
+`
+
 func main() {
+	switch help, err := parseArgs(os.Args[1:]); {
+	case help:
+		fmt.Print(usage)
+		return
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "democluster: %v\n\n%s", err, usage)
+		os.Exit(2)
+	}
 	if err := run(); err != nil {
 		fmt.Fprintf(os.Stderr, "democluster: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// parseArgs reads the command line: help, or nothing at all.
+func parseArgs(args []string) (help bool, err error) {
+	flags := flag.NewFlagSet("democluster", flag.ContinueOnError)
+	flags.SetOutput(io.Discard)
+	if err := flags.Parse(args); err != nil {
+		return errors.Is(err, flag.ErrHelp), err
+	}
+	if flags.NArg() > 0 {
+		return false, fmt.Errorf("unexpected argument %q", flags.Arg(0))
+	}
+	return false, nil
 }
 
 func run() error {
@@ -82,21 +115,47 @@ type demo struct {
 	ec2                  *fakecloud.EC2
 	seeded               []client.Object
 	kubeconfig, caBundle string
+	// lock is held while the demo runs, so a second one cannot overwrite its files.
+	lock *os.File
+}
+
+// lockDemo takes dir's lock, or says which demo holds it: a second demo would overwrite the
+// kubeconfig and CA a running one's second terminal uses.
+func lockDemo(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		pid, _ := io.ReadAll(f)
+		_ = f.Close()
+		return nil, fmt.Errorf("a demo is already running (process %s holds %s): stop it with Ctrl-C in its terminal first", strings.TrimSpace(string(pid)), filepath.Join(dir, "lock"))
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return f, nil
 }
 
 // start starts kube-apiserver, etcd and the fake EC2, seeds the demo cluster and writes the
 // kubeconfig and the EC2 CA into dir.
 func start(ctx context.Context, dir string) (_ *demo, err error) {
-	say("Starting kube-apiserver and etcd")
 	d := &demo{}
-	if d.env, err = testenv.Start(testenv.Options{FeatureSet: manifests.TechPreviewNoUpgrade}); err != nil {
-		return nil, err
-	}
 	defer func() {
 		if err != nil {
 			d.stop()
 		}
 	}()
+	if d.lock, err = lockDemo(dir); err != nil {
+		return nil, err
+	}
+	say("Starting kube-apiserver and etcd")
+	if d.env, err = testenv.Start(testenv.Options{FeatureSet: manifests.TechPreviewNoUpgrade}); err != nil {
+		return nil, err
+	}
 	// EC2 for the demo: a local endpoint speaking the EC2 Query API, which the operator reaches
 	// through the real SDK, as on AWS, via the Infrastructure's ec2 service endpoint.
 	d.ec2 = fakecloud.NewEC2(append(fixtures.AWSImages(), nextRHCOSAMI, installerCopy))
@@ -126,11 +185,19 @@ func (d *demo) operator(ctx context.Context, binary string, args ...string) *exe
 }
 
 func (d *demo) stop() {
+	if d == nil {
+		return
+	}
 	if d.ec2 != nil {
 		d.ec2.Close()
 	}
-	say("Stopping kube-apiserver and etcd")
-	_ = d.env.Stop()
+	if d.env != nil {
+		say("Stopping kube-apiserver and etcd")
+		_ = d.env.Stop()
+	}
+	if d.lock != nil {
+		_ = d.lock.Close() // releases the lock
+	}
 }
 
 // nextRHCOSAMI is a newer RHCOS AMI in us-east-1 than the stream's, for "roll the stream".
