@@ -1,12 +1,16 @@
 package refresh_test
 
 import (
+	"encoding/json"
 	"fmt"
 
 	ign "github.com/coreos/ignition/v2/config/v3_5/types"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/bootimage-operator/bootimage-operator/refresh"
 )
@@ -39,6 +43,29 @@ func checkMCOCase(c mcoCase) {
 	Expect(res.Actions).To(Equal(actions), "%+v", res.Changes)
 	for _, ch := range res.Changes {
 		Expect(ch.Rule).NotTo(Or(BeEmpty(), HaveSuffix(" "), ContainSubstring("  ")), "the rule names what it decides, without stray spaces")
+	}
+
+	// The daemon's one call, on the two MachineConfigs it would hold, answers the same.
+	oldMC, newMC := machineConfig("rendered-worker-old", c.old...), machineConfig("rendered-worker-new", c.new...)
+	mcRes, err := refresh.DecideMachineConfigs(oldMC, newMC, policies)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(mcRes.Outcome).To(Equal(c.outcome), "DecideMachineConfigs: %+v", mcRes.Changes)
+	Expect(mcRes.Actions).To(Equal(actions), "DecideMachineConfigs: %+v", mcRes.Changes)
+}
+
+// machineConfig is the rendered MachineConfig holding config(opts...), its Ignition config as
+// JSON in spec.config, as the daemon reads it from the API.
+func machineConfig(name string, opts ...cfgOpt) *mcfgv1.MachineConfig {
+	GinkgoHelper()
+	s := refresh.SpecOf(config(opts...))
+	raw, err := json.Marshal(s.Ignition)
+	Expect(err).NotTo(HaveOccurred())
+	return &mcfgv1.MachineConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: mcfgv1.MachineConfigSpec{
+			OSImageURL: s.OSImageURL, KernelArguments: s.KernelArguments, FIPS: s.FIPS,
+			KernelType: s.KernelType, Extensions: s.Extensions, Config: runtime.RawExtension{Raw: raw},
+		},
 	}
 }
 
