@@ -32,6 +32,7 @@ import (
 	ign35 "github.com/coreos/ignition/v2/config/v3_5"
 	ign "github.com/coreos/ignition/v2/config/v3_5/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -89,7 +90,9 @@ func FromIgnition(raw []byte) (Config, error) {
 // MachineConfig it runs (old) to the one it is asked to run (new) without a reboot, under
 // clusterPolicies (the daemon's mcop.Status.NodeDisruptionPolicyStatus.ClusterPolicies). It is
 // FromMachineConfig of each, Diff and Decide; an error names the config that cannot be read.
-func DecideMachineConfigs(old, new *mcfgv1.MachineConfig, clusterPolicies Policies) (Result, error) {
+// storageOverrides are the daemon's mcop.Spec.IrreconcilableValidationOverrides.Storage: a disks,
+// filesystems or RAID change they name is let through with no action, as the daemon does.
+func DecideMachineConfigs(old, new *mcfgv1.MachineConfig, clusterPolicies Policies, storageOverrides ...operatorv1.IrreconcilableValidationOverridesStorage) (Result, error) {
 	from, err := FromMachineConfig(old)
 	if err != nil {
 		return Result{}, fmt.Errorf("current config: %v", err)
@@ -102,7 +105,7 @@ func DecideMachineConfigs(old, new *mcfgv1.MachineConfig, clusterPolicies Polici
 	if err != nil {
 		return Result{}, err
 	}
-	return Decide(changes, clusterPolicies), nil
+	return decide(changes, clusterPolicies, storageOverrides), nil
 }
 
 // Diff lists the changes from old to new in a deterministic order: the MachineConfig fields,
