@@ -1,6 +1,7 @@
 package controllers_test
 
 import (
+	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
@@ -37,5 +38,21 @@ var _ = Describe("What an embedder links", func() {
 			}
 		}
 		Expect(importers).To(ConsistOf(module + "/controllers"))
+	})
+})
+
+var _ = Describe("The module's packages", func() {
+	It("each say what they are under their own name", func() {
+		out, err := exec.Command("go", "list", "-f", `{{if and .GoFiles (ne .Name "main")}}{{.ImportPath}}|{{.Name}}|{{.Doc}}{{end}}`, module+"/...").Output()
+		Expect(err).NotTo(HaveOccurred())
+		var wrong []string
+		for line := range strings.Lines(string(out)) {
+			path, rest, _ := strings.Cut(strings.TrimSpace(line), "|")
+			name, doc, _ := strings.Cut(rest, "|")
+			if !strings.HasPrefix(doc, "Package "+name+" ") {
+				wrong = append(wrong, fmt.Sprintf("%s (package %s): %q", path, name, doc))
+			}
+		}
+		Expect(wrong).To(BeEmpty(), "a package doc must start \"Package <name> \"")
 	})
 })

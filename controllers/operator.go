@@ -6,7 +6,9 @@
 //	mgr, err := ctrl.NewManager(cfg, opts)
 //	err = controllers.AddToManager(mgr, controllers.Options{Logger: log, FeatureGates: gates})
 //
-// Nothing is registered or set at import time.
+// Inside the machine-config-controller, import it under another name (docs/embedding.md uses
+// bootimageoperator): the MCC's run has a local controllers. NewScheme gives an embedder's tests
+// the operator's types. Nothing is registered or set at import time.
 package controllers
 
 import (
@@ -70,9 +72,11 @@ type Options struct {
 	// Name prefixes the controller names ("<Name>-machineset"), so that two registrations can
 	// share a process (tests). Default: none, the names the alerts and dashboards know.
 	Name string
-	// GCP links the GCP image lookups: pass gcpcloud.New (package bootimage/cloud/gcpcloud). Default: none,
-	// and GCP MachineSets are decided by the image prefix rule alone (as without credentials);
-	// the Google Cloud SDK is then not linked.
+	// GCP links the GCP image lookups: pass gcpcloud.New (package bootimage/cloud/gcpcloud, the
+	// one implementation of gcp.NewImages; the type stays in bootimage/gcp, beside the Images and
+	// Settings it is made of, so that naming it links no SDK). Default: none, and GCP MachineSets
+	// are decided by the image prefix rule alone (as without credentials); the Google Cloud SDK
+	// is then not linked.
 	GCP gcp.NewImages
 	// Images replaces the AWS and GCP image lookups altogether, by platform (a static catalogue,
 	// tests); vCenter is read as without it.
@@ -116,6 +120,11 @@ func FeatureGateAccess[G FeatureGateSet](access interface{ CurrentFeatureGates()
 // AddToScheme adds the types the operator reads and writes to s.
 func AddToScheme(s *runtime.Scheme) error { return kube.AddToScheme(s) }
 
+// NewScheme returns a new scheme holding the types of AddToScheme: client-go's and openshift/api's
+// config, operator, machine and machineconfiguration groups. It is ManagerOptions' scheme, and
+// what an embedder's tests give their clients to read what the operator writes.
+func NewScheme() *runtime.Scheme { return kube.NewScheme() }
+
 // ManagerOptions returns manager options with what the operator needs: its scheme, a REST mapper
 // that starts without the Machine API, and a cache
 // holding MachineSets, the ControlPlaneMachineSet and Secrets of openshift-machine-api and
@@ -124,7 +133,7 @@ func AddToScheme(s *runtime.Scheme) error { return kube.AddToScheme(s) }
 // its own scheme replaces Scheme after AddToScheme on it.
 func ManagerOptions() ctrl.Options {
 	return ctrl.Options{
-		Scheme: kube.NewScheme(), Cache: CacheOptions(kube.MCONamespace), NewCache: NewCache(nil),
+		Scheme: NewScheme(), Cache: CacheOptions(kube.MCONamespace), NewCache: NewCache(nil),
 		// Knows the scope of the Machine API types before they are served, so the manager starts
 		// on a cluster without them.
 		MapperProvider: crdgate.NewRESTMapper,

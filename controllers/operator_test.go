@@ -214,6 +214,19 @@ var _ = Describe("A manager of another binary", Ordered, func() {
 	})
 })
 
+const mcoNamespace = "openshift-machine-config-operator"
+
+var _ = Describe("NewScheme", func() {
+	It("holds every type AddToManager checks for, and is a new scheme each time", func() {
+		mgr, err := ctrl.NewManager(asOperator, bareOptions(ctrl.Options{
+			Scheme: controllers.NewScheme(), Cache: controllers.CacheOptions(mcoNamespace), NewCache: controllers.NewCache(nil),
+		}))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(controllers.Check(mgr, mcoNamespace)).To(Succeed())
+		Expect(controllers.NewScheme()).NotTo(BeIdenticalTo(controllers.NewScheme()))
+	})
+})
+
 var _ = Describe("AddToManager on a manager that cannot serve it", func() {
 	DescribeTable("says what is missing and registers nothing",
 		func(opts func() ctrl.Options, messages ...string) {

@@ -110,7 +110,7 @@ func TestClusterAPIRoleIsTheRegistry(t *testing.T) {
 		want = append(want, strings.ToLower(kind)+"s", strings.ToLower(strings.TrimSuffix(kind, "Template"))+"s")
 	}
 	slices.Sort(want)
-	for _, file := range []string{RBACFile, filepath.Join("embedded", "machine-config-controller-bootimage-rbac.yaml")} {
+	for _, file := range []string{RBACFile, filepath.Join(EmbeddedDir, EmbeddedClusterAPIRoleFile)} {
 		roles := 0
 		for _, doc := range documentsOf(t, file) {
 			var role rbacv1.Role

@@ -2,7 +2,11 @@
 // a reboot, and which service actions follow: the rules of the MCO's Node Disruption Policies,
 // shared by the MCO and HyperShift so the two cannot drift. It is pure: configs in, decisions out.
 //
-// Each kind of input has one way in, and every decision is Diff then Decide:
+// The MCO daemon holds two rendered MachineConfigs and its cluster policies; one call decides:
+//
+//	result, err := refresh.DecideMachineConfigs(oldConfig, newConfig, clusterPolicies)
+//
+// Underneath, each kind of input has one way in, and every decision is Diff then Decide:
 //
 //	a rendered MachineConfig                       FromMachineConfig
 //	a bare Ignition config (JSON)                  FromIgnition
@@ -28,6 +32,7 @@ import (
 	ign35 "github.com/coreos/ignition/v2/config/v3_5"
 	ign "github.com/coreos/ignition/v2/config/v3_5/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -79,6 +84,28 @@ func FromIgnition(raw []byte) (Config, error) {
 		return Config{}, err
 	}
 	return Config{c: nodeConfig{Ignition: ic}}, nil
+}
+
+// DecideMachineConfigs is the MCO daemon's question in one call: may a node go from the rendered
+// MachineConfig it runs (old) to the one it is asked to run (new) without a reboot, under
+// clusterPolicies (the daemon's mcop.Status.NodeDisruptionPolicyStatus.ClusterPolicies). It is
+// FromMachineConfig of each, Diff and Decide; an error names the config that cannot be read.
+// storageOverrides are the daemon's mcop.Spec.IrreconcilableValidationOverrides.Storage: a disks,
+// filesystems or RAID change they name is let through with no action, as the daemon does.
+func DecideMachineConfigs(old, new *mcfgv1.MachineConfig, clusterPolicies Policies, storageOverrides ...operatorv1.IrreconcilableValidationOverridesStorage) (Result, error) {
+	from, err := FromMachineConfig(old)
+	if err != nil {
+		return Result{}, fmt.Errorf("current config: %v", err)
+	}
+	to, err := FromMachineConfig(new)
+	if err != nil {
+		return Result{}, fmt.Errorf("new config: %v", err)
+	}
+	changes, err := Diff(from, to)
+	if err != nil {
+		return Result{}, err
+	}
+	return decide(changes, clusterPolicies, storageOverrides), nil
 }
 
 // Diff lists the changes from old to new in a deterministic order: the MachineConfig fields,

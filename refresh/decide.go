@@ -70,7 +70,11 @@ type verdict struct {
 // matched policies in the order the policies list them (files, then units, then ssh keys), every
 // one kept, an action shared by several policies merged where that keeps each policy's order, and
 // a Drain, which the MCO performs before writing anything, first.
-func Decide(changes []Change, policies Policies) Result {
+func Decide(changes []Change, policies Policies) Result { return decide(changes, policies, nil) }
+
+// decide is Decide with the storage sections the admin lets through
+// (spec.irreconcilableValidationOverrides.storage of MachineConfiguration/cluster).
+func decide(changes []Change, policies Policies, storageOverrides []operatorv1.IrreconcilableValidationOverridesStorage) Result {
 	files := cleanFilePolicies(policies.Files)
 	res := Result{Outcome: NoChange, Actions: []Action{}, Changes: []ChangeDecision{}}
 	drain := false
@@ -78,6 +82,9 @@ func Decide(changes []Change, policies Policies) Result {
 	var undecided []int // changes refused unless the node drains anyway
 	for _, c := range changes {
 		v := judge(c, policies, files)
+		if c.Kind == KindStorage && overridden(storageOverrides, c.Name) {
+			v = verdict{outcome: InPlace, rule: c.Name + " changes are let through by spec.irreconcilableValidationOverrides.storage and not applied to a running node"}
+		}
 		if v.unlessDrained != "" {
 			undecided = append(undecided, len(res.Changes))
 		}
@@ -111,6 +118,17 @@ func Decide(changes []Change, policies Policies) Result {
 		res.Actions = append(res.Actions, actions...)
 	}
 	return res
+}
+
+// overridden says whether the storage section (a KindStorage change's name) is among overrides,
+// as the daemon's isConfigReconcilable reads them.
+func overridden(overrides []operatorv1.IrreconcilableValidationOverridesStorage, section string) bool {
+	want := map[string]operatorv1.IrreconcilableValidationOverridesStorage{
+		"disks":       operatorv1.IrreconcilableValidationOverridesStorageDisks,
+		"filesystems": operatorv1.IrreconcilableValidationOverridesStorageFileSystems,
+		"raid":        operatorv1.IrreconcilableValidationOverridesStorageRaid,
+	}[section]
+	return want != "" && slices.Contains(overrides, want)
 }
 
 // mergeActions appends next to acc keeping the order of both: an action of next is taken from

@@ -22,14 +22,15 @@ func renderedConfig(name, ignition string) *mcfgv1.MachineConfig {
 }
 
 // The MCO daemon's question: may a node go from one rendered config to the next without a
-// reboot? Here the new config changes the cluster pull secret, which the default policies apply
-// in place with no action, and a Chrony file, which no policy names.
-func ExampleDecide() {
+// reboot? It holds both configs and its cluster policies (here the defaults). The new config
+// changes the cluster pull secret, which the default policies apply in place with no action, and
+// a Chrony file, which no policy names.
+func ExampleDecideMachineConfigs() {
 	current := renderedConfig("rendered-worker-1", `{"ignition":{"version":"3.5.0"},"storage":{"files":[
 		{"path":"/var/lib/kubelet/config.json","contents":{"source":"data:,%7B%7D"}}]}}`)
 	next := renderedConfig("rendered-worker-2", `{"ignition":{"version":"3.4.0"},"storage":{"files":[
 		{"path":"/var/lib/kubelet/config.json","contents":{"source":"data:,%7B%22auths%22%3A%7B%7D%7D"}}]}}`)
-	res, err := decideMachineConfigs(current, next, refresh.DefaultPolicies())
+	res, err := refresh.DecideMachineConfigs(current, next, refresh.DefaultPolicies())
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -39,33 +40,15 @@ func ExampleDecide() {
 	next.Spec.Config.Raw = []byte(`{"ignition":{"version":"3.5.0"},"storage":{"files":[
 		{"path":"/var/lib/kubelet/config.json","contents":{"source":"data:,%7B%7D"}},
 		{"path":"/etc/chrony.conf","contents":{"source":"data:,pool%20ntp.example.com"}}]}}`)
-	res, _ = decideMachineConfigs(current, next, refresh.DefaultPolicies())
+	res, _ = refresh.DecideMachineConfigs(current, next, refresh.DefaultPolicies())
 	fmt.Println(res.Outcome, res.Changes[0].Rule)
 
 	// Spec 3.6 and later are refused, as the MCO refuses them.
 	next.Spec.Config.Raw = []byte(`{"ignition":{"version":"3.6.0"}}`)
-	_, err = decideMachineConfigs(current, next, refresh.DefaultPolicies())
+	_, err = refresh.DecideMachineConfigs(current, next, refresh.DefaultPolicies())
 	fmt.Println(err)
 	// Output:
 	// InPlace file policy /var/lib/kubelet/config.json: None
 	// Reboot no file policy matches /etc/chrony.conf
-	// MachineConfig "rendered-worker-2" spec.config: unsupported Ignition version "3.6.0": only spec 3.0.0 to 3.5.0 can be read, as in the MCO
-}
-
-// decideMachineConfigs is the whole call for two MachineConfigs: one constructor per input kind,
-// then Diff and Decide.
-func decideMachineConfigs(current, next *mcfgv1.MachineConfig, policies refresh.Policies) (refresh.Result, error) {
-	from, err := refresh.FromMachineConfig(current)
-	if err != nil {
-		return refresh.Result{}, err
-	}
-	to, err := refresh.FromMachineConfig(next)
-	if err != nil {
-		return refresh.Result{}, err
-	}
-	changes, err := refresh.Diff(from, to)
-	if err != nil {
-		return refresh.Result{}, err
-	}
-	return refresh.Decide(changes, policies), nil
+	// new config: MachineConfig "rendered-worker-2" spec.config: unsupported Ignition version "3.6.0": only spec 3.0.0 to 3.5.0 can be read, as in the MCO
 }

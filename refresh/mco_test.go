@@ -1,12 +1,16 @@
 package refresh_test
 
 import (
+	"encoding/json"
 	"fmt"
 
 	ign "github.com/coreos/ignition/v2/config/v3_5/types"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/bootimage-operator/bootimage-operator/refresh"
 )
@@ -21,8 +25,11 @@ import (
 type mcoCase struct {
 	old, new []cfgOpt
 	policies *refresh.Policies
-	outcome  refresh.Outcome
-	actions  []refresh.Action
+	// storageOverrides are MachineConfiguration spec.irreconcilableValidationOverrides.storage,
+	// which only DecideMachineConfigs takes.
+	storageOverrides []operatorv1.IrreconcilableValidationOverridesStorage
+	outcome          refresh.Outcome
+	actions          []refresh.Action
 }
 
 func checkMCOCase(c mcoCase) {
@@ -30,15 +37,40 @@ func checkMCOCase(c mcoCase) {
 	if c.policies != nil {
 		policies = *c.policies
 	}
-	res := decide(config(c.old...), config(c.new...), policies)
-	Expect(res.Outcome).To(Equal(c.outcome), "%+v", res.Changes)
 	actions := c.actions
 	if actions == nil {
 		actions = []refresh.Action{}
 	}
-	Expect(res.Actions).To(Equal(actions), "%+v", res.Changes)
-	for _, ch := range res.Changes {
-		Expect(ch.Rule).NotTo(Or(BeEmpty(), HaveSuffix(" "), ContainSubstring("  ")), "the rule names what it decides, without stray spaces")
+	if c.storageOverrides == nil {
+		res := decide(config(c.old...), config(c.new...), policies)
+		Expect(res.Outcome).To(Equal(c.outcome), "%+v", res.Changes)
+		Expect(res.Actions).To(Equal(actions), "%+v", res.Changes)
+		for _, ch := range res.Changes {
+			Expect(ch.Rule).NotTo(Or(BeEmpty(), HaveSuffix(" "), ContainSubstring("  ")), "the rule names what it decides, without stray spaces")
+		}
+	}
+
+	// The daemon's one call, on the two MachineConfigs it would hold, answers the same.
+	oldMC, newMC := machineConfig("rendered-worker-old", c.old...), machineConfig("rendered-worker-new", c.new...)
+	mcRes, err := refresh.DecideMachineConfigs(oldMC, newMC, policies, c.storageOverrides...)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(mcRes.Outcome).To(Equal(c.outcome), "DecideMachineConfigs: %+v", mcRes.Changes)
+	Expect(mcRes.Actions).To(Equal(actions), "DecideMachineConfigs: %+v", mcRes.Changes)
+}
+
+// machineConfig is the rendered MachineConfig holding config(opts...), its Ignition config as
+// JSON in spec.config, as the daemon reads it from the API.
+func machineConfig(name string, opts ...cfgOpt) *mcfgv1.MachineConfig {
+	GinkgoHelper()
+	s := refresh.SpecOf(config(opts...))
+	raw, err := json.Marshal(s.Ignition)
+	Expect(err).NotTo(HaveOccurred())
+	return &mcfgv1.MachineConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: mcfgv1.MachineConfigSpec{
+			OSImageURL: s.OSImageURL, KernelArguments: s.KernelArguments, FIPS: s.FIPS,
+			KernelType: s.KernelType, Extensions: s.Extensions, Config: runtime.RawExtension{Raw: raw},
+		},
 	}
 }
 
@@ -94,6 +126,30 @@ var _ = Describe("Cases ported from the MCO's reconcile_test.go", func() {
 				c.Ignition.Storage.Raid = []ign.Raid{{Name: "data", Level: ptr("stripe"), Devices: []ign.Device{"/dev/vda", "/dev/vdb"}}}
 			})},
 			outcome: refresh.Reject,
+		}),
+		Entry("TestIsRenderedConfigReconcilable Disk: a disks change is allowed if an override is given", mcoCase{
+			old:              []cfgOpt{withMC(func(c *refresh.Spec) { c.Ignition.Storage.Disks = []ign.Disk{{Device: "/one"}} })},
+			storageOverrides: []operatorv1.IrreconcilableValidationOverridesStorage{operatorv1.IrreconcilableValidationOverridesStorageDisks},
+			outcome:          refresh.InPlace,
+		}),
+		Entry("TestIsRenderedConfigReconcilable Filesystem: a filesystems change is allowed if an override is given", mcoCase{
+			old: []cfgOpt{withMC(func(c *refresh.Spec) {
+				c.Ignition.Storage.Filesystems = []ign.Filesystem{{Device: "/dev/sda1", Format: ptr("ext4"), Path: ptr("/foo/bar")}}
+			})},
+			storageOverrides: []operatorv1.IrreconcilableValidationOverridesStorage{operatorv1.IrreconcilableValidationOverridesStorageFileSystems},
+			outcome:          refresh.InPlace,
+		}),
+		Entry("TestIsRenderedConfigReconcilable Raid: a RAID change is allowed if an override is given", mcoCase{
+			old: []cfgOpt{withMC(func(c *refresh.Spec) {
+				c.Ignition.Storage.Raid = []ign.Raid{{Name: "data", Level: ptr("stripe"), Devices: []ign.Device{"/dev/vda", "/dev/vdb"}}}
+			})},
+			storageOverrides: []operatorv1.IrreconcilableValidationOverridesStorage{operatorv1.IrreconcilableValidationOverridesStorageRaid},
+			outcome:          refresh.InPlace,
+		}),
+		Entry("an override of another section lets a disks change through no more", mcoCase{
+			old:              []cfgOpt{withMC(func(c *refresh.Spec) { c.Ignition.Storage.Disks = []ign.Disk{{Device: "/one"}} })},
+			storageOverrides: []operatorv1.IrreconcilableValidationOverridesStorage{operatorv1.IrreconcilableValidationOverridesStorageRaid},
+			outcome:          refresh.Reject,
 		}),
 		Entry("TestIsRenderedConfigReconcilable PasswdGroups: adding a group is refused", mcoCase{
 			new:     []cfgOpt{withMC(func(c *refresh.Spec) { c.Ignition.Passwd.Groups = []ign.PasswdGroup{{Name: "testGroup"}} })},

@@ -1,3 +1,5 @@
+// Package aws decides AWS MachineSets' boot images: the AMI of the stream for the region, and
+// its lookup interface (Images), which bootimage/cloud/awscloud implements with EC2.
 package aws
 
 import (

@@ -1,3 +1,5 @@
+// Package azure decides Azure MachineSets' boot images: the stream's marketplace image. It calls
+// no cloud.
 package azure
 
 import (

@@ -1,3 +1,6 @@
+// Package cloud holds what the cloud adapters share: the bounded, shared answer cache of
+// lookups, failures and their backoff, the write fence of cloud calls and the request observer. It links
+// no cloud SDK; the adapters below it (awscloud, gcpcloud, vspherecloud) do, one each.
 package cloud
 
 import (

@@ -1,3 +1,7 @@
+// Package gcp decides GCP MachineSets' boot images: the image of the stream, and its lookup
+// interface (Images, Settings, NewImages), which bootimage/cloud/gcpcloud implements with the
+// compute API. The type of controllers.Options.GCP is NewImages, whose one implementation is
+// gcpcloud.New: a package of its own, so no package here links the Google Cloud SDK.
 package gcp
 
 import (

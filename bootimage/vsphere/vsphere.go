@@ -1,3 +1,6 @@
+// Package vsphere decides vSphere MachineSets' boot images: the template of the stream's OVA, and
+// the steps that import it and swap it in (Swapper), through the Templates interface that
+// bootimage/cloud/vspherecloud implements with vCenter.
 package vsphere
 
 import (
@@ -41,7 +44,7 @@ type Template struct {
 	IsTemplate bool
 }
 
-// Templates reads VM templates in vCenter. bootimage/cloud implements it with govmomi.
+// Templates reads VM templates in vCenter. bootimage/cloud/vspherecloud implements it with govmomi.
 type Templates interface {
 	// Template returns the VM named name directly inside at.Folder, nil when there is none:
 	// a VM of that name anywhere else is not the cluster's and is never looked at.

@@ -64,7 +64,7 @@ func writeRegistry(root string) error {
 	rule := func(verbs string) *regexp.Regexp {
 		return regexp.MustCompile(`(- apiGroups: \[` + regexp.QuoteMeta(bootimage.InfrastructureGroup) + `\]\n  resources: \[)[^\]]*(\]\n  verbs: \[` + regexp.QuoteMeta(verbs) + `\]\n)`)
 	}
-	for _, file := range []string{manifests.RBACFile, filepath.Join("embedded", "machine-config-controller-bootimage-rbac.yaml")} {
+	for _, file := range []string{manifests.RBACFile, filepath.Join(manifests.EmbeddedDir, manifests.EmbeddedClusterAPIRoleFile)} {
 		err := rewrite(filepath.Join(root, "manifests", file), func(s string) string {
 			s = rule("get, list, watch").ReplaceAllString(s, "${1}"+strings.Join(machines, ", ")+"${2}")
 			return rule("get, list, watch, create, delete").ReplaceAllString(s, "${1}"+strings.Join(templates, ", ")+"${2}")

@@ -77,7 +77,7 @@ func (a *clusterAPIAccess) allowed(ctx context.Context) bool {
 			rules = append(rules, fmt.Sprintf("{apiGroups: [%s], resources: [%s], verbs: [%s]}", r.Group, r.Resource, r.Verb))
 		}
 		msg = "The Cluster API controllers wait: the operator's roles lack the rules " + strings.Join(rules, ", ") +
-			" in namespace " + bootimage.ClusterAPINamespace + " (" + status.RBACManifest + " lists every rule it needs)"
+			" in namespace " + bootimage.ClusterAPINamespace + " (" + status.ClusterAPIRBACManifest + " lists every rule it needs)"
 	}
 	a.mu.Lock()
 	was := a.denied

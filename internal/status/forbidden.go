@@ -7,8 +7,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// RBACManifest is where the rules the operator needs inside the machine-config-controller are listed.
-const RBACManifest = "manifests/embedded/machine-config-controller-bootimage-rbac.yaml"
+// Where the rules the operator needs inside the machine-config-controller are listed: every file
+// of RBACManifests, the Cluster API ones in ClusterAPIRBACManifest (manifests.EmbeddedDir and
+// manifests.EmbeddedClusterAPIRoleFile, which this package does not import).
+const (
+	RBACManifests          = "manifests/embedded/"
+	ClusterAPIRBACManifest = "manifests/embedded/bootimage-role-cluster-api.yaml"
+)
 
 // Rule is the RBAC rule a write needs.
 type Rule struct {
@@ -59,5 +64,5 @@ func (f *ForbiddenError) Error() string {
 		said = status.Status().Message
 	}
 	return fmt.Sprintf("Forbidden to %s %s %s: the operator's roles lack the rule {apiGroups: [%s], resources: [%s], verbs: [%s]} %s (%s lists every rule it needs); the API server said: %s",
-		r.Verb, r.Resource, scope, group, r.Resource, r.Verb, scope, RBACManifest, said)
+		r.Verb, r.Resource, scope, group, r.Resource, r.Verb, scope, RBACManifests, said)
 }

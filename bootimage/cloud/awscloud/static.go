@@ -1,5 +1,6 @@
-// Package cloud holds the image catalogues bootimage.Decide consults: EC2 and GCP compute through
-// their SDKs, and a static list for offline planning and tests.
+// Package awscloud looks AMIs up with EC2 (EC2, and the credentials it reads) for aws.Images,
+// and holds a static list of AMIs (Static) for offline planning and tests. It is the only
+// package of bootimage/ that links the AWS SDK's service clients.
 package awscloud
 
 import (

@@ -1,6 +1,7 @@
-// Package gcp looks GCP compute images up for the boot image pre-flight check. It is the only
-// package that links the Google Cloud SDK: an embedder registers it (controllers.Options.GCP) only
-// when the operator may run on GCP.
+// Package gcpcloud looks GCP compute images up with the compute API for the boot image
+// pre-flight check: New, a gcp.NewImages, is what controllers.Options.GCP takes. It is the only
+// package that links the Google Cloud SDK: an embedder registers it only when the operator may
+// run on GCP.
 package gcpcloud
 
 import (

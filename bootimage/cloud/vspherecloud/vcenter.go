@@ -1,3 +1,5 @@
+// Package vspherecloud implements vsphere.Templates with vCenter (govmomi) and keeps the
+// downloaded OVAs (OVACache). It is the only package of bootimage/ that links govmomi.
 package vspherecloud
 
 import (

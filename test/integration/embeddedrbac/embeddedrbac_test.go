@@ -1,7 +1,7 @@
 // Package embeddedrbac runs controllers.AddToManager as the machine-config-controller's
 // ServiceAccount, holding only the MCC's own roles (openshift/machine-config-operator
 // manifests/machineconfigcontroller/ at 7ff337a4, the rules the operator touches) plus the
-// documented embedded RBAC (manifests/embedded/machine-config-controller-bootimage-rbac.yaml).
+// documented embedded RBAC (manifests/embedded/, rendered as the MCO renders its manifests).
 package embeddedrbac_test
 
 import (
@@ -10,8 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -56,9 +55,17 @@ var mccRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create", "get", "update"}},
 }
 
-// grantMCC creates the MCC's roles and bindings: its ClusterRole, its Events role bound in
-// default and its own namespace, its ConfigMaps role in its own namespace.
+// grantMCC creates the MCC's roles and bindings (mccObjects).
 func grantMCC(c client.Client) {
+	for _, o := range mccObjects() {
+		Expect(c.Create(ctx, o)).To(Succeed())
+	}
+}
+
+// mccObjects are the MCC's roles and bindings: its ClusterRole, its Events role bound in default
+// and its own namespace, its ConfigMaps role in its own namespace, its install-config role in
+// kube-system.
+func mccObjects() []client.Object {
 	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: kube.MCONamespace, Name: mccServiceAccount}}
 	objs := []client.Object{
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "machine-config-controller"}, Rules: mccRules},
@@ -70,14 +77,16 @@ func grantMCC(c client.Client) {
 			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}}}},
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: kube.MCONamespace, Name: "machine-config-controller-configmaps"}, Subjects: subject,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "machine-config-controller-configmaps"}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "machine-config-controller-install-config"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"cluster-config-v1"}, Verbs: []string{"get"}}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "machine-config-controller-install-config"}, Subjects: subject,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "machine-config-controller-install-config"}},
 	}
 	for _, ns := range []string{"default", kube.MCONamespace} {
 		objs = append(objs, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "machine-config-controller-events"}, Subjects: subject,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "machine-config-controller-events"}})
 	}
-	for _, o := range objs {
-		Expect(c.Create(ctx, o)).To(Succeed())
-	}
+	return objs
 }
 
 // grantEmbedded creates the documented embedded RBAC, after edit has had its way with each object.
@@ -85,36 +94,11 @@ func grantEmbedded(c client.Client, edit func(client.Object)) {
 	grantEmbeddedIf(c, func(o client.Object) bool { edit(o); return true })
 }
 
-// grantEmbeddedIf creates the objects of the documented embedded RBAC that keep keeps, after it
-// has had its way with them.
+// grantEmbeddedIf creates the objects of the documented embedded RBAC, rendered for the MCC's
+// namespace as the MCO renders them, that keep keeps, after it has had its way with them.
 func grantEmbeddedIf(c client.Client, keep func(client.Object) bool) {
-	data, err := os.ReadFile(filepath.Join(manifests.RepoRoot(), status.RBACManifest))
-	Expect(err).NotTo(HaveOccurred())
-	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	created := 0
-	for {
-		var raw json.RawMessage
-		if err := decoder.Decode(&raw); errors.Is(err, io.EOF) {
-			break
-		} else {
-			Expect(err).NotTo(HaveOccurred())
-		}
-		var meta metav1.TypeMeta
-		Expect(json.Unmarshal(raw, &meta)).To(Succeed())
-		var obj client.Object
-		switch meta.Kind {
-		case "ClusterRole":
-			obj = &rbacv1.ClusterRole{}
-		case "ClusterRoleBinding":
-			obj = &rbacv1.ClusterRoleBinding{}
-		case "Role":
-			obj = &rbacv1.Role{}
-		case "RoleBinding":
-			obj = &rbacv1.RoleBinding{}
-		default:
-			Fail("unexpected kind in " + status.RBACManifest + ": " + meta.Kind)
-		}
-		Expect(json.Unmarshal(raw, obj)).To(Succeed())
+	for _, obj := range embeddedObjects() {
 		if !keep(obj) {
 			continue
 		}
@@ -122,6 +106,52 @@ func grantEmbeddedIf(c client.Client, keep func(client.Object) bool) {
 		created++
 	}
 	Expect(created).To(BeNumerically(">", 0))
+}
+
+// embeddedObjects are the objects of manifests/embedded/ rendered for the MCC's namespace, one
+// a file, by file name.
+func embeddedObjects() []client.Object {
+	GinkgoHelper()
+	files, err := manifests.RenderEmbedded(kube.MCONamespace)
+	Expect(err).NotTo(HaveOccurred())
+	var objs []client.Object
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		obj, err := embeddedObject(files[name])
+		Expect(err).NotTo(HaveOccurred(), name)
+		objs = append(objs, obj)
+	}
+	return objs
+}
+
+// embeddedObject decodes the one RBAC object of an embedded file.
+func embeddedObject(data []byte) (client.Object, error) {
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var raw json.RawMessage
+	if err := decoder.Decode(&raw); err != nil {
+		return nil, err
+	}
+	var more json.RawMessage
+	if err := decoder.Decode(&more); !errors.Is(err, io.EOF) {
+		return nil, errors.New("more than one object: the MCO keeps one a file")
+	}
+	var meta metav1.TypeMeta
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		return nil, err
+	}
+	var obj client.Object
+	switch meta.Kind {
+	case "ClusterRole":
+		obj = &rbacv1.ClusterRole{}
+	case "ClusterRoleBinding":
+		obj = &rbacv1.ClusterRoleBinding{}
+	case "Role":
+		obj = &rbacv1.Role{}
+	case "RoleBinding":
+		obj = &rbacv1.RoleBinding{}
+	default:
+		return nil, errors.New("unexpected kind " + meta.Kind)
+	}
+	return obj, json.Unmarshal(raw, obj)
 }
 
 // asMCC starts the operator as the MCC's ServiceAccount.
