@@ -30,10 +30,11 @@ import (
 // owner is gone, and in a sweep of the whole namespace that catches what an event missed. It
 // reads only the Cluster API cache, so a steady state costs no request.
 //
-// A copy is never deleted while it is in use. Between the reads and the delete, only this
-// operator points an owner at a copy that already exists (an old copy reused, as when an image
-// comes back): it claims the copy first, under the lock the collector holds from its reads to its
-// deletes, and a claimed copy is kept for the grace period. Cluster API's own controllers only
+// A copy is never deleted while this operator's own writes use it. Between the reads and the
+// delete, this operator points an owner at a copy that already exists only after claiming it (an
+// old copy reused, as when an image comes back), under the lock the collector holds from its
+// reads to its deletes, and a claimed copy is kept for the grace period. Another writer pointing
+// an owner at an existing copy in that window is not guarded against. Cluster API's own controllers only
 // clone the template their owner names; one cloning, from a stale cache, a copy just deleted
 // fails and retries with the owner's current template. The delete is conditional on the UID
 // read, so a template recreated under the same name is not deleted.

@@ -38,7 +38,7 @@ func NewMetrics() *Metrics {
 		}, []string{"kind", "reason"}),
 		lastSuccessfulReconcile: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "bootimage_last_successful_reconcile_timestamp_seconds",
-			Help: "Unix time of the last MachineSet or ControlPlaneMachineSet reconcile that ran to the end.",
+			Help: "Unix time of the last MachineSet, ControlPlaneMachineSet or Cluster API MachineSet or MachineDeployment reconcile that ran to the end.",
 		}),
 		degradedGauge: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "bootimage_degraded",

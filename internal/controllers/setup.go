@@ -1,6 +1,7 @@
-// Package controllers holds the operator's reconcilers: the MachineSet and ControlPlaneMachineSet
-// boot image reconcilers, the MachineConfiguration status reconciler and the feature gate
-// reporter. Embedders reach them only through controllers.AddToManager, which checks the manager
+// Package controllers holds the operator's reconcilers: the Machine API MachineSet and
+// ControlPlaneMachineSet boot image reconcilers, the Cluster API MachineSet and MachineDeployment
+// reconcilers with their template copy collector, the MachineConfiguration status reconciler and
+// the feature gate reporter. Embedders reach them only through controllers.AddToManager, which checks the manager
 // first; the status writer, the CRD gate and the vSphere imports are packages of their own.
 package controllers
 

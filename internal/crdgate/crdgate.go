@@ -1,5 +1,6 @@
-// Package crdgate starts the Machine API controllers once the API serves their CRDs, so the
-// operator starts and stays ready on a cluster without them.
+// Package crdgate starts controllers once the API serves their CRDs (the operator has two gates:
+// the Machine API's and Cluster API's), so the operator starts and stays ready on a cluster
+// without them.
 package crdgate
 
 import (

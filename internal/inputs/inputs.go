@@ -1,10 +1,14 @@
-// Package inputs is the one loader of a cluster's inputs: everything a boot image decision reads
+// Package inputs loads a cluster's inputs for the boot image reconcilers and bootimagectl plan:
+// everything a boot image decision reads
 // besides the object itself, and what each object's decision reads about it (its user-data
 // Secret; for a Cluster API object its template, its Machine API twin and its Cluster), all
 // through a client.Reader. The operator's reconcilers pass their cache-backed client,
 // `bootimagectl plan` its direct client on a cluster and an Objects reader over the files it was
 // given, so the CLI cannot read the cluster otherwise than the operator. The ways they differ on
-// purpose are the Loader's options, named where they are set.
+// purpose are the Loader's options, named where they are set. The MachineConfiguration status
+// reconciler does not load through Load: it reads the same objects with this package's functions
+// (GetOptional, BootImages, Version), as it composes from a spec its migrations may just have
+// changed in memory.
 //
 // It is its own package rather than part of internal/kube, which says where the inputs live and
 // builds the cloud catalogues from them: the loader reads through kube and internal/capi and
