@@ -55,6 +55,9 @@ type ScaleResult struct {
 	PeakRSSMiB         float64 `json:"peakRSSMiB"`
 	CPUSeconds         float64 `json:"cpuSeconds"`
 	DescribeImages     int64   `json:"describeImages,omitempty"`
+	// Nodes are the Nodes seeded beside the MachineSets (three of them control plane), with the
+	// master, worker and infra pools.
+	Nodes int `json:"nodes"`
 	// CopyImages and IdleEC2Requests: the AMI copy run's CopyImage calls, and EC2 requests of
 	// any kind while idle.
 	CopyImages      int64 `json:"copyImages,omitempty"`
@@ -91,6 +94,58 @@ func waveOf(platform configv1.PlatformType) wave {
 	}
 }
 
+// envCount is envInt that takes 0 as a value.
+func envCount(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v >= 0 {
+		return v
+	}
+	return def
+}
+
+// seedNodesAndPools creates n Nodes, as a cluster of that size has them (three control plane
+// Nodes, the rest workers, each with the labels a Node carries), and the master, worker and infra
+// MachineConfigPools, 8 at a time.
+func seedNodesAndPools(ctx context.Context, c client.Client, n int) error {
+	for _, p := range []string{"master", "worker", "infra"} {
+		if err := c.Create(ctx, fixtures.Pool(p, "")); err != nil {
+			return err
+		}
+	}
+	work := make(chan int)
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			var err error
+			for i := range work {
+				if err != nil {
+					continue
+				}
+				role := "node-role.kubernetes.io/worker"
+				if i < 3 {
+					role = "node-role.kubernetes.io/control-plane"
+				}
+				node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%05d", i), Labels: map[string]string{
+					role: "", corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux", corev1.LabelHostname: fmt.Sprintf("node-%05d", i),
+					corev1.LabelTopologyZone: "us-east-1a", corev1.LabelInstanceTypeStable: "m6i.xlarge",
+				}}}
+				err = c.Create(ctx, node)
+			}
+			errs <- err
+		}()
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	var first error
+	for range 8 {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
 		return v
@@ -100,9 +155,10 @@ func envInt(name string, def int) int {
 
 func benchmarkScale(b *testing.B, platform configv1.PlatformType) {
 	n := envInt("BENCH_MACHINESETS", 1000)
+	nodes := envCount("BENCH_NODES_PER_MACHINESET", 3) * n
 	idle := time.Duration(envInt("BENCH_IDLE", 60)) * time.Second
 	benchmarkRun(b, fmt.Sprintf("scale-%s-%d.json", platform, n), func(ctx context.Context) (ScaleResult, error) {
-		return runScale(ctx, b, platform, n, idle)
+		return runScale(ctx, b, platform, n, nodes, idle)
 	})
 }
 
@@ -138,8 +194,8 @@ func benchmarkRun(b *testing.B, file string, run func(context.Context) (ScaleRes
 	}
 }
 
-func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType, n int, idle time.Duration) (ScaleResult, error) {
-	res := ScaleResult{Platform: string(platform), MachineSets: n, IdleSeconds: idle.Seconds()}
+func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType, n, nodes int, idle time.Duration) (ScaleResult, error) {
+	res := ScaleResult{Platform: string(platform), MachineSets: n, Nodes: nodes, IdleSeconds: idle.Seconds()}
 	env, c, err := startEnv(testenv.Options{})
 	if err != nil {
 		return res, err
@@ -171,6 +227,9 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 		if err := c.Create(ctx, fixtures.MachineSet(fmt.Sprintf("worker-%05d", i), w.providerSpec)); err != nil {
 			return res, err
 		}
+	}
+	if err := seedNodesAndPools(ctx, c, nodes); err != nil {
+		return res, err
 	}
 
 	if res.FloorSeconds, err = floorSeconds(ctx, c, n); err != nil {
