@@ -17,7 +17,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,17 +65,25 @@ func NewScheme() *runtime.Scheme {
 }
 
 // ControlPlaneArch returns the control plane's architecture by bootimage.ControlPlaneArch, from
-// one list of the Nodes' metadata: no label selector can ask for either control-plane role, and
-// the cache holds every Node's metadata anyway. fallback is the answer when no such node says.
+// the metadata of the Nodes with a control-plane role label, one list per role: a decision reads
+// it, and on a cluster of thousands of workers every other Node is a cost with no answer in it.
+// The Nodes are read, never changed, so the cache's own objects are read rather than copies.
+// fallback is the answer when no such node says.
 func ControlPlaneArch(ctx context.Context, c client.Reader, fallback string) (string, error) {
-	nodes := &metav1.PartialObjectMetadataList{}
-	nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
-	if err := c.List(ctx, nodes); err != nil {
-		return "", fmt.Errorf("listing Nodes: %w", err)
-	}
-	labels := make([]map[string]string, 0, len(nodes.Items))
-	for _, n := range nodes.Items {
-		labels = append(labels, n.Labels)
+	var labels []map[string]string
+	for _, role := range bootimage.ControlPlaneRoles {
+		hasRole, err := k8slabels.NewRequirement(role, selection.Exists, nil)
+		if err != nil {
+			return "", err
+		}
+		nodes := &metav1.PartialObjectMetadataList{}
+		nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+		if err := c.List(ctx, nodes, client.MatchingLabelsSelector{Selector: k8slabels.NewSelector().Add(*hasRole)}, client.UnsafeDisableDeepCopy); err != nil {
+			return "", fmt.Errorf("listing Nodes: %w", err)
+		}
+		for _, n := range nodes.Items {
+			labels = append(labels, n.Labels)
+		}
 	}
 	return bootimage.ControlPlaneArch(labels, fallback), nil
 }
@@ -83,7 +93,8 @@ func ControlPlaneArch(ctx context.Context, c client.Reader, fallback string) (st
 // where the API does not serve it).
 func OSStreamInputs(ctx context.Context, c client.Reader) ([]mcfgv1.MachineConfigPool, *mcfgv1.OSImageStream, error) {
 	pools := &mcfgv1.MachineConfigPoolList{}
-	if err := c.List(ctx, pools); err != nil && !meta.IsNoMatchError(err) {
+	// Read, never changed: the cache's own objects, not copies.
+	if err := c.List(ctx, pools, client.UnsafeDisableDeepCopy); err != nil && !meta.IsNoMatchError(err) {
 		return nil, nil, err
 	}
 	osImageStream := &mcfgv1.OSImageStream{}
