@@ -124,10 +124,14 @@ func withRequeue(res ctrl.Result, after time.Duration) ctrl.Result {
 	return res
 }
 
-// gone collects the copies made for an owner that no longer exists, of every template kind (its
-// reference went with it); while its Machines still use one, it looks again later.
+// gone collects the copies made for an owner that no longer exists, of every template kind of the
+// platform (its reference went with it); while its Machines still use one, it looks again later.
 func (r *ClusterAPIReconciler) gone(ctx context.Context, key types.NamespacedName) (ctrl.Result, error) {
-	again, err := r.Copies.collect(ctx, key.Namespace, ownerCopies(r.Kind, key.Name, bootimage.TemplateKinds()...))
+	kinds, err := platformTemplateKinds(ctx, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	again, err := r.Copies.collect(ctx, key.Namespace, ownerCopies(r.Kind, key.Name, kinds...))
 	return ctrl.Result{RequeueAfter: again}, err
 }
 
@@ -251,7 +255,11 @@ func (r *ClusterAPIReconciler) Register(ctx context.Context, mgr ctrl.Manager) e
 	}
 	return watchOSStreams(watchClusterInputs(b, r.Inputs.Namespace, all, none), mgr, all).Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
 		if req == sweepRequest {
-			_, err := r.Copies.collect(ctx, req.Namespace, allCopies())
+			kinds, err := platformTemplateKinds(ctx, r.Client)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			_, err = r.Copies.collect(ctx, req.Namespace, copies{kinds: kinds})
 			return ctrl.Result{}, err
 		}
 		return objects.Reconcile(ctx, req)

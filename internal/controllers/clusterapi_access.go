@@ -7,8 +7,10 @@ import (
 	"strings"
 	"sync"
 
+	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,9 +28,10 @@ const capiGroup = string(bootimage.ClusterAPIGroup)
 
 // clusterAPIReads are the rules without which the Cluster API controllers cannot run: the
 // informers of their cache list and watch the owners, their templates, the Clusters, and the
-// Machines and infrastructure machines the template copies' collector reads. The writes are not
-// asked for: a missing one is a Warning Forbidden on the object it stops.
-var clusterAPIReads = func() []status.Rule {
+// Machines and infrastructure machines the template copies' collector reads, of the template
+// kinds given (an owner's template, and the machines cloned from it, are of the kind it names).
+// The writes are not asked for: a missing one is a Warning Forbidden on the object it stops.
+func clusterAPIReads(templateKinds []string) []status.Rule {
 	var rules []status.Rule
 	add := func(group string, resources ...string) {
 		for _, res := range resources {
@@ -38,11 +41,28 @@ var clusterAPIReads = func() []status.Rule {
 		}
 	}
 	add(capiGroup, "machinesets", "machinedeployments", "machines", "clusters")
-	for _, kind := range bootimage.TemplateKinds() {
+	for _, kind := range templateKinds {
 		add(bootimage.InfrastructureGroup, strings.ToLower(kind)+"s", strings.ToLower(strings.TrimSuffix(kind, "Template"))+"s")
 	}
 	return rules
-}()
+}
+
+// platformTemplateKinds are the Cluster API template kinds of the cluster's platform, read from
+// Infrastructure through c; every registered platform's while the platform is unknown. Nothing of
+// another platform's kinds is read: a Role may grant the cluster's own kinds only.
+func platformTemplateKinds(ctx context.Context, c client.Reader) ([]string, error) {
+	infra := &configv1.Infrastructure{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err != nil {
+		if apierrors.IsNotFound(err) {
+			return bootimage.TemplateKinds(), nil
+		}
+		return nil, err
+	}
+	if p, ok := bootimage.PlatformFor(bootimage.PlatformOf(infra)); ok && p.Traits().TemplateKind != "" {
+		return []string{p.Traits().TemplateKind}, nil
+	}
+	return bootimage.TemplateKinds(), nil
+}
 
 // clusterAPIAccess decides whether the Cluster API controllers may start, from what the
 // operator's own identity may do in openshift-cluster-api (one SelfSubjectRulesReview a poll,
@@ -101,8 +121,12 @@ func (a *clusterAPIAccess) missing(ctx context.Context) ([]status.Rule, error) {
 	if err := a.client.Create(ctx, review); err != nil {
 		return nil, err
 	}
+	kinds, err := platformTemplateKinds(ctx, a.client)
+	if err != nil {
+		return nil, err
+	}
 	var missing []status.Rule
-	for _, want := range clusterAPIReads {
+	for _, want := range clusterAPIReads(kinds) {
 		if slices.ContainsFunc(review.Status.ResourceRules, func(r authorizationv1.ResourceRule) bool { return grants(r, want) }) {
 			continue
 		}

@@ -76,9 +76,6 @@ func ownerCopies(kind, name string, kinds ...string) copies {
 	return copies{owner: kind + "/" + name, kinds: kinds}
 }
 
-// allCopies are every copy this operator made, of every template kind it manages.
-func allCopies() copies { return copies{kinds: bootimage.TemplateKinds()} }
-
 // collect deletes the copies of sel in namespace that may go, and says when to look again when
 // some are kept (in use, too young, or their owner paused); 0 when none is left.
 func (g *templateCollector) collect(ctx context.Context, namespace string, sel copies) (time.Duration, error) {

@@ -3,6 +3,7 @@ package embeddedrbac_test
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -92,6 +93,24 @@ var _ = Describe("The operator inside the machine-config-controller, with Cluste
 		Eventually(capiTemplate).ShouldNot(Equal(oldTemplate))
 		Eventually(machineAPIImage).Should(Equal(fixtures.NewAWSAMIUSEast1))
 		Expect(eventsOf(env.Client, reasonClusterAPINotStarted)()).To(BeEmpty())
+		exited, err := mgr.Exited()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(exited).To(BeFalse())
+	})
+
+	It("starts on an AWS cluster with a Cluster API Role that grants the AWS infrastructure kinds only", func() {
+		grantEmbedded(env.Client, func(o client.Object) {
+			if role, ok := o.(*rbacv1.Role); ok && clusterAPIRole(role) {
+				for i := range role.Rules {
+					role.Rules[i].Resources = slices.DeleteFunc(role.Rules[i].Resources, func(r string) bool {
+						return strings.HasPrefix(r, "azure") || strings.HasPrefix(r, "gcp") || strings.HasPrefix(r, "vsphere")
+					})
+				}
+			}
+		})
+		mgr := asMCCWith(env, hooks, opts)
+		Eventually(capiTemplate).ShouldNot(Equal(oldTemplate))
+		Expect(eventsOf(env.Client, reasonClusterAPINotStarted)()).To(BeEmpty(), "no other platform's kinds are asked for")
 		exited, err := mgr.Exited()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(exited).To(BeFalse())
