@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/x509"
 	"maps"
+	"time"
 
 	_ "github.com/bootimage-operator/bootimage-operator/bootimage/platforms"
 	configv1 "github.com/openshift/api/config/v1"
@@ -184,6 +185,12 @@ func Add(mgr ctrl.Manager, deps Deps) error {
 	return mgr.Add(clusterAPI)
 }
 
+// reconcileTimeout bounds every reconcile of every controller: one that waits on a cache that
+// never syncs (a conversion webhook down, a rule revoked) gives up and is retried, rather than
+// holding its worker, and with it every later pass of that controller, for ever. A reconcile
+// makes a few cache reads, cloud lookups (each bounded at a minute, and shared) and writes.
+const reconcileTimeout = 2 * time.Minute
+
 // registration is how one Add names its controllers and where they log.
 type registration struct {
 	prefix string
@@ -210,6 +217,9 @@ func (r registration) controller(mgr ctrl.Manager, name, kind string, opts contr
 			l = l.WithValues(kind, klog.KRef(req.Namespace, req.Name))
 		}
 		return l.WithValues("namespace", req.Namespace, "name", req.Name)
+	}
+	if opts.ReconciliationTimeout == 0 {
+		opts.ReconciliationTimeout = reconcileTimeout
 	}
 	return ctrl.NewControllerManagedBy(mgr).Named(name).WithOptions(opts)
 }
