@@ -244,16 +244,16 @@ func (r *MachineConfigurationReconciler) streamProblem(ctx context.Context, boot
 func (r *MachineConfigurationReconciler) progress(ctx context.Context, inputs string) (bootimage.Progress, error) {
 	var p bootimage.Progress
 	// A kind whose CRD is not served has no objects; listing it would wait for a cache that
-	// cannot sync.
+	// cannot sync. Only the keys are read: the cached objects, not copies.
 	sets := &machinev1beta1.MachineSetList{}
 	if !r.MachineAPI.Waiting(bootimage.KindMachineSet) {
-		if err := r.Client.List(ctx, sets, client.InNamespace(kube.MachineAPINamespace)); err != nil && !meta.IsNoMatchError(err) {
+		if err := r.Client.List(ctx, sets, client.InNamespace(kube.MachineAPINamespace), client.UnsafeDisableDeepCopy); err != nil && !meta.IsNoMatchError(err) {
 			return p, err
 		}
 	}
 	cpmsList := &machinev1.ControlPlaneMachineSetList{}
 	if !r.MachineAPI.Waiting(cpmsKind) {
-		if err := r.Client.List(ctx, cpmsList, client.InNamespace(kube.MachineAPINamespace)); err != nil && !meta.IsNoMatchError(err) {
+		if err := r.Client.List(ctx, cpmsList, client.InNamespace(kube.MachineAPINamespace), client.UnsafeDisableDeepCopy); err != nil && !meta.IsNoMatchError(err) {
 			return p, err
 		}
 	}

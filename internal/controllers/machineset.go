@@ -100,7 +100,8 @@ func (r *MachineSetReconciler) Register(ctx context.Context, mgr ctrl.Manager) e
 // machineSets returns a request for each MachineSet of openshift-machine-api matching opts.
 func (r *MachineSetReconciler) machineSets(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
 	list := &machinev1beta1.MachineSetList{}
-	if err := r.Client.List(ctx, list, append(opts, client.InNamespace(kube.MachineAPINamespace))...); err != nil {
+	// Only the keys are read: the cached objects, not copies.
+	if err := r.Client.List(ctx, list, append(opts, client.InNamespace(kube.MachineAPINamespace), client.UnsafeDisableDeepCopy)...); err != nil {
 		logf.FromContext(ctx).Error(err, "Listing MachineSets")
 		return nil
 	}
