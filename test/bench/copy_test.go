@@ -11,7 +11,6 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
@@ -84,31 +83,22 @@ func runCopyScale(ctx context.Context, b *testing.B, n int, idle time.Duration) 
 	}
 	res.FloorSeconds = floor + copyTime.Seconds()
 
-	operator, err := startOperator(ctx, env, c, dir, operatorEnv, progressingFalse(n, 0))
+	run, err := startMachineSetWave(ctx, env, c, dir, operatorEnv, n, ec2, after)
 	if err != nil {
 		return res, err
 	}
-	defer func() { _ = operator.Process.Kill() }()
-	sets, err := resumingWatch(ctx, c, &machinev1beta1.MachineSetList{}, client.InNamespace(kube.MachineAPINamespace))
-	if err != nil {
-		return res, err
-	}
-	defer sets.Stop()
-	wave, err := startMeasuredWave(ctx, c, ec2, after)
-	if err != nil {
-		return res, err
-	}
-	defer wave.mcs.Stop()
-	copyCalls := ec2.CopyCalls.Load()
+	defer run.stop()
 	onCopy := func(ms *machinev1beta1.MachineSet) bool {
 		copies := ec2.CopyRequests()
 		return len(copies) == 1 && imageOf(ms, amiID) == copies[0].ImageID
 	}
-	if err := wave.converge(ctx, sets, n, &res, onCopy); err != nil {
+	if err := run.converge(ctx, run.sets, n, &res, onCopy); err != nil {
 		return res, err
 	}
-	res.CopyImages = ec2.CopyCalls.Load() - copyCalls
-	return res, wave.finish(&res, idle, operator, sets)
+	// The first pass copies nothing (every MachineSet boots a copy of the first stream's AMI): every
+	// CopyImage is the wave's.
+	res.CopyImages = ec2.CopyCalls.Load()
+	return res, run.finish(&res, idle, run.operator, run.sets)
 }
 
 func amiID(ps map[string]any) any {

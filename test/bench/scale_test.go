@@ -236,29 +236,55 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 		return res, err
 	}
 
-	operator, err := startOperator(ctx, env, c, dir, operatorEnv, progressingFalse(n, 0))
+	run, err := startMachineSetWave(ctx, env, c, dir, operatorEnv, n, ec2, w.after)
 	if err != nil {
 		return res, err
 	}
-	defer func() { _ = operator.Process.Kill() }()
+	defer run.stop()
+	if err := run.converge(ctx, run.sets, n, &res, func(ms *machinev1beta1.MachineSet) bool { return imageOf(ms, w.image) == w.want }); err != nil {
+		return res, err
+	}
+	return res, run.finish(&res, idle, run.operator, run.sets)
+}
 
-	// Watches that resume where they stopped: the API server drops a watcher that falls behind a
-	// wave of thousands of writes, and every write must be counted.
-	sets, err := resumingWatch(ctx, c, &machinev1beta1.MachineSetList{}, client.InNamespace(kube.MachineAPINamespace))
+// machineSetWave is a measured wave over n Machine API MachineSets, with the operator running.
+type machineSetWave struct {
+	*measuredWave
+	operator *exec.Cmd
+	// sets resumes where it stopped: the API server drops a watcher that falls behind a wave of
+	// thousands of writes, and every write must be counted.
+	sets watch.Interface
+}
+
+// startMachineSetWave starts the operator (its first pass over n MachineSets outside the
+// measurement), watches the MachineSets, then starts the wave: the stream after, as an upgrade
+// writes it.
+func startMachineSetWave(ctx context.Context, env *testenv.Env, c client.WithWatch, dir string, environ []string, n int, ec2 *fakecloud.EC2, after *stream.Stream) (*machineSetWave, error) {
+	operator, err := startOperator(ctx, env, c, dir, environ, progressingFalse(n, 0))
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	defer sets.Stop()
-	// The wave: a new stream, as an upgrade writes it.
-	wave, err := startMeasuredWave(ctx, c, ec2, w.after)
-	if err != nil {
-		return res, err
+	run := &machineSetWave{operator: operator}
+	if run.sets, err = resumingWatch(ctx, c, &machinev1beta1.MachineSetList{}, client.InNamespace(kube.MachineAPINamespace)); err != nil {
+		run.stop()
+		return nil, err
 	}
-	defer wave.mcs.Stop()
-	if err := wave.converge(ctx, sets, n, &res, func(ms *machinev1beta1.MachineSet) bool { return imageOf(ms, w.image) == w.want }); err != nil {
-		return res, err
+	if run.measuredWave, err = startMeasuredWave(ctx, c, ec2, after); err != nil {
+		run.stop()
+		return nil, err
 	}
-	return res, wave.finish(&res, idle, operator, sets)
+	return run, nil
+}
+
+// stop stops the watches and kills the operator, if finish has not stopped it.
+func (r *machineSetWave) stop() {
+	if r.sets != nil {
+		r.sets.Stop()
+	}
+	if r.measuredWave != nil {
+		r.mcs.Stop()
+	}
+	_ = r.operator.Process.Kill()
 }
 
 // measuredWave is a wave of new boot images under measurement.
