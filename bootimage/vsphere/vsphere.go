@@ -137,37 +137,9 @@ func (platform) Decide(ctx context.Context, d bootimage.Decision, in bootimage.P
 	if templates == nil {
 		return d.With(bootimage.Skip, bootimage.ReasonVCenterNotConsulted, "template %s: vCenter %s not consulted, so its RHCOS version is unknown; the stream's is %s (OVA %s)", template, at.Server, art.Release, ova.Location), nil
 	}
-	// Candidates, first match wins: the template the MachineSet names, when it is in the folder, then
-	// the stream's own names. A template of another RHEL major is another stream's: never taken.
-	type candidate struct {
-		name, value string
-		own         bool
-	}
-	var candidates []candidate
-	names := vsphereTemplateNames(in.Cluster.InfrastructureName, fd.Name, in.OSStream)
-	if !slices.Contains(names, template) && inFolder(at.Folder, template) {
-		candidates = append(candidates, candidate{path.Base(template), template, true})
-	}
-	for _, n := range names {
-		candidates = append(candidates, candidate{n, n, false})
-	}
-	var name, value string
-	var found *Template
-	var leftovers, otherStreams []string
-	for _, c := range candidates {
-		t, left, err := managedTemplate(ctx, templates, at, c.name)
-		if err != nil {
-			return vcenterError(d, at, c.name, err)
-		}
-		if t == nil && c.own {
-			continue // not there: the stream's names decide
-		}
-		if t != nil && t.Version != "" && !sameRHEL(t.Version, art.Release) {
-			otherStreams = append(otherStreams, fmt.Sprintf("%s (RHCOS %s)", t.Path, t.Version))
-			continue
-		}
-		name, value, found, leftovers = c.name, c.value, t, left
-		break
+	name, value, found, leftovers, otherStreams, err := chooseTemplate(ctx, templates, at, template, vsphereTemplateNames(in.Cluster.InfrastructureName, fd.Name, in.OSStream), art.Release)
+	if err != nil {
+		return vcenterError(d, at, name, err)
 	}
 	if name == "" {
 		return d.With(bootimage.Skip, bootimage.ReasonOSStreamTemplateTaken, "every template name of the %s stream in %s holds another OS stream's template (%s): a template is never replaced by another RHEL major's; rename or remove it",
@@ -208,6 +180,39 @@ func (platform) Decide(ctx context.Context, d bootimage.Decision, in bootimage.P
 		return d.With(bootimage.Update, bootimage.ReasonImageOutdated, "template %s is RHCOS %s, the stream's, but an interrupted swap left %s: finishing it", found.Path, art.Release, strings.Join(leftovers, ", ")), nil
 	}
 	return d.With(bootimage.Update, bootimage.ReasonImageOutdated, "template %s is RHCOS %s, the stream's is %s: importing its OVA", found.Path, found.Version, art.Release), nil
+}
+
+// chooseTemplate finds the template the object is to boot, first match wins: the template the
+// MachineSet names (template), when it is in the folder, then the stream's own names. A template of
+// another RHEL major than release is another stream's: never taken, only listed in otherStreams.
+// name is "" when every name is taken; on err, name is the one being looked up.
+func chooseTemplate(ctx context.Context, templates Templates, at Location, template string, names []string, release string) (name, value string, found *Template, leftovers, otherStreams []string, err error) {
+	type candidate struct {
+		name, value string
+		own         bool
+	}
+	var candidates []candidate
+	if !slices.Contains(names, template) && inFolder(at.Folder, template) {
+		candidates = append(candidates, candidate{path.Base(template), template, true})
+	}
+	for _, n := range names {
+		candidates = append(candidates, candidate{n, n, false})
+	}
+	for _, c := range candidates {
+		t, left, err := managedTemplate(ctx, templates, at, c.name)
+		if err != nil {
+			return c.name, "", nil, nil, nil, err
+		}
+		if t == nil && c.own {
+			continue // not there: the stream's names decide
+		}
+		if t != nil && t.Version != "" && !sameRHEL(t.Version, release) {
+			otherStreams = append(otherStreams, fmt.Sprintf("%s (RHCOS %s)", t.Path, t.Version))
+			continue
+		}
+		return c.name, c.value, t, left, otherStreams, nil
+	}
+	return "", "", nil, nil, otherStreams, nil
 }
 
 // vsphereTemplateNames are the names of the templates the operator manages for osStream in

@@ -241,27 +241,9 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, clouds boot
 	if err != nil {
 		return Plan{}, err
 	}
-	objs, cluster := loaded.Objects, loaded.Cluster
+	cluster := loaded.Cluster
 	var out Plan
-	out.Notes = in.missing(loaded, featureGate != nil, objects)
-	// As the operator: the ClusterVersion is missing (BootImageUpdateDegraded), whatever else holds.
-	out.degraded = objs.ClusterVersion == nil
-	if objs.GatesError != nil {
-		out.Notes = append(out.Notes, fmt.Sprintf("Feature gates unknown (%v): the operator updates nothing then, and says so with Event FeatureGatesUnknown", objs.GatesError))
-	}
-	// As the operator: an entry of streams that does not parse is broken input, said and degrading
-	// whether or not an object boots that stream.
-	if objs.BootImages != nil {
-		if streams, err := (&bootimage.StreamCache{}).Parse(objs.BootImages); err == nil && len(streams.Invalid) > 0 {
-			out.degraded = true
-			for _, name := range slices.Sorted(maps.Keys(streams.Invalid)) {
-				out.Notes = append(out.Notes, streams.Invalid[name].Error())
-			}
-		}
-	}
-	if note := in.selectionNote(loaded); note != "" {
-		out.Notes = append(out.Notes, note)
-	}
+	out.Notes, out.degraded = in.notes(loaded, featureGate != nil, objects)
 
 	// decide runs the operator's decision for one object; refine applies the CPMS rules.
 	// The CLI remembers nothing between runs: the attempts annotation alone counts (zero Memory).
@@ -292,7 +274,7 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, clouds boot
 		}
 	}
 	// As the operator, which starts its Cluster API controllers only while the gate is on.
-	if objs.Gates != nil && objs.Gates.Enabled(featuregates.ManagedBootImagesAWSCAPI) {
+	if gates := loaded.Objects.Gates; gates != nil && gates.Enabled(featuregates.ManagedBootImagesAWSCAPI) {
 		for _, o := range objects.clusterAPI {
 			// As the operator: a paused object or Cluster is left alone.
 			paused := func(d bootimage.Decision, _ bootimage.Attempts) bootimage.Decision {
@@ -308,21 +290,52 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, clouds boot
 			return Plan{}, err
 		}
 	}
-	sort.SliceStable(out.Items, func(i, j int) bool {
-		a, b := out.Items[i], out.Items[j]
+	out.settle()
+	return out, nil
+}
+
+// settle orders the decisions by object and adds what they say together: the AMI copies they wait
+// for, and the notes of the Warning OSStreamMismatch the operator gives.
+func (p *Plan) settle() {
+	sort.SliceStable(p.Items, func(i, j int) bool {
+		a, b := p.Items[i], p.Items[j]
 		return a.Kind+"/"+a.Namespace+"/"+a.Name < b.Kind+"/"+b.Namespace+"/"+b.Name
 	})
-	out.Copies = plannedCopies(out.Items)
-	// As the operator's Warning OSStreamMismatch.
-	for _, d := range out.Items {
+	p.Copies = plannedCopies(p.Items)
+	for _, d := range p.Items {
 		if d.StreamNote != "" {
-			out.Notes = append(out.Notes, resourceName(d)+" "+d.StreamWarning())
+			p.Notes = append(p.Notes, resourceName(d)+" "+d.StreamWarning())
 		}
 	}
-	if out.Items == nil {
-		out.Items = []bootimage.Decision{}
+	if p.Items == nil {
+		p.Items = []bootimage.Decision{}
 	}
-	return out, nil
+}
+
+// notes say once what the plan cannot see as the operator does, and degraded whether the
+// operator reports BootImageUpdateDegraded beyond the items' errors.
+func (in planInputs) notes(loaded inputs.Inputs, featureGate bool, objects planObjects) (notes []string, degraded bool) {
+	objs := loaded.Objects
+	notes = in.missing(loaded, featureGate, objects)
+	// As the operator: the ClusterVersion is missing (BootImageUpdateDegraded), whatever else holds.
+	degraded = objs.ClusterVersion == nil
+	if objs.GatesError != nil {
+		notes = append(notes, fmt.Sprintf("Feature gates unknown (%v): the operator updates nothing then, and says so with Event FeatureGatesUnknown", objs.GatesError))
+	}
+	// As the operator: an entry of streams that does not parse is broken input, said and degrading
+	// whether or not an object boots that stream.
+	if objs.BootImages != nil {
+		if streams, err := (&bootimage.StreamCache{}).Parse(objs.BootImages); err == nil && len(streams.Invalid) > 0 {
+			degraded = true
+			for _, name := range slices.Sorted(maps.Keys(streams.Invalid)) {
+				notes = append(notes, streams.Invalid[name].Error())
+			}
+		}
+	}
+	if note := in.selectionNote(loaded); note != "" {
+		notes = append(notes, note)
+	}
+	return notes, degraded
 }
 
 // selectionNote says, on a cluster, when the selection shown is not the operator's: without

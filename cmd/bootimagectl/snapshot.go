@@ -28,6 +28,27 @@ import (
 // files does, so it makes the same few requests however many objects the cluster has (the direct
 // client is rate-limited, and one read per object and its twin, template and Cluster would take
 // minutes on a large cluster). A kind that is not served is left out, as it is absent.
+// snapshotKinds are the kinds of openshift-cluster-api a plan reads: the Cluster API objects,
+// their Clusters, and the templates of the registered platforms' kinds the API serves.
+func snapshotKinds(mapper apimeta.RESTMapper) ([]schema.GroupVersionKind, error) {
+	kinds := []schema.GroupVersionKind{
+		bootimage.ClusterAPIGroupVersion.WithKind(bootimage.KindMachineSet),
+		bootimage.ClusterAPIGroupVersion.WithKind(bootimage.KindMachineDeployment),
+		bootimage.ClusterAPIGroupVersion.WithKind("Cluster"),
+	}
+	for _, kind := range bootimage.TemplateKinds() {
+		mapping, err := mapper.RESTMapping(schema.GroupKind{Group: bootimage.InfrastructureGroup, Kind: kind})
+		if apimeta.IsNoMatchError(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		kinds = append(kinds, mapping.GroupVersionKind)
+	}
+	return kinds, nil
+}
+
 func snapshot(ctx context.Context, c client.Client) ([]client.Object, error) {
 	var objs []client.Object
 	get := func(key client.ObjectKey, obj client.Object) error {
@@ -93,22 +114,9 @@ func snapshot(ctx context.Context, c client.Client) ([]client.Object, error) {
 		nodes.Items[i].SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
 	}
 
-	// The Cluster API objects of openshift-cluster-api, their Clusters and the templates of the
-	// registered platforms' kinds.
-	kinds := []schema.GroupVersionKind{
-		bootimage.ClusterAPIGroupVersion.WithKind(bootimage.KindMachineSet),
-		bootimage.ClusterAPIGroupVersion.WithKind(bootimage.KindMachineDeployment),
-		bootimage.ClusterAPIGroupVersion.WithKind("Cluster"),
-	}
-	for _, kind := range bootimage.TemplateKinds() {
-		mapping, err := c.RESTMapper().RESTMapping(schema.GroupKind{Group: bootimage.InfrastructureGroup, Kind: kind})
-		if apimeta.IsNoMatchError(err) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		kinds = append(kinds, mapping.GroupVersionKind)
+	kinds, err := snapshotKinds(c.RESTMapper())
+	if err != nil {
+		return nil, err
 	}
 	for _, gvk := range kinds {
 		l := &unstructured.UnstructuredList{}

@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -77,112 +78,156 @@ func EventRecorder(mgr ctrl.Manager) record.EventRecorder {
 // controllers.AddToManager is its one caller.
 func Add(mgr ctrl.Manager, deps Deps) error {
 	reg := registration{prefix: deps.Name, logger: deps.Logger}
-	gates, recorder := deps.Gates, deps.Recorder
+	reporter := &FeatureGateReporter{Gates: deps.Gates, Recorder: deps.Recorder, reg: reg}
+	if err := reporter.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	w, err := newWiring(mgr, deps, reg)
+	if err != nil {
+		return err
+	}
+	if err := w.machineConfiguration().SetupWithManager(mgr); err != nil {
+		return err
+	}
+	steps, err := w.bootImageSteps()
+	if err != nil {
+		return err
+	}
+	if err := w.addMachineAPI(steps); err != nil {
+		return err
+	}
+	return w.addClusterAPI(steps)
+}
+
+// wiring is what the controllers of one Add share: the tracker of their decisions, the stream
+// cache, the gates that start the Machine API and Cluster API controllers once their CRDs are
+// served, and the Cluster API cache and access check.
+type wiring struct {
+	mgr     ctrl.Manager
+	deps    Deps
+	reg     registration
+	tracker *Tracker
+	streams *bootimage.StreamCache
+	// machineAPI and clusterAPI start their controllers once the CRDs are served. Cluster API has
+	// its own gate, also held by ManagedBootImagesAWSCAPI (the RBAC for openshift-cluster-api
+	// ships with that gate): most clusters never serve it, which is no reason to report the
+	// Machine API missing.
+	machineAPI, clusterAPI *crdgate.Gate
+	access                 *clusterAPIAccess
+	capiCache              clusterAPICache
+	capiClient             client.Client
+}
+
+func newWiring(mgr ctrl.Manager, deps Deps, reg registration) (*wiring, error) {
+	w := &wiring{mgr: mgr, deps: deps, reg: reg, tracker: NewTracker(), streams: &bootimage.StreamCache{}}
+	deps.Metrics.exportDecisions(w.tracker)
+	var err error
+	if w.machineAPI, err = crdgate.New(mgr, w.tracker.Changed); err != nil {
+		return nil, err
+	}
+	w.machineAPI.Logger = deps.Logger
+	if w.clusterAPI, err = crdgate.New(mgr, w.tracker.Changed); err != nil {
+		return nil, err
+	}
+	w.clusterAPI.Logger, w.clusterAPI.Hint = deps.Logger, "Cluster API is not installed"
+	w.access = &clusterAPIAccess{client: mgr.GetClient(), changed: w.tracker.Changed}
+	if w.capiCache, w.capiClient, err = newClusterAPICache(mgr); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// machineConfiguration is the status reconciler of MachineConfiguration/cluster.
+func (w *wiring) machineConfiguration() *MachineConfigurationReconciler {
+	mgr, deps := w.mgr, w.deps
+	return &MachineConfigurationReconciler{
+		Client:   mgr.GetClient(),
+		Gates:    deps.Gates,
+		Recorder: deps.Recorder,
+		Metrics:  deps.Metrics,
+		Migrations: migrations.Runner{
+			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: deps.Recorder, Clock: deps.Clock,
+			Migrations: migrations.All, BeforeWrite: seams.BeforeMigrationWrite,
+		},
+		Tracker:          w.tracker,
+		Streams:          w.streams,
+		Namespace:        deps.Namespace,
+		MachineAPI:       w.machineAPI,
+		ClusterAPI:       w.clusterAPI,
+		ClusterAPIReader: w.capiClient,
+		// What keeps the Cluster API controllers from running, for the status.
+		ClusterAPIProblem: w.access.Problem,
+		Status: &status.Writer{
+			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: deps.Recorder, Clock: deps.Clock, ClusterOperator: deps.ClusterOperator,
+			ContestedWrites: deps.ContestedWrites,
+		},
+		ClusterOperator: deps.ClusterOperator,
+		reg:             w.reg,
+		counts:          bootimage.CountsHold{Clock: deps.Clock},
+	}
+}
+
+// bootImageSteps are what every boot image reconciler shares: the cluster's inputs with its clouds
+// (deps.Images, else the cluster's own, and vCenter), the tracker and the vSphere imports.
+func (w *wiring) bootImageSteps() (bootImages, error) {
+	mgr, deps := w.mgr, w.deps
 	images := deps.Images
 	if images == nil {
 		images = kube.Clouds(mgr.GetClient(), deps.CloudRootCAs, cloud.Backoff{}, deps.Metrics, deps.GCP)
 	}
-
-	reporter := &FeatureGateReporter{Gates: gates, Recorder: recorder, reg: reg}
-	if err := reporter.SetupWithManager(mgr); err != nil {
-		return err
-	}
-
-	tracker := NewTracker()
-	deps.Metrics.exportDecisions(tracker)
-	streams := &bootimage.StreamCache{}
-	machineAPI, err := crdgate.New(mgr, tracker.Changed)
-	if err != nil {
-		return err
-	}
-	machineAPI.Logger = deps.Logger
-	// Cluster API: started once its CRDs are served and gate ManagedBootImagesAWSCAPI is on (the
-	// RBAC for openshift-cluster-api ships with that gate). Its own gate: most clusters never serve
-	// these, which is no reason to report the Machine API missing.
-	clusterAPI, err := crdgate.New(mgr, tracker.Changed)
-	if err != nil {
-		return err
-	}
-	clusterAPI.Logger, clusterAPI.Hint = deps.Logger, "Cluster API is not installed"
-	access := &clusterAPIAccess{client: mgr.GetClient(), changed: tracker.Changed}
-	capiCache, capiClient, err := newClusterAPICache(mgr)
-	if err != nil {
-		return err
-	}
-	mc := &MachineConfigurationReconciler{
-		Client:   mgr.GetClient(),
-		Gates:    gates,
-		Recorder: recorder,
-		Metrics:  deps.Metrics,
-		Migrations: migrations.Runner{
-			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: recorder, Clock: deps.Clock,
-			Migrations: migrations.All, BeforeWrite: seams.BeforeMigrationWrite,
-		},
-		Tracker:          tracker,
-		Streams:          streams,
-		Namespace:        deps.Namespace,
-		MachineAPI:       machineAPI,
-		ClusterAPI:       clusterAPI,
-		ClusterAPIReader: capiClient,
-		// What keeps the Cluster API controllers from running, for the status.
-		ClusterAPIProblem: access.Problem,
-		Status: &status.Writer{
-			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: recorder, Clock: deps.Clock, ClusterOperator: deps.ClusterOperator,
-			ContestedWrites: deps.ContestedWrites,
-		},
-		ClusterOperator: deps.ClusterOperator,
-		reg:             reg,
-		counts:          bootimage.CountsHold{Clock: deps.Clock},
-	}
-	if err := mc.SetupWithManager(mgr); err != nil {
-		return err
-	}
 	vcenters, templates, err := vsphereimport.Setup(mgr, deps.CloudRootCAs, deps.OVACacheDir)
 	if err != nil {
-		return err
+		return bootImages{}, err
 	}
 	clouds := bootimage.Clouds{}
 	maps.Copy(clouds, images)
 	if vcenters != nil {
 		clouds[configv1.VSpherePlatformType] = vcenters
 	}
-	inputs := clusterInputs{Client: mgr.GetClient(), Gates: gates, Clouds: clouds, Streams: streams, Namespace: deps.Namespace}
-	steps := bootImages{
-		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Inputs: inputs, Recorder: recorder, Tracker: tracker,
-		Metrics: deps.Metrics, Clock: deps.Clock, Templates: templates, reg: reg, copies: &copyLog{},
-	}
-	machineSets := &MachineSetReconciler{steps}
-	controlPlane := &ControlPlaneMachineSetReconciler{steps}
-	register := func(r interface {
-		Register(context.Context, ctrl.Manager) error
-	}) func(ctrl.Manager) error {
-		return func(mgr ctrl.Manager) error { return r.Register(context.Background(), mgr) }
-	}
-	if err := machineAPI.Add(crdgate.Controller{GroupVersion: machinev1beta1.GroupVersion, Resource: "machinesets", Kind: bootimage.KindMachineSet, Setup: register(machineSets)}); err != nil {
+	inputs := clusterInputs{Client: mgr.GetClient(), Gates: deps.Gates, Clouds: clouds, Streams: w.streams, Namespace: deps.Namespace}
+	return bootImages{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Inputs: inputs, Recorder: deps.Recorder, Tracker: w.tracker,
+		Metrics: deps.Metrics, Clock: deps.Clock, Templates: templates, reg: w.reg, copies: &copyLog{},
+	}, nil
+}
+
+// addMachineAPI adds the MachineSet and ControlPlaneMachineSet controllers, started once their
+// CRDs are served.
+func (w *wiring) addMachineAPI(steps bootImages) error {
+	if err := w.machineAPI.Add(crdgate.Controller{GroupVersion: machinev1beta1.GroupVersion, Resource: "machinesets", Kind: bootimage.KindMachineSet, Setup: register(&MachineSetReconciler{steps})}); err != nil {
 		return err
 	}
-	if err := machineAPI.Add(crdgate.Controller{GroupVersion: machinev1.GroupVersion, Resource: "controlplanemachinesets", Kind: cpmsKind, Setup: register(controlPlane)}); err != nil {
+	if err := w.machineAPI.Add(crdgate.Controller{GroupVersion: machinev1.GroupVersion, Resource: "controlplanemachinesets", Kind: cpmsKind, Setup: register(&ControlPlaneMachineSetReconciler{steps})}); err != nil {
 		return err
 	}
-	if err := mgr.Add(machineAPI); err != nil {
-		return err
+	return w.mgr.Add(w.machineAPI)
+}
+
+// addClusterAPI adds the Cluster API MachineSet and MachineDeployment controllers, started once
+// their CRDs are served, gate ManagedBootImagesAWSCAPI is on and the identity may read what they
+// watch, and never fatal: one that stops (caches that cannot sync) is reported and started again
+// later.
+func (w *wiring) addClusterAPI(steps bootImages) error {
+	ready := func(ctx context.Context) bool {
+		g, err := w.deps.Gates.Current(ctx)
+		return err == nil && g.Enabled(featuregates.ManagedBootImagesAWSCAPI) && w.access.allowed(ctx)
 	}
-	gateOn := func(ctx context.Context) bool {
-		g, err := gates.Current(ctx)
-		return err == nil && g.Enabled(featuregates.ManagedBootImagesAWSCAPI)
-	}
-	// Started only where the identity may read what they watch, and never fatal: a Cluster API
-	// controller that stops (caches that cannot sync) is reported and started again later.
-	ready := func(ctx context.Context) bool { return gateOn(ctx) && access.allowed(ctx) }
-	copies := &templateCollector{reader: capiClient, writer: mgr.GetClient(), mapper: mgr.GetRESTMapper(), clock: deps.Clock}
+	copies := &templateCollector{reader: w.capiClient, writer: w.mgr.GetClient(), mapper: w.mgr.GetRESTMapper(), clock: w.deps.Clock}
 	for _, kind := range []struct{ kind, resource string }{{bootimage.KindMachineSet, "machinesets"}, {bootimage.KindMachineDeployment, "machinedeployments"}} {
-		r := &ClusterAPIReconciler{bootImages: steps, Kind: kind.kind, MachineAPI: machineAPI, Cache: capiCache, CAPI: capiClient, Copies: copies}
+		r := &ClusterAPIReconciler{bootImages: steps, Kind: kind.kind, MachineAPI: w.machineAPI, Cache: w.capiCache, CAPI: w.capiClient, Copies: copies}
 		c := crdgate.Controller{GroupVersion: bootimage.ClusterAPIGroupVersion, Resource: kind.resource, Kind: clusterAPIKind(kind.kind), Setup: register(r), Ready: ready}
-		if err := clusterAPI.Add(guardedClusterAPI(clusterAPI, access, capiCache, c, r.newObject)); err != nil {
+		if err := w.clusterAPI.Add(guardedClusterAPI(w.clusterAPI, w.access, w.capiCache, c, r.newObject)); err != nil {
 			return err
 		}
 	}
-	return mgr.Add(clusterAPI)
+	return w.mgr.Add(w.clusterAPI)
+}
+
+// register is the setup of a reconciler that a gate runs once its CRDs are served.
+func register(r interface {
+	Register(context.Context, ctrl.Manager) error
+}) func(ctrl.Manager) error {
+	return func(mgr ctrl.Manager) error { return r.Register(context.Background(), mgr) }
 }
 
 // reconcileTimeout bounds every reconcile of every controller: one that waits on a cache that
