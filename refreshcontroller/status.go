@@ -40,12 +40,15 @@ func (r *Reconciler) setConditions(ctx context.Context, np *unstructured.Unstruc
 	if err != nil {
 		return err
 	}
-	var existing []hypershift.NodePoolCondition
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"c": raw}, &struct {
-		C *[]hypershift.NodePoolCondition `json:"c"`
-	}{&existing}); err != nil {
+	// A value field, not a pointer to existing: the converter replaces a pointer field with one
+	// of its own, which left existing empty and dropped every condition not ours.
+	var read struct {
+		C []hypershift.NodePoolCondition `json:"c"`
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"c": raw}, &read); err != nil {
 		return err
 	}
+	existing := read.C
 	now := metav1.Now()
 	changed := false
 	for _, c := range hypershift.NodePoolConditions(conditions, np.GetGeneration()) {
