@@ -46,7 +46,9 @@ type Daemon struct {
 
 	mu sync.Mutex
 	// fail makes the daemon on these nodes fail, with the given reason (SetFail).
-	fail     map[string]string
+	fail map[string]string
+	// held nodes keep their daemon pods Pending, as a kubelet slow to start them does (Hold).
+	held     map[string]bool
 	reboots  map[string]int
 	drains   map[string]int
 	verdicts map[string][]string
@@ -85,6 +87,23 @@ func (d *Daemon) SetFail(node, reason string) {
 	d.fail[node] = reason
 }
 
+// Hold keeps the daemon pods of node Pending while on is true, as a slow kubelet or image pull
+// does; releasing it lets them run.
+func (d *Daemon) Hold(node string, on bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.held == nil {
+		d.held = map[string]bool{}
+	}
+	d.held[node] = on
+}
+
+func (d *Daemon) isHeld(node string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.held[node]
+}
+
 func (d *Daemon) failure(node string) (string, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -120,6 +139,10 @@ func (d *Daemon) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		return reconcile.Result{}, nil
 	}
 	if pod.Status.Phase == "" || pod.Status.Phase == corev1.PodPending {
+		if d.isHeld(pod.Spec.NodeName) {
+			// Released by Hold: the pod is read again then.
+			return reconcile.Result{RequeueAfter: waitFor}, nil
+		}
 		// The kubelet starts the container; the status update brings the pod back here.
 		pod.Status.Phase = corev1.PodRunning
 		return reconcile.Result{}, d.Client.Status().Update(ctx, pod)
