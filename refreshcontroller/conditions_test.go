@@ -50,6 +50,7 @@ var _ = Describe("The NodePool conditions the refresh controller writes", Ordere
 		ready := map[string]any{"type": "Ready", "status": "True", "reason": "AsExpected", "message": "All is well", "lastTransitionTime": before}
 		earlier := map[string]any{"type": pool.ConditionComplete, "status": "True", "reason": "AsExpected", "message": "2/2 nodes refreshed", "lastTransitionTime": before}
 		setStatusConditions(ctx, p.name, ready, earlier)
+		p.writeToken(ctx, rollout, "r1", w)
 		p.annotate(ctx, map[string]string{hypershift.NodePoolTargetRefreshConfigAnnotation: "r1"})
 
 		Eventually(func(g Gomega) {

@@ -24,6 +24,10 @@ const (
 	// UpgradedRefreshConfig is the currentRefreshConfig of a node the in-place upgrader left on
 	// a payload no payload hash names: it is behind any target, so the refresh re-evaluates it.
 	UpgradedRefreshConfig = "upgraded"
+	// TokenSecretRefreshConfigKey is the token Secret key naming the payload hash of the config
+	// its payload was generated from. HyperShift has none (docs/hypershift.md): the ignition
+	// server must write it with payload, or the controller cannot tell a payload from its hash.
+	TokenSecretRefreshConfigKey = "payload-refresh-config"
 	// FieldManager names this controller's writes.
 	FieldManager = "config-refresh-controller"
 )

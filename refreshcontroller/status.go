@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/bootimage-operator/bootimage-operator/refresh/hypershift"
 	"github.com/bootimage-operator/bootimage-operator/refresh/pool"
@@ -17,20 +18,49 @@ import (
 // apply in place without a drain or a reboot: it is left to the next rollout.
 const ReasonNotARefresh = "NotARefresh"
 
+// Reasons of a pass that delivers nothing and says why.
+const (
+	// ReasonWaitingForPayload: the token Secret does not hold the payload of the NodePool's
+	// payload hash yet (the ignition server generates it after the hash moves).
+	ReasonWaitingForPayload = "WaitingForPayload"
+	// ReasonInvalidPayload (Degraded): the token Secret's payload does not decode.
+	ReasonInvalidPayload = "InvalidPayload"
+	// ReasonDeliveredPayloadUnknown: the upgrade ConfigMap is gone and nodes record a payload
+	// hash whose payload the controller no longer has, so it cannot decide a refresh from it.
+	ReasonDeliveredPayloadUnknown = "DeliveredPayloadUnknown"
+)
+
 // notARefresh reports a payload change that is not a refresh; no node moves. Degraded is the
 // plan's: a node that failed an earlier refresh is still named.
 func notARefresh(v hypershift.Verdict, plan pool.Progress) pool.Progress {
 	msg := fmt.Sprintf("Left to the next rollout (%s): %s", v.Reason, v.Message)
+	return pool.Progress{Conditions: heldBack(ReasonNotARefresh, msg, plan)}
+}
+
+// heldBack reports a pool that moves no node, and why; Degraded is the plan's.
+func heldBack(reason, msg string, plan pool.Progress) []metav1.Condition {
 	conditions := []metav1.Condition{
-		{Type: pool.ConditionProgressing, Status: metav1.ConditionFalse, Reason: ReasonNotARefresh, Message: msg},
-		{Type: pool.ConditionComplete, Status: metav1.ConditionFalse, Reason: ReasonNotARefresh, Message: msg},
+		{Type: pool.ConditionProgressing, Status: metav1.ConditionFalse, Reason: reason, Message: msg},
+		{Type: pool.ConditionComplete, Status: metav1.ConditionFalse, Reason: reason, Message: msg},
 	}
 	for _, c := range plan.Conditions {
 		if c.Type == pool.ConditionDegraded {
 			conditions = append(conditions, c)
 		}
 	}
-	return pool.Progress{Conditions: conditions}
+	return conditions
+}
+
+// invalidPayload reports a payload that cannot be delivered: Degraded with the reason, and the
+// nodes the plan names as failed too.
+func invalidPayload(msg string, plan pool.Progress) []metav1.Condition {
+	conditions := heldBack(ReasonInvalidPayload, msg, plan)
+	d := &conditions[len(conditions)-1]
+	if d.Status == metav1.ConditionTrue {
+		msg += "; " + d.Message
+	}
+	d.Status, d.Reason, d.Message = metav1.ConditionTrue, ReasonInvalidPayload, msg
+	return conditions
 }
 
 // setConditions sets the three ConfigRefresh conditions on the NodePool's status, keeping its
@@ -63,6 +93,7 @@ func (r *Reconciler) setConditions(ctx context.Context, np *unstructured.Unstruc
 		c.LastTransitionTime = old.LastTransitionTime
 		if old.Status != c.Status {
 			c.LastTransitionTime = now
+			logTransition(ctx, np.GetName(), c)
 		}
 		if old != c {
 			existing[i] = c
@@ -94,4 +125,14 @@ func indexOf(conditions []hypershift.NodePoolCondition, t string) int {
 		}
 	}
 	return -1
+}
+
+// logTransition logs the ends of a refresh an operator follows: complete, or degraded.
+func logTransition(ctx context.Context, nodePool string, c hypershift.NodePoolCondition) {
+	switch {
+	case c.Type == pool.ConditionComplete && c.Status == "True":
+		log.FromContext(ctx).Info("Refresh complete", "nodePool", nodePool, "message", c.Message)
+	case c.Type == pool.ConditionDegraded && c.Status == "True":
+		log.FromContext(ctx).Info("Refresh degraded", "nodePool", nodePool, "reason", c.Reason, "message", c.Message)
+	}
 }

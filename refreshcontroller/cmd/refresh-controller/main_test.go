@@ -62,7 +62,7 @@ func TestTryIt(t *testing.T) {
 		g.Expect(c.Status().Update(ctx, node)).To(Succeed())
 	}
 	token := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters-demo", Name: "token-demo-0a0a0a0a"},
-		Data: map[string][]byte{hypershift.TokenSecretPayloadKey: encoded(g, "served-v1.json")}}
+		Data: map[string][]byte{hypershift.TokenSecretPayloadKey: encoded(g, "served-v1.json"), controller.TokenSecretRefreshConfigKey: []byte("p1")}}
 	g.Expect(c.Create(ctx, token)).To(Succeed())
 
 	root := t.TempDir()
@@ -89,6 +89,7 @@ func TestTryIt(t *testing.T) {
 
 	// The rotation: the token Secret carries served-v2.json, and the payload hash moves.
 	token.Data[hypershift.TokenSecretPayloadKey] = encoded(g, "served-v2.json")
+	token.Data[controller.TokenSecretRefreshConfigKey] = []byte("p2")
 	g.Expect(c.Update(ctx, token)).To(Succeed())
 	np := &unstructured.Unstructured{}
 	np.SetGroupVersionKind(controller.NodePoolGVK)
