@@ -67,6 +67,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, management, guest cluste
 		WatchesRawSource(source.Kind(management.GetCache(), unstructuredOf(NodePoolGVK), byName)).
 		WatchesRawSource(source.Kind(management.GetCache(), unstructuredOf(MachineDeploymentGVK), byName)).
 		WatchesRawSource(source.Kind(management.GetCache(), unstructuredOf(MachineSetGVK), byName)).
+		WatchesRawSource(source.Kind(management.GetCache(), unstructuredOf(MachineGVK), handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, m *unstructured.Unstructured) []reconcile.Request {
+			return toPool(m.GetNamespace(), cmp.Or(m.GetLabels()[machineDeploymentNameLabel], m.GetLabels()[machineSetNameLabel]))
+		}))).
 		WatchesRawSource(source.Kind(management.GetCache(), &corev1.Secret{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, s *corev1.Secret) []reconcile.Request {
 			name, _ := strings.CutPrefix(s.GetName(), "token-")
 			if i := strings.LastIndex(name, "-"); i > 0 && name != s.GetName() {
@@ -200,8 +203,14 @@ func (r *Reconciler) readPool(ctx context.Context, np *unstructured.Unstructured
 	// A node on another rollout target than the NodePool reports (new nodes of a finished Replace
 	// rollout, or an in-place upgrade whose MachineSet is done before the NodePool says so): the
 	// pool is between rollouts, and adopting now would record a payload those nodes never got.
+	// A node with no currentConfig has not finished its first boot: it is left out until it has,
+	// named as waiting, and never pauses the pool.
 	for i := range p.nodes {
-		if c := p.nodes[i].Annotations[pool.CurrentConfigAnnotation]; c != p.rollout && !strings.HasPrefix(c, p.rollout+"-") {
+		c := p.nodes[i].Annotations[pool.CurrentConfigAnnotation]
+		if c == "" {
+			continue
+		}
+		if c != p.rollout && !strings.HasPrefix(c, p.rollout+"-") {
 			replaceRollout = true
 		}
 	}
@@ -221,10 +230,24 @@ func (r *Reconciler) readPool(ctx context.Context, np *unstructured.Unstructured
 func (r *Reconciler) observe(p *poolPass) pool.Progress {
 	state := p.state
 	state.Nodes = nil
+	var waiting []string
 	for i := range p.nodes {
+		if p.nodes[i].Annotations[pool.CurrentConfigAnnotation] == "" {
+			waiting = append(waiting, p.nodes[i].Name)
+			continue
+		}
 		state.Nodes = append(state.Nodes, r.nodeState(&p.nodes[i], p.podOn[p.nodes[i].Name], p.rollout, p.target))
 	}
-	return pool.Plan(state)
+	plan := pool.Plan(state)
+	if len(waiting) > 0 {
+		for i := range plan.Conditions {
+			if c := &plan.Conditions[i]; c.Type == pool.ConditionComplete {
+				c.Status, c.Reason = metav1.ConditionFalse, "NodesWaiting"
+				c.Message += fmt.Sprintf("; waiting for %s to report a currentConfig (first boot not finished)", strings.Join(waiting[:min(len(waiting), 5)], ", "))
+			}
+		}
+	}
+	return plan
 }
 
 // readPayload reads the token Secret's payload of the pool's target. Only a payload the token
@@ -351,8 +374,9 @@ func (r *Reconciler) supersede(ctx context.Context, p *poolPass, n *corev1.Node)
 	return nil
 }
 
-// rolloutState reads the pool's MachineDeployment (a Replace rollout: replicas not all updated)
-// and MachineSet (an in-place upgrade).
+// rolloutState reads the pool's MachineDeployment (a Replace rollout: replicas not all updated,
+// or a generation its controller has not observed yet, when the counts still show the old
+// template), its Machines (one being deleted) and its MachineSet (an in-place upgrade).
 func (r *Reconciler) rolloutState(ctx context.Context, name string) (replace, inPlace bool, err error) {
 	md := &unstructured.Unstructured{}
 	md.SetGroupVersionKind(MachineDeploymentGVK)
@@ -360,9 +384,15 @@ func (r *Reconciler) rolloutState(ctx context.Context, name string) (replace, in
 	case err == nil:
 		replicas, _, _ := unstructured.NestedInt64(md.Object, "status", "replicas")
 		updated, _, _ := unstructured.NestedInt64(md.Object, "status", "upToDateReplicas")
-		replace = replicas != updated
+		observed, _, _ := unstructured.NestedInt64(md.Object, "status", "observedGeneration")
+		replace = replicas != updated || observed < md.GetGeneration()
 	case !apierrors.IsNotFound(err):
 		return false, false, err
+	}
+	if !replace {
+		if replace, err = r.machineDeleting(ctx, name); err != nil {
+			return false, false, err
+		}
 	}
 	ms := &unstructured.Unstructured{}
 	ms.SetGroupVersionKind(MachineSetGVK)
@@ -373,6 +403,30 @@ func (r *Reconciler) rolloutState(ctx context.Context, name string) (replace, in
 		return false, false, err
 	}
 	return replace, inPlace, nil
+}
+
+// Cluster API's labels naming a Machine's MachineDeployment and MachineSet.
+const (
+	machineDeploymentNameLabel = "cluster.x-k8s.io/deployment-name"
+	machineSetNameLabel        = "cluster.x-k8s.io/set-name"
+)
+
+// machineDeleting says whether a Machine of the pool (its MachineDeployment's or MachineSet's,
+// both named after the pool) is being deleted: a replacement is under way.
+func (r *Reconciler) machineDeleting(ctx context.Context, name string) (bool, error) {
+	for _, label := range []string{machineDeploymentNameLabel, machineSetNameLabel} {
+		machines := &unstructured.UnstructuredList{}
+		machines.SetGroupVersionKind(MachineGVK.GroupVersion().WithKind("MachineList"))
+		if err := r.Management.List(ctx, machines, client.InNamespace(r.Namespace), client.MatchingLabels{label: name}); err != nil {
+			return false, err
+		}
+		for _, m := range machines.Items {
+			if m.GetDeletionTimestamp() != nil {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // maxUnavailable reads the NodePool's inPlace or replace maxUnavailable (a number or a percentage

@@ -154,6 +154,7 @@ func (p testPool) machineDeploymentStatus(ctx context.Context, replicas, upToDat
 	Expect(k8s.Get(ctx, client.ObjectKeyFromObject(md), md)).To(Succeed())
 	Expect(unstructured.SetNestedField(md.Object, replicas, "status", "replicas")).To(Succeed())
 	Expect(unstructured.SetNestedField(md.Object, upToDate, "status", "upToDateReplicas")).To(Succeed())
+	Expect(unstructured.SetNestedField(md.Object, md.GetGeneration(), "status", "observedGeneration")).To(Succeed())
 	Expect(k8s.Status().Update(ctx, md)).To(Succeed())
 }
 
@@ -307,6 +308,7 @@ func upgradeConfigMap(p testPool) *corev1.ConfigMap {
 
 var _ = AfterEach(func() {
 	Expect(watched.Violations()).To(BeEmpty(), "invariants broken")
+	Expect(noisy.Take()).To(BeEmpty(), "conflicts are requeued quietly, and no result comes with an error")
 })
 
 var _ = Describe("The refresh controller on a Replace NodePool of three nodes", Ordered, func() {

@@ -66,12 +66,13 @@ func run(ctx context.Context, o options, logger logr.Logger) error {
 	}
 	// As in the HCCO: the manager is the guest cluster's, and the management side is a cluster
 	// added to it, read in the hosted control plane namespace only.
-	mgr, err := ctrl.NewManager(gcfg, ctrl.Options{Scheme: scheme.Scheme, Metrics: metricsserver.Options{BindAddress: o.metricsAddress}})
+	mgr, err := ctrl.NewManager(gcfg, ctrl.Options{Scheme: scheme.Scheme, Logger: logger, Metrics: metricsserver.Options{BindAddress: o.metricsAddress}})
 	if err != nil {
 		return err
 	}
 	management, err := cluster.New(mcfg, func(co *cluster.Options) {
 		co.Scheme = scheme.Scheme
+		co.Logger = logger
 		co.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{o.namespace: {}}}
 	})
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,7 +69,9 @@ func TestTryIt(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, options{managementKubeconfig: kubeconfigPath, guestKubeconfig: kubeconfigPath, namespace: "clusters-demo",
-			daemonImage: "example", simulateDaemon: true, daemonRoot: root, metricsAddress: "0"}, logr.Discard())
+			daemonImage: "example", simulateDaemon: true, daemonRoot: root, metricsAddress: "0"},
+			// What the binary logs, shown with -v: the try-it path says what happens.
+			funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{}))
 	}()
 	refreshed := func(payloadHash string) func(Gomega) {
 		return func(g Gomega) {
@@ -126,7 +128,7 @@ func encoded(g *WithT, name string) []byte {
 	return []byte(s)
 }
 
-// capiCRDs are the MachineDeployment and MachineSet CRDs of the cluster-api version
+// capiCRDs are the MachineDeployment, MachineSet and Machine CRDs of the cluster-api version
 // hack/tools/capi-crds pins, from the Go module cache.
 func capiCRDs(t *testing.T) []string {
 	tools := filepath.Join("..", "..", "..", "hack", "tools", "capi-crds")
@@ -143,5 +145,6 @@ func capiCRDs(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	bases := filepath.Join(mod.Dir, "config", "crd", "bases")
-	return []string{filepath.Join(bases, "cluster.x-k8s.io_machinedeployments.yaml"), filepath.Join(bases, "cluster.x-k8s.io_machinesets.yaml")}
+	return []string{filepath.Join(bases, "cluster.x-k8s.io_machinedeployments.yaml"), filepath.Join(bases, "cluster.x-k8s.io_machinesets.yaml"),
+		filepath.Join(bases, "cluster.x-k8s.io_machines.yaml")}
 }

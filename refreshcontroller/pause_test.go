@@ -1,0 +1,77 @@
+package controller_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bootimage-operator/bootimage-operator/refresh/pool"
+	controller "github.com/bootimage-operator/bootimage-operator/refreshcontroller"
+)
+
+var _ = Describe("Pauses for a Replace rollout the replica counts do not show yet (item 7)", Ordered, func() {
+	p := testPool{name: "pauses", maxUnavailable: 1}
+	nodes := []string{"pauses-0", "pauses-1"}
+	const rollout = "9a9a9a9a"
+	w := baseWorker()
+	var mark int
+
+	It("pauses while the MachineDeployment's observedGeneration lags its generation", func(ctx SpecContext) {
+		p.create(ctx, rollout, "h1", w, nodes...)
+		mark = expectStates(p.name, 0, complete)
+		created := watched.Created(p.namespace())
+		// A new template: the generation moves before the MachineDeployment controller looks.
+		md := capiObject("MachineDeployment", p.name)
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(md), md)).To(Succeed())
+		Expect(unstructured.SetNestedField(md.Object, map[string]any{"rolled": "yes"}, "spec", "template", "metadata", "annotations")).To(Succeed())
+		Expect(k8s.Update(ctx, md)).To(Succeed())
+		w.pullSecret = `{"auths":{"quay.io":{"auth":"aDI="}}}`
+		p.payloadChange(ctx, rollout, "h2", w)
+		mark = expectStates(p.name, mark, pausedForRollout)
+		Consistently(func() int { return watched.Created(p.namespace()) }).Should(Equal(created))
+		p.machineDeploymentStatus(ctx, 2, 2)
+		expectRefreshed(p, "h2", w, map[string]int{}, nodes...)
+		mark = expectStates(p.name, mark, complete)
+	})
+
+	It("pauses while a Machine of the pool is being deleted", func(ctx SpecContext) {
+		m := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+			"clusterName": "demo", "bootstrap": map[string]any{"dataSecretName": "user-data-" + p.name},
+			"infrastructureRef": map[string]any{"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "AWSMachine", "name": "pauses-0"},
+		}}}
+		m.SetGroupVersionKind(controller.MachineGVK)
+		m.SetNamespace(hcpNamespace)
+		m.SetName("pauses-0")
+		m.SetLabels(map[string]string{"cluster.x-k8s.io/deployment-name": p.name})
+		m.SetFinalizers([]string{"example.com/hold"})
+		Expect(k8s.Create(ctx, m)).To(Succeed())
+		Expect(k8s.Delete(ctx, m)).To(Succeed())
+		created := watched.Created(p.namespace())
+		w.pullSecret = `{"auths":{"quay.io":{"auth":"aDM="}}}`
+		p.payloadChange(ctx, rollout, "h3", w)
+		mark = expectStates(p.name, mark, pausedForRollout)
+		Consistently(func() int { return watched.Created(p.namespace()) }).Should(Equal(created))
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), m)).To(Succeed())
+		m.SetFinalizers(nil)
+		Expect(k8s.Update(ctx, m)).To(Succeed())
+		expectRefreshed(p, "h3", w, map[string]int{}, nodes...)
+	})
+
+	It("refreshes the other nodes while a node that just joined has no currentConfig yet", func(ctx SpecContext) {
+		p.createNode(ctx, "pauses-2", rollout, w)
+		n := getNode("pauses-2")
+		base := n.DeepCopy()
+		n.Annotations = nil
+		Expect(k8s.Patch(ctx, n, client.MergeFrom(base))).To(Succeed())
+		w.pullSecret = `{"auths":{"quay.io":{"auth":"aDQ="}}}`
+		p.payloadChange(ctx, rollout, "h4", w)
+		expectRefreshed(p, "h4", w, map[string]int{}, nodes...)
+		Eventually(func(g Gomega) {
+			s := parseSnapshot(nodePool(p.name))
+			g.Expect(s.Complete.Status).To(Equal("False"))
+			g.Expect(s.Complete.Message).To(ContainSubstring("pauses-2"))
+		}).Should(Succeed())
+		Expect(getNode("pauses-2").Annotations).NotTo(HaveKey(pool.DesiredConfigAnnotation))
+	})
+})
