@@ -500,7 +500,11 @@ func (r *Reconciler) podFailure(pod *corev1.Pod) string {
 		}
 	}
 	timeout := cmp.Or(r.DaemonTimeout, DefaultDaemonTimeout)
-	if age := time.Since(pod.CreationTimestamp.Time); !pod.CreationTimestamp.IsZero() && age > timeout {
+	started := pod.CreationTimestamp
+	if pod.Status.StartTime != nil {
+		started = *pod.Status.StartTime
+	}
+	if !started.IsZero() && time.Since(started.Time) > timeout {
 		return fmt.Sprintf("no result from the daemon pod after %s", timeout)
 	}
 	return ""

@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -141,12 +142,15 @@ var _ = Describe("Daemon pods that cannot finish (item 5)", Ordered, func() {
 	nodes := []string{"podfail-0", "podfail-1"}
 	const rollout = "7a7a7a7a"
 	w := baseWorker()
+	BeforeAll(func() {
+		// The daemon of podfail-0 never acts in these specs: each sets its pod's status.
+		daemon.Hold("podfail-0", true)
+		DeferCleanup(daemon.Hold, "podfail-0", false)
+	})
 
 	It("reports a pod that cannot pull its image as Degraded, naming the node and the reason", func(ctx SpecContext) {
 		p.create(ctx, rollout, "f1", w, nodes...)
 		expectStates(p.name, 0, complete)
-		daemon.Hold("podfail-0", true)
-		DeferCleanup(daemon.Hold, "podfail-0", false)
 		w.pullSecret = `{"auths":{"quay.io":{"auth":"ZjI="}}}`
 		p.payloadChange(ctx, rollout, "f2", w)
 		Eventually(func() []string { return podNames(p) }).Should(ConsistOf("machine-config-daemon-podfail-0=Pending"))
@@ -160,6 +164,18 @@ var _ = Describe("Daemon pods that cannot finish (item 5)", Ordered, func() {
 			g.Expect(s.Degraded.Status).To(Equal("True"))
 			g.Expect(s.Degraded.Message).To(ContainSubstring("podfail-0:"))
 			g.Expect(s.Degraded.Message).To(ContainSubstring("ImagePullBackOff"))
+		}).Should(Succeed())
+	})
+
+	It("reports a pod running past the deadline without a result as Degraded", func(ctx SpecContext) {
+		pod := daemonPod(p, "podfail-0")
+		pod.Status.Phase, pod.Status.ContainerStatuses = corev1.PodRunning, nil
+		pod.Status.StartTime = &metav1.Time{Time: time.Now().Add(-time.Hour)}
+		Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+		Eventually(func(g Gomega) {
+			s := parseSnapshot(nodePool(p.name))
+			g.Expect(s.Degraded.Message).To(ContainSubstring("podfail-0: no result from the daemon pod after 15m0s"))
+			g.Expect(s.Complete.Status).To(Equal("False"))
 		}).Should(Succeed())
 	})
 

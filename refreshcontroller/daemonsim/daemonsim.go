@@ -87,8 +87,8 @@ func (d *Daemon) SetFail(node, reason string) {
 	d.fail[node] = reason
 }
 
-// Hold keeps the daemon pods of node Pending while on is true, as a slow kubelet or image pull
-// does; releasing it lets them run.
+// Hold keeps the daemon of node from acting while on is true: its pods stay Pending, or Running
+// without a result, as a slow kubelet, image pull or a stuck daemon does; releasing it lets them run.
 func (d *Daemon) Hold(node string, on bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -138,11 +138,11 @@ func (d *Daemon) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || pod.Spec.NodeName == "" {
 		return reconcile.Result{}, nil
 	}
+	if d.isHeld(pod.Spec.NodeName) {
+		// Released by Hold: the pod is read again then.
+		return reconcile.Result{RequeueAfter: waitFor}, nil
+	}
 	if pod.Status.Phase == "" || pod.Status.Phase == corev1.PodPending {
-		if d.isHeld(pod.Spec.NodeName) {
-			// Released by Hold: the pod is read again then.
-			return reconcile.Result{RequeueAfter: waitFor}, nil
-		}
 		// The kubelet starts the container; the status update brings the pod back here.
 		pod.Status.Phase = corev1.PodRunning
 		return reconcile.Result{}, d.Client.Status().Update(ctx, pod)
