@@ -29,6 +29,12 @@ const (
 	// its payload was generated from. HyperShift has none (docs/hypershift.md): the ignition
 	// server must write it with payload, or the controller cannot tell a payload from its hash.
 	TokenSecretRefreshConfigKey = "payload-refresh-config"
+	// DaemonCapabilitiesAnnotation is a node annotation the daemon would set (proposed; no MCO
+	// daemon sets it today): a comma-separated list of what it can do beyond today's HyperShift
+	// mode, which runs only Reboot, None and Reload crio.
+	DaemonCapabilitiesAnnotation = "hypershift.openshift.io/daemonCapabilities"
+	// CapabilityRestart says the daemon runs Restart actions (node disruption policies).
+	CapabilityRestart = "Restart"
 	// FieldManager names this controller's writes.
 	FieldManager = "config-refresh-controller"
 )

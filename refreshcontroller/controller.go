@@ -307,7 +307,7 @@ func (r *Reconciler) deliver(ctx context.Context, p *poolPass, next []byte) (*ou
 	if err != nil {
 		return nil, err
 	}
-	verdict, err := hypershift.DecideRefresh(current, next)
+	verdict, err := decide(p.nodes, current, next)
 	if err != nil {
 		return &outcome{conditions: invalidPayload(fmt.Sprintf("Deciding refresh config %s: %v", p.payloadHash, err), r.observe(p))}, nil
 	}
@@ -322,6 +322,46 @@ func (r *Reconciler) deliver(ctx context.Context, p *poolPass, next []byte) (*ou
 		return nil, err
 	}
 	return nil, r.Guest.Update(ctx, p.cm, client.FieldOwner(FieldManager))
+}
+
+// ReasonNeedsRestartCapableDaemon is the verdict of a change that is a refresh only for a daemon
+// that runs Restart, on a pool where some daemon has not said it can.
+const ReasonNeedsRestartCapableDaemon = "NeedsRestartCapableDaemon"
+
+// decide decides a change with today's daemon's rules, or, when every node's daemon says it
+// runs Restart, with the node disruption policies (a CA bundle: restart update-ca-trust and crio).
+// A change only the latter refresh is left to the next rollout while any daemon cannot, as the
+// enhancement's fallback for an old daemon says.
+func decide(nodes []corev1.Node, current, next []byte) (hypershift.Verdict, error) {
+	today, err := hypershift.DecideRefresh(current, next)
+	if err != nil || today.Refresh {
+		return today, err
+	}
+	withRestart, err := hypershift.DecideRefreshWithPolicies(current, next, refresh.DefaultPolicies())
+	if err != nil || !withRestart.Refresh {
+		return today, err
+	}
+	var unable []string
+	for i := range nodes {
+		if !hasCapability(&nodes[i], CapabilityRestart) {
+			unable = append(unable, nodes[i].Name)
+		}
+	}
+	if len(unable) == 0 {
+		return withRestart, nil
+	}
+	return hypershift.Verdict{Reason: ReasonNeedsRestartCapableDaemon, Result: withRestart.Result,
+		Message: fmt.Sprintf("%s; the daemon of %d node(s) cannot run Restart (%s): %s", withRestart.Message,
+			len(unable), DaemonCapabilitiesAnnotation, strings.Join(unable[:min(len(unable), 5)], ", "))}, nil
+}
+
+func hasCapability(n *corev1.Node, capability string) bool {
+	for c := range strings.SplitSeq(n.Annotations[DaemonCapabilitiesAnnotation], ",") {
+		if strings.TrimSpace(c) == capability {
+			return true
+		}
+	}
+	return false
 }
 
 // advance moves each node one step towards the target: it settles what an earlier target left

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,12 +29,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/bootimage-operator/bootimage-operator/refresh"
 	"github.com/bootimage-operator/bootimage-operator/refresh/hypershift"
 	"github.com/bootimage-operator/bootimage-operator/refresh/pool"
 )
 
 // CurrentConfigFile is where the daemon keeps the config a node runs, below the node's root.
 const CurrentConfigFile = "etc/mcd-currentconfig.json"
+
+// capabilitiesAnnotation is where a daemon says what it can do beyond today's HyperShift mode
+// (the refresh controller's DaemonCapabilitiesAnnotation, not imported: the stand-in plays the
+// daemon, which does not import the controller).
+const capabilitiesAnnotation = "hypershift.openshift.io/daemonCapabilities"
 
 // waitFor is how soon the daemon looks again while its ConfigMap lags.
 const waitFor = 100 * time.Millisecond
@@ -177,7 +184,14 @@ func (d *Daemon) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	if err != nil {
 		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{pool.StateAnnotation: pool.StateDegraded, pool.ReasonAnnotation: "reading the current config: " + err.Error()}, corev1.PodFailed)
 	}
-	v, err := hypershift.DecideRefresh(current, next)
+	decide := hypershift.DecideRefresh
+	if strings.Contains(node.Annotations[capabilitiesAnnotation], "Restart") {
+		// A daemon that says it runs Restart reads the node disruption policies.
+		decide = func(current, next []byte) (hypershift.Verdict, error) {
+			return hypershift.DecideRefreshWithPolicies(current, next, refresh.DefaultPolicies())
+		}
+	}
+	v, err := decide(current, next)
 	if err != nil {
 		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{pool.StateAnnotation: pool.StateDegraded, pool.ReasonAnnotation: err.Error()}, corev1.PodFailed)
 	}
