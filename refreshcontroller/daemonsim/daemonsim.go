@@ -2,10 +2,10 @@
 // 7ff337a4, syncNodeHypershift), for tests and trials without nodes: for each daemon pod it acts
 // as the daemon on the pod's node would. It acts only when desiredConfig differs from
 // currentConfig and the drain handshake is settled; reads the mounted ConfigMap's config and hash
-// (and, as the daemon, ignores no-reboot-paths); decides with refresh/hypershift from its current
-// config; writes the files under a root of its own; writes state, reason, currentConfig and
-// desiredDrain; and reboots (counted) or fails where the daemon would. It then ends the pod as
-// the kubelet would.
+// (and, as the daemon, ignores no-reboot-paths); decides from its current config with rules of
+// its own (rules.go), sharing no code with refresh/ so that a mistake there shows; writes the
+// files under a root of its own; writes state, reason, currentConfig and desiredDrain; and
+// reboots (counted) or fails where the daemon would. It then ends the pod as the kubelet would.
 package daemonsim
 
 import (
@@ -28,19 +28,36 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
-
-	"github.com/bootimage-operator/bootimage-operator/refresh"
-	"github.com/bootimage-operator/bootimage-operator/refresh/hypershift"
-	"github.com/bootimage-operator/bootimage-operator/refresh/pool"
 )
 
 // CurrentConfigFile is where the daemon keeps the config a node runs, below the node's root.
 const CurrentConfigFile = "etc/mcd-currentconfig.json"
 
-// capabilitiesAnnotation is where a daemon says what it can do beyond today's HyperShift mode
-// (the refresh controller's DaemonCapabilitiesAnnotation, not imported: the stand-in plays the
-// daemon, which does not import the controller).
-const capabilitiesAnnotation = "hypershift.openshift.io/daemonCapabilities"
+// The node annotations the daemon reads and writes, spelled as the daemon spells them: the
+// stand-in imports neither the controller nor refresh/.
+const (
+	currentConfigAnnotation    = "machineconfiguration.openshift.io/currentConfig"
+	desiredConfigAnnotation    = "machineconfiguration.openshift.io/desiredConfig"
+	stateAnnotation            = "machineconfiguration.openshift.io/state"
+	reasonAnnotation           = "machineconfiguration.openshift.io/reason"
+	desiredDrainAnnotation     = "machineconfiguration.openshift.io/desiredDrain"
+	lastAppliedDrainAnnotation = "machineconfiguration.openshift.io/lastAppliedDrain"
+	stateDone                  = "Done"
+	stateDegraded              = "Degraded"
+	// capabilitiesAnnotation is where a daemon says what it can do beyond today's HyperShift
+	// mode (the refresh controller's DaemonCapabilitiesAnnotation).
+	capabilitiesAnnotation = "hypershift.openshift.io/daemonCapabilities"
+)
+
+// canRestart says whether node's daemon runs Restart actions: it says so on its node.
+func (d *Daemon) canRestart(node *corev1.Node) bool {
+	for c := range strings.SplitSeq(node.Annotations[capabilitiesAnnotation], ",") {
+		if strings.TrimSpace(c) == "Restart" {
+			return true
+		}
+	}
+	return false
+}
 
 // waitFor is how soon the daemon looks again while its ConfigMap lags.
 const waitFor = 100 * time.Millisecond
@@ -159,8 +176,8 @@ func (d *Daemon) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		return reconcile.Result{}, err
 	}
 	a := node.Annotations
-	desired := a[pool.DesiredConfigAnnotation]
-	if desired == "" || desired == a[pool.CurrentConfigAnnotation] || a[pool.DesiredDrainAnnotation] != a[pool.LastAppliedDrainAnnotation] {
+	desired := a[desiredConfigAnnotation]
+	if desired == "" || desired == a[currentConfigAnnotation] || a[desiredDrainAnnotation] != a[lastAppliedDrainAnnotation] {
 		return reconcile.Result{}, nil
 	}
 	cm := &corev1.ConfigMap{}
@@ -168,56 +185,51 @@ func (d *Daemon) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	if err := d.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: cmName}, cm); err != nil {
 		return reconcile.Result{}, err
 	}
-	next, hash, _, err := hypershift.ParseUpgradeConfigMap(cm)
+	// Today's daemon reads config and hash only; no-reboot-paths is not its input.
+	hash := cm.Data["hash"]
+	next, err := decode(cm.Data["config"])
 	if err != nil {
-		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{pool.StateAnnotation: pool.StateDegraded, pool.ReasonAnnotation: err.Error()}, corev1.PodFailed)
+		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{stateAnnotation: stateDegraded, reasonAnnotation: err.Error()}, corev1.PodFailed)
 	}
 	if hash != desired {
 		// The daemon waits for the ConfigMap the node was asked for.
 		return reconcile.Result{RequeueAfter: waitFor}, nil
 	}
 	if reason, ok := d.failure(node.Name); ok {
-		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{pool.StateAnnotation: pool.StateDegraded, pool.ReasonAnnotation: reason}, corev1.PodFailed)
+		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{stateAnnotation: stateDegraded, reasonAnnotation: reason}, corev1.PodFailed)
 	}
 	root := filepath.Join(d.Root, node.Name)
 	current, err := os.ReadFile(filepath.Join(root, CurrentConfigFile))
 	if err != nil {
-		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{pool.StateAnnotation: pool.StateDegraded, pool.ReasonAnnotation: "reading the current config: " + err.Error()}, corev1.PodFailed)
+		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{stateAnnotation: stateDegraded, reasonAnnotation: "reading the current config: " + err.Error()}, corev1.PodFailed)
 	}
-	decide := hypershift.DecideRefresh
-	if strings.Contains(node.Annotations[capabilitiesAnnotation], "Restart") {
-		// A daemon that says it runs Restart reads the node disruption policies.
-		decide = func(current, next []byte) (hypershift.Verdict, error) {
-			return hypershift.DecideRefreshWithPolicies(current, next, refresh.DefaultPolicies())
-		}
-	}
-	v, err := decide(current, next)
+	v, err := decide(current, next, d.canRestart(node))
 	if err != nil {
-		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{pool.StateAnnotation: pool.StateDegraded, pool.ReasonAnnotation: err.Error()}, corev1.PodFailed)
+		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{stateAnnotation: stateDegraded, reasonAnnotation: err.Error()}, corev1.PodFailed)
 	}
 	d.mu.Lock()
 	if d.verdicts == nil {
 		d.verdicts = map[string][]string{}
 	}
-	d.verdicts[node.Name] = append(d.verdicts[node.Name], v.Reason)
+	d.verdicts[node.Name] = append(d.verdicts[node.Name], v.outcome)
 	d.mu.Unlock()
-	switch v.Reason {
-	case hypershift.ReasonRejected:
-		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{pool.StateAnnotation: pool.StateDegraded, pool.ReasonAnnotation: v.Message}, corev1.PodFailed)
-	case hypershift.ReasonNeedsDrain:
+	switch v.outcome {
+	case Rejected:
+		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{stateAnnotation: stateDegraded, reasonAnnotation: "cannot apply: " + v.why}, corev1.PodFailed)
+	case NeedsDrain:
 		d.record(&d.drains, node.Name)
-	case hypershift.ReasonNeedsReboot:
+	case NeedsReboot:
 		d.record(&d.reboots, node.Name)
 	}
 	if err := writeFiles(root, next); err != nil {
-		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{pool.StateAnnotation: pool.StateDegraded, pool.ReasonAnnotation: err.Error()}, corev1.PodFailed)
+		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{stateAnnotation: stateDegraded, reasonAnnotation: err.Error()}, corev1.PodFailed)
 	}
 	if err := d.Seed(node.Name, next); err != nil {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{
-		pool.StateAnnotation: pool.StateDone, pool.ReasonAnnotation: "", pool.CurrentConfigAnnotation: desired,
-		pool.DesiredDrainAnnotation: "uncordon-" + desired,
+		stateAnnotation: stateDone, reasonAnnotation: "", currentConfigAnnotation: desired,
+		desiredDrainAnnotation: "uncordon-" + desired,
 	}, corev1.PodSucceeded)
 }
 
