@@ -1,8 +1,11 @@
 package controller_test
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -73,5 +76,24 @@ var _ = Describe("Pauses for a Replace rollout the replica counts do not show ye
 			g.Expect(s.Complete.Message).To(ContainSubstring("pauses-2"))
 		}).Should(Succeed())
 		Expect(getNode("pauses-2").Annotations).NotTo(HaveKey(pool.DesiredConfigAnnotation))
+	})
+})
+
+var _ = Describe("A NotReady node already on the target (item 7)", Ordered, func() {
+	p := testPool{name: "notready", maxUnavailable: 1}
+	nodes := []string{"notready-0", "notready-1"}
+	const rollout = "9b9b9b9b"
+	w := baseWorker()
+
+	It("is done, not busy: Progressing stays False with no pod running", func(ctx SpecContext) {
+		p.create(ctx, rollout, "k1", w, nodes...)
+		mark := expectStates(p.name, 0, complete)
+		n := getNode("notready-1")
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady"}}
+		Expect(k8s.Status().Update(ctx, n)).To(Succeed())
+		// A metadata change brings a pass that reads the NotReady node.
+		p.annotate(ctx, map[string]string{"example.com/touched": "yes"})
+		Consistently(func() []snapshot { h, _ := watched.History(p.name, mark); return h }, 2*time.Second).Should(BeEmpty())
+		Expect(parseSnapshot(nodePool(p.name)).Progressing.Status).To(Equal("False"))
 	})
 })
