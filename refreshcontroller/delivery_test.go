@@ -135,6 +135,25 @@ var _ = Describe("A new payload while a daemon pod of the previous one has not f
 		expectRefreshed(p, "s3", w, before, nodes...)
 		Expect(watched.Peak(p.namespace())).To(Equal(1))
 	})
+
+	It("acknowledges a pod that finished the previous payload, then refreshes its node to the new one", func(ctx SpecContext) {
+		before := reboots(nodes...)
+		daemon.Hold("supersede-0", true)
+		DeferCleanup(daemon.Hold, "supersede-0", false)
+		w.pullSecret = `{"auths":{"quay.io":{"auth":"czQ="}}}`
+		p.payloadChange(ctx, rollout, "s4", w)
+		Eventually(func() []string { return podNames(p) }).Should(ConsistOf("machine-config-daemon-supersede-0=Pending"))
+		// A Replace rollout pauses the controller while the daemon finishes s4 on supersede-0.
+		p.machineDeploymentStatus(ctx, 3, 2)
+		Eventually(func() string { return parseSnapshot(nodePool(p.name)).Progressing.Reason }).Should(Equal("PausedForRollout"))
+		daemon.Hold("supersede-0", false)
+		Eventually(func() []string { return podNames(p) }).Should(ConsistOf("machine-config-daemon-supersede-0=Succeeded"))
+		Expect(getNode("supersede-0").Annotations).To(HaveKeyWithValue(pool.DesiredDrainAnnotation, "uncordon-"+pool.RefreshConfigValue(rollout, "s4")))
+		w.pullSecret = `{"auths":{"quay.io":{"auth":"czU="}}}`
+		p.payloadChange(ctx, rollout, "s5", w)
+		p.machineDeploymentStatus(ctx, 3, 3)
+		expectRefreshed(p, "s5", w, before, nodes...)
+	})
 })
 
 var _ = Describe("Daemon pods that cannot finish (item 5)", Ordered, func() {
