@@ -109,9 +109,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// Report even when a step failed, so the conditions say where the refresh stands.
 		statusErr = r.setConditions(ctx, np, out.conditions)
 	}
+	// Only a conflict and nothing else: a stale read (the daemon or another controller wrote in
+	// between), which the next pass reads again; any other error is returned, never hidden.
+	conflictOnly := func(err error) bool { return err == nil || apierrors.IsConflict(err) }
 	switch err := errors.Join(stepErr, statusErr); {
-	case apierrors.IsConflict(err):
-		// A stale read (ours or the daemon's write in between): the next pass reads again.
+	case err != nil && conflictOnly(stepErr) && conflictOnly(statusErr):
 		log.FromContext(ctx).V(1).Info("Requeuing after a conflict", "error", err.Error())
 		return reconcile.Result{RequeueAfter: time.Millisecond}, nil
 	case err != nil:
@@ -163,11 +165,8 @@ func (r *Reconciler) reconcile(ctx context.Context, np *unstructured.Unstructure
 	if adopted, out, err := r.adopt(ctx, p, next); adopted || err != nil {
 		return out, err
 	}
-	if out, err := r.deliver(ctx, p, next); out != nil || err != nil {
-		if out == nil {
-			return outcome{}, err
-		}
-		return *out, err
+	if out, done, err := r.deliver(ctx, p, next); done || err != nil {
+		return out, err
 	}
 	plan, err := r.advance(ctx, p)
 	return report(plan), err
@@ -298,30 +297,30 @@ func (r *Reconciler) adopt(ctx context.Context, p *poolPass, next []byte) (adopt
 }
 
 // deliver writes a new target's payload into the ConfigMap when the daemon can apply it in
-// place. It returns an outcome when the pass ends here (the change is not a refresh).
-func (r *Reconciler) deliver(ctx context.Context, p *poolPass, next []byte) (*outcome, error) {
+// place. done says the pass ends here: the change is not a refresh, or cannot be decided.
+func (r *Reconciler) deliver(ctx context.Context, p *poolPass, next []byte) (out outcome, done bool, err error) {
 	if p.cm.Data[hypershift.KeyHash] == p.target {
-		return nil, nil
+		return outcome{}, false, nil
 	}
 	current, _, _, err := hypershift.ParseUpgradeConfigMap(p.cm)
 	if err != nil {
-		return nil, err
+		return outcome{}, true, err
 	}
 	verdict, err := decide(p.nodes, current, next)
 	if err != nil {
-		return &outcome{conditions: invalidPayload(fmt.Sprintf("Deciding refresh config %s: %v", p.payloadHash, err), r.observe(p))}, nil
+		msg := fmt.Sprintf("Deciding refresh config %s: %v", p.payloadHash, err)
+		return outcome{conditions: invalidPayload(msg, r.observe(p))}, true, nil
 	}
 	if !verdict.Refresh {
 		// Left to the next rollout: the NodePool controller sees the reason and stops pinning.
 		// Nodes that failed an earlier refresh still count as degraded.
-		o := report(notARefresh(verdict, r.observe(p)))
-		return &o, nil
+		return report(notARefresh(verdict, r.observe(p))), true, nil
 	}
 	log.FromContext(ctx).Info("Starting a refresh", "nodePool", p.name, "target", p.target, "reason", verdict.Reason)
 	if _, err := hypershift.SetUpgradeConfigMapData(p.cm, next, p.target, hypershift.NoRebootPathsFromPolicies(refresh.DefaultPolicies())); err != nil {
-		return nil, err
+		return outcome{}, true, err
 	}
-	return nil, r.Guest.Update(ctx, p.cm, client.FieldOwner(FieldManager))
+	return outcome{}, false, r.Guest.Update(ctx, p.cm, client.FieldOwner(FieldManager))
 }
 
 // ReasonNeedsRestartCapableDaemon is the verdict of a change that is a refresh only for a daemon
