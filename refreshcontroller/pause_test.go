@@ -97,3 +97,38 @@ var _ = Describe("A NotReady node already on the target (item 7)", Ordered, func
 		Expect(parseSnapshot(nodePool(p.name)).Progressing.Status).To(Equal("False"))
 	})
 })
+
+var _ = Describe("Nodes that join a refreshed pool (item 4)", Ordered, func() {
+	p := testPool{name: "joins", maxUnavailable: 1}
+	const rollout = "9c9c9c9c"
+	w := baseWorker()
+
+	It("counts a node whose first boot recorded the current payload hash as refreshed: no daemon pod", func(ctx SpecContext) {
+		p.create(ctx, rollout, "j1", w, "joins-0")
+		expectStates(p.name, 0, complete)
+		w.pullSecret = `{"auths":{"quay.io":{"auth":"ajI="}}}`
+		p.payloadChange(ctx, rollout, "j2", w)
+		expectRefreshed(p, "j2", w, map[string]int{}, "joins-0")
+		created := watched.Created(p.namespace())
+		// The served Ignition's node-annotations.json carries the payload hash (docs/hypershift.md).
+		p.createNode(ctx, "joins-1", rollout, w)
+		n := getNode("joins-1")
+		base := n.DeepCopy()
+		n.Annotations[pool.CurrentRefreshConfigAnnotation] = "j2"
+		Expect(k8s.Patch(ctx, n, client.MergeFrom(base))).To(Succeed())
+		Consistently(func() int { return watched.Created(p.namespace()) }).Should(Equal(created))
+		Expect(parseSnapshot(nodePool(p.name)).Complete.Status).To(Equal("True"))
+		Expect(daemon.Verdicts("joins-1")).To(BeEmpty())
+	})
+
+	It("refreshes a node that joins without the record, and its daemon finds nothing to change", func(ctx SpecContext) {
+		p.createNode(ctx, "joins-2", rollout, w)
+		Eventually(func(g Gomega) {
+			g.Expect(recordsOf("joins-0", "joins-1", "joins-2")).To(Equal([]string{"j2", "j2", "j2"}))
+			g.Expect(podNames(p)).To(BeEmpty())
+			g.Expect(parseSnapshot(nodePool(p.name)).Complete.Status).To(Equal("True"))
+		}).Should(Succeed())
+		Expect(daemon.Verdicts("joins-2")).To(Equal([]string{"NoChange"}))
+		Expect(daemon.Reboots("joins-2")).To(BeZero())
+	})
+})
