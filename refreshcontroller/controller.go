@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -42,6 +43,9 @@ type Reconciler struct {
 	// DaemonTimeout is how long a daemon pod may run without a result before its node is
 	// Degraded; DefaultDaemonTimeout when zero.
 	DaemonTimeout time.Duration
+	// Events records a refresh's end and failures on the NodePool; SetupWithManager sets the
+	// management cluster's when nil.
+	Events events.EventRecorder
 }
 
 // DefaultDaemonTimeout bounds a daemon pod's run: a refresh writes a few files and runs a reload,
@@ -53,6 +57,9 @@ const DefaultDaemonTimeout = 15 * time.Minute
 // daemon pods through guest. Either may be mgr itself: in the HCCO the manager is the guest
 // cluster's and the hosted control plane namespace is a cluster added to it (CPCluster).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, management, guest cluster.Cluster) error {
+	if r.Events == nil {
+		r.Events = management.GetEventRecorder(FieldManager)
+	}
 	toPool := func(namespace, name string) []reconcile.Request {
 		if name == "" || namespace != r.Namespace {
 			return nil

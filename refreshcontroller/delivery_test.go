@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -104,6 +105,17 @@ var _ = Describe("A malformed token payload (item 3)", Ordered, func() {
 			g.Expect(s.Degraded.Message).To(ContainSubstring(controller.TokenSecretName(p.name, rollout)))
 			g.Expect(s.Complete.Status).To(Equal("False"))
 		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			list := &eventsv1.EventList{}
+			g.Expect(k8s.List(ctx, list, client.InNamespace(hcpNamespace))).To(Succeed())
+			var reasons []string
+			for _, e := range list.Items {
+				if e.Regarding.Name == p.name && e.Type == corev1.EventTypeWarning {
+					reasons = append(reasons, e.Reason)
+				}
+			}
+			g.Expect(reasons).To(ContainElement(controller.ReasonInvalidPayload))
+		}).Should(Succeed(), "a Warning Event on the NodePool")
 
 		before := reboots(nodes...)
 		w.sshKey = "ssh-ed25519 DDDD core@v4"

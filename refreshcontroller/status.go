@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -81,19 +82,23 @@ func (r *Reconciler) setConditions(ctx context.Context, np *unstructured.Unstruc
 	existing := read.C
 	now := metav1.Now()
 	changed := false
+	var transitions []hypershift.NodePoolCondition
 	for _, c := range hypershift.NodePoolConditions(conditions, np.GetGeneration()) {
 		i := indexOf(existing, c.Type)
 		if i < 0 {
 			c.LastTransitionTime = now
 			existing = append(existing, c)
 			changed = true
+			if c.Type == pool.ConditionDegraded && c.Status == corev1.ConditionTrue {
+				transitions = append(transitions, c)
+			}
 			continue
 		}
 		old := existing[i]
 		c.LastTransitionTime = old.LastTransitionTime
 		if old.Status != c.Status {
 			c.LastTransitionTime = now
-			logTransition(ctx, np.GetName(), c)
+			transitions = append(transitions, c)
 		}
 		if old != c {
 			existing[i] = c
@@ -115,7 +120,14 @@ func (r *Reconciler) setConditions(ctx context.Context, np *unstructured.Unstruc
 	if err := unstructured.SetNestedSlice(np.Object, list, "status", "conditions"); err != nil {
 		return err
 	}
-	return r.Management.Status().Patch(ctx, np, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldManager))
+	if err := r.Management.Status().Patch(ctx, np, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldManager)); err != nil {
+		return err
+	}
+	// Only once written: a conflict retries the pass, which would announce it twice.
+	for _, c := range transitions {
+		r.announce(ctx, np, c)
+	}
+	return nil
 }
 
 func indexOf(conditions []hypershift.NodePoolCondition, t string) int {
@@ -127,12 +139,19 @@ func indexOf(conditions []hypershift.NodePoolCondition, t string) int {
 	return -1
 }
 
-// logTransition logs the ends of a refresh an operator follows: complete, or degraded.
-func logTransition(ctx context.Context, nodePool string, c hypershift.NodePoolCondition) {
+// announce logs, and records as an Event on the NodePool, the ends of a refresh an operator
+// follows: complete, or degraded.
+func (r *Reconciler) announce(ctx context.Context, np *unstructured.Unstructured, c hypershift.NodePoolCondition) {
 	switch {
-	case c.Type == pool.ConditionComplete && c.Status == "True":
-		log.FromContext(ctx).Info("Refresh complete", "nodePool", nodePool, "message", c.Message)
-	case c.Type == pool.ConditionDegraded && c.Status == "True":
-		log.FromContext(ctx).Info("Refresh degraded", "nodePool", nodePool, "reason", c.Reason, "message", c.Message)
+	case c.Type == pool.ConditionComplete && c.Status == corev1.ConditionTrue:
+		log.FromContext(ctx).Info("Refresh complete", "nodePool", np.GetName(), "message", c.Message)
+		if r.Events != nil {
+			r.Events.Eventf(np, nil, corev1.EventTypeNormal, "RefreshComplete", "Refresh", "%s", c.Message)
+		}
+	case c.Type == pool.ConditionDegraded && c.Status == corev1.ConditionTrue:
+		log.FromContext(ctx).Info("Refresh degraded", "nodePool", np.GetName(), "reason", c.Reason, "message", c.Message)
+		if r.Events != nil {
+			r.Events.Eventf(np, nil, corev1.EventTypeWarning, c.Reason, "Refresh", "%s", c.Message)
+		}
 	}
 }
