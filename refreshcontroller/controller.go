@@ -397,23 +397,25 @@ func (r *Reconciler) advance(ctx context.Context, p *poolPass) (pool.Progress, e
 	return plan, nil
 }
 
-// supersede settles a node whose daemon pod was started for an earlier refresh of this rollout:
-// a pod that has not acted yet is re-targeted (the daemon reads desiredConfig and waits for the
-// ConfigMap of that hash, which already holds the new payload); a finished pod is removed, its
-// result recorded by finishNode, and the node started again for the new target.
+// supersede settles a node whose daemon pod ran for another refresh of this rollout than the
+// target: a pod that has not acted yet is re-targeted (the daemon reads desiredConfig and applies
+// the ConfigMap, which already holds the new payload); a pod that finished short of the target
+// (a superseded target, or the ConfigMap of one, since the daemon applies what its mounted copy
+// holds and reports that hash) is removed, finishNode records what it applied, and the node is
+// started again; a Failed pod of an earlier target is removed to retry with this one.
 func (r *Reconciler) supersede(ctx context.Context, p *poolPass, n *corev1.Node) error {
 	pod := p.podOn[n.Name]
-	desired := n.Annotations[pool.DesiredConfigAnnotation]
-	if pod == nil || desired == p.target || !strings.HasPrefix(desired, p.rollout+"-") {
+	desired, current := n.Annotations[pool.DesiredConfigAnnotation], n.Annotations[pool.CurrentConfigAnnotation]
+	if pod == nil || !strings.HasPrefix(desired, p.rollout+"-") {
 		return nil
 	}
-	switch {
-	case pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded:
+	switch phase := pod.Status.Phase; {
+	case phase == corev1.PodSucceeded && current != p.target, phase == corev1.PodFailed && desired != p.target:
 		if err := client.IgnoreNotFound(r.Guest.Delete(ctx, pod)); err != nil {
 			return err
 		}
 		delete(p.podOn, n.Name)
-	case n.Annotations[pool.CurrentConfigAnnotation] != desired && n.Annotations[pool.StateAnnotation] != pool.StateWorking:
+	case phase != corev1.PodSucceeded && phase != corev1.PodFailed && desired != p.target && current != desired && n.Annotations[pool.StateAnnotation] != pool.StateWorking:
 		log.FromContext(ctx).Info("Re-targeting a daemon pod", "node", n.Name, "from", desired, "target", p.target)
 		return r.annotate(ctx, n, map[string]string{pool.DesiredConfigAnnotation: p.target})
 	}

@@ -143,6 +143,10 @@ type noisyLogs struct {
 var noisy = &noisyLogs{}
 
 func (n *noisyLogs) see(line string) {
+	// The controller's lines only: the daemon stand-in retries its own conflicts.
+	if !strings.Contains(line, `"controller"="configrefresh"`) {
+		return
+	}
 	if strings.Contains(line, "Reconciler error") && strings.Contains(line, "the object has been modified") ||
 		strings.Contains(line, "Reconciler returned both a result") {
 		n.mu.Lock()

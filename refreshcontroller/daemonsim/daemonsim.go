@@ -162,6 +162,11 @@ func (d *Daemon) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || pod.Spec.NodeName == "" {
 		return reconcile.Result{}, nil
 	}
+	if pod.DeletionTimestamp != nil {
+		// The kubelet stops a running pod that is deleted and confirms it; with no kubelet the
+		// API server would keep it terminating for good.
+		return reconcile.Result{}, client.IgnoreNotFound(d.Client.Delete(ctx, pod, client.GracePeriodSeconds(0)))
+	}
 	if d.isHeld(pod.Spec.NodeName) {
 		// Released by Hold: the pod is read again then.
 		return reconcile.Result{RequeueAfter: waitFor}, nil
@@ -191,10 +196,8 @@ func (d *Daemon) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	if err != nil {
 		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{stateAnnotation: stateDegraded, reasonAnnotation: err.Error()}, corev1.PodFailed)
 	}
-	if hash != desired {
-		// The daemon waits for the ConfigMap the node was asked for.
-		return reconcile.Result{RequeueAfter: waitFor}, nil
-	}
+	// As syncNodeHypershift: the daemon never compares the ConfigMap's hash with desiredConfig; it
+	// applies what the ConfigMap holds and reports that hash, whatever it was asked for.
 	if reason, ok := d.failure(node.Name); ok {
 		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{stateAnnotation: stateDegraded, reasonAnnotation: reason}, corev1.PodFailed)
 	}
@@ -228,8 +231,8 @@ func (d *Daemon) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{
-		stateAnnotation: stateDone, reasonAnnotation: "", currentConfigAnnotation: desired,
-		desiredDrainAnnotation: "uncordon-" + desired,
+		stateAnnotation: stateDone, reasonAnnotation: "", currentConfigAnnotation: hash,
+		desiredDrainAnnotation: "uncordon-" + hash,
 	}, corev1.PodSucceeded)
 }
 
