@@ -13,6 +13,7 @@ var (
 	NodePoolGVK          = schema.GroupVersionKind{Group: "hypershift.openshift.io", Version: "v1beta1", Kind: "NodePool"}
 	MachineDeploymentGVK = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "MachineDeployment"}
 	MachineSetGVK        = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "MachineSet"}
+	MachineGVK           = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Machine"}
 )
 
 const (
@@ -24,6 +25,16 @@ const (
 	// UpgradedRefreshConfig is the currentRefreshConfig of a node the in-place upgrader left on
 	// a payload no payload hash names: it is behind any target, so the refresh re-evaluates it.
 	UpgradedRefreshConfig = "upgraded"
+	// TokenSecretRefreshConfigKey is the token Secret key naming the payload hash of the config
+	// its payload was generated from. HyperShift has none (docs/hypershift.md): the ignition
+	// server must write it with payload, or the controller cannot tell a payload from its hash.
+	TokenSecretRefreshConfigKey = "payload-refresh-config"
+	// DaemonCapabilitiesAnnotation is a node annotation the daemon would set (proposed; no MCO
+	// daemon sets it today): a comma-separated list of what it can do beyond today's HyperShift
+	// mode, which runs only Reboot, None and Reload crio.
+	DaemonCapabilitiesAnnotation = "hypershift.openshift.io/daemonCapabilities"
+	// CapabilityRestart says the daemon runs Restart actions (node disruption policies).
+	CapabilityRestart = "Restart"
 	// FieldManager names this controller's writes.
 	FieldManager = "config-refresh-controller"
 )

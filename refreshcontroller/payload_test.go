@@ -17,6 +17,7 @@ import (
 const (
 	pullSecretFile = "/var/lib/kubelet/config.json"
 	registriesFile = "/etc/containers/registries.conf"
+	caBundleFile   = "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt"
 )
 
 const baseRegistries = `unqualified-search-registries = ["registry.access.redhat.com"]
@@ -38,6 +39,7 @@ const (
 // worker is the config of a pool's nodes, as the NodePool's inputs make it.
 type worker struct {
 	pullSecret, registries, sshKey string
+	caBundle                       string // none when empty
 	kernelArguments                []string
 }
 
@@ -58,6 +60,9 @@ func file(path, contents string) ign.File {
 func (w worker) served() []byte {
 	ic := ign.Config{Ignition: ign.Ignition{Version: "3.5.0"}}
 	ic.Storage.Files = []ign.File{file(pullSecretFile, w.pullSecret), file(registriesFile, w.registries)}
+	if w.caBundle != "" {
+		ic.Storage.Files = append(ic.Storage.Files, file(caBundleFile, w.caBundle))
+	}
 	ic.Systemd.Units = []ign.Unit{{Name: "kubelet.service", Enabled: ptr.To(true), Contents: ptr.To("[Service]\nExecStart=/usr/bin/kubelet\n")}}
 	ic.Passwd.Users = []ign.PasswdUser{{Name: "core", SSHAuthorizedKeys: []ign.SSHAuthorizedKey{ign.SSHAuthorizedKey(w.sshKey)}}}
 	mc := &mcfgv1.MachineConfig{

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -57,7 +58,7 @@ func assetsDir() string {
 	return dir
 }
 
-// capiCRDs are the MachineDeployment and MachineSet CRDs of the cluster-api version
+// capiCRDs are the MachineDeployment, MachineSet and Machine CRDs of the cluster-api version
 // hack/tools/capi-crds pins, read from the Go module cache (downloaded through the module proxy
 // when missing), as the root module's manifests.CAPICRDPaths reads them.
 func capiCRDs() []string {
@@ -70,14 +71,18 @@ func capiCRDs() []string {
 	var mod struct{ Dir string }
 	Expect(json.Unmarshal(out, &mod)).To(Succeed())
 	bases := filepath.Join(mod.Dir, "config", "crd", "bases")
-	return []string{filepath.Join(bases, "cluster.x-k8s.io_machinedeployments.yaml"), filepath.Join(bases, "cluster.x-k8s.io_machinesets.yaml")}
+	return []string{filepath.Join(bases, "cluster.x-k8s.io_machinedeployments.yaml"), filepath.Join(bases, "cluster.x-k8s.io_machinesets.yaml"),
+		filepath.Join(bases, "cluster.x-k8s.io_machines.yaml")}
 }
 
 var _ = BeforeSuite(func() {
 	SetDefaultEventuallyTimeout(30 * time.Second)
 	SetDefaultEventuallyPollingInterval(20 * time.Millisecond)
 	SetDefaultConsistentlyDuration(300 * time.Millisecond)
-	ctrl.SetLogger(funcr.New(func(prefix, args string) { fmt.Fprintln(GinkgoWriter, prefix, args) }, funcr.Options{}))
+	ctrl.SetLogger(funcr.New(func(prefix, args string) {
+		noisy.see(args)
+		fmt.Fprintln(GinkgoWriter, prefix, args)
+	}, funcr.Options{}))
 
 	assets := assetsDir()
 	_, err := os.Stat(filepath.Join(assets, "kube-apiserver"))
@@ -126,6 +131,38 @@ var _ = AfterSuite(func() {
 		Expect(testEnv.Stop()).To(Succeed())
 	}
 })
+
+// noisyLogs counts the log lines an operator should never see from a healthy refresh: a write
+// conflict reported as a reconciler error, and controller-runtime's warning about a result
+// returned with an error.
+type noisyLogs struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+var noisy = &noisyLogs{}
+
+func (n *noisyLogs) see(line string) {
+	// The controller's lines only: the daemon stand-in retries its own conflicts.
+	if !strings.Contains(line, `"controller"="configrefresh"`) {
+		return
+	}
+	if strings.Contains(line, "Reconciler error") && strings.Contains(line, "the object has been modified") ||
+		strings.Contains(line, "Reconciler returned both a result") {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		n.lines = append(n.lines, line)
+	}
+}
+
+// Take returns the lines seen since the last call.
+func (n *noisyLogs) Take() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	l := n.lines
+	n.lines = nil
+	return l
+}
 
 // snapshot is a NodePool's three ConfigRefresh conditions at one event.
 type snapshot struct {

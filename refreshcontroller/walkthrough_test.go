@@ -58,7 +58,7 @@ func (p testPool) create(ctx context.Context, rollout, payloadHash string, w wor
 	for _, n := range nodes {
 		p.createNode(ctx, n, rollout, w)
 	}
-	p.writeToken(ctx, rollout, w)
+	p.writeToken(ctx, rollout, payloadHash, w)
 	np := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"management": map[string]any{}}}}
 	np.SetGroupVersionKind(controller.NodePoolGVK)
 	np.SetNamespace(hcpNamespace)
@@ -109,18 +109,24 @@ func (p testPool) createNode(ctx context.Context, name, rollout string, w worker
 	Expect(k8s.Status().Update(ctx, n)).To(Succeed())
 }
 
-// writeToken writes the token Secret of a rollout target with w's served payload, as HyperShift
-// must keep it current under a pinned target (docs/hypershift.md).
-func (p testPool) writeToken(ctx context.Context, rollout string, w worker) {
+// writeToken writes the token Secret of a rollout target with w's served payload and the payload
+// hash it was generated for, as HyperShift must keep it current under a pinned target
+// (docs/hypershift.md).
+func (p testPool) writeToken(ctx context.Context, rollout, payloadHash string, w worker) {
+	p.writeTokenData(ctx, rollout, payloadHash, w.encoded())
+}
+
+func (p testPool) writeTokenData(ctx context.Context, rollout, payloadHash string, payload []byte) {
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: hcpNamespace, Name: controller.TokenSecretName(p.name, rollout)}}
 	err := k8s.Get(ctx, client.ObjectKeyFromObject(s), s)
 	if apierrors.IsNotFound(err) {
-		s.Data = map[string][]byte{hypershift.TokenSecretPayloadKey: w.encoded()}
+		s.Data = map[string][]byte{hypershift.TokenSecretPayloadKey: payload, controller.TokenSecretRefreshConfigKey: []byte(payloadHash)}
 		Expect(k8s.Create(ctx, s)).To(Succeed())
 		return
 	}
 	Expect(err).NotTo(HaveOccurred())
-	s.Data[hypershift.TokenSecretPayloadKey] = w.encoded()
+	s.Data[hypershift.TokenSecretPayloadKey] = payload
+	s.Data[controller.TokenSecretRefreshConfigKey] = []byte(payloadHash)
 	Expect(k8s.Update(ctx, s)).To(Succeed())
 }
 
@@ -139,7 +145,7 @@ func (p testPool) annotate(ctx context.Context, annotations map[string]string) {
 // payloadChange is the NodePool controller on a payload-only change: the token Secret of the
 // pinned rollout target carries the new payload, and the payload hash moves.
 func (p testPool) payloadChange(ctx context.Context, rollout, payloadHash string, w worker) {
-	p.writeToken(ctx, rollout, w)
+	p.writeToken(ctx, rollout, payloadHash, w)
 	p.annotate(ctx, map[string]string{hypershift.NodePoolTargetRefreshConfigAnnotation: payloadHash})
 }
 
@@ -148,6 +154,7 @@ func (p testPool) machineDeploymentStatus(ctx context.Context, replicas, upToDat
 	Expect(k8s.Get(ctx, client.ObjectKeyFromObject(md), md)).To(Succeed())
 	Expect(unstructured.SetNestedField(md.Object, replicas, "status", "replicas")).To(Succeed())
 	Expect(unstructured.SetNestedField(md.Object, upToDate, "status", "upToDateReplicas")).To(Succeed())
+	Expect(unstructured.SetNestedField(md.Object, md.GetGeneration(), "status", "observedGeneration")).To(Succeed())
 	Expect(k8s.Status().Update(ctx, md)).To(Succeed())
 }
 
@@ -301,6 +308,7 @@ func upgradeConfigMap(p testPool) *corev1.ConfigMap {
 
 var _ = AfterEach(func() {
 	Expect(watched.Violations()).To(BeEmpty(), "invariants broken")
+	Expect(noisy.Take()).To(BeEmpty(), "conflicts are requeued quietly, and no result comes with an error")
 })
 
 var _ = Describe("The refresh controller on a Replace NodePool of three nodes", Ordered, func() {
@@ -408,7 +416,7 @@ var _ = Describe("The refresh controller on a Replace NodePool of three nodes", 
 		w.kernelArguments = append(w.kernelArguments, "nosmt")
 		// The NodePool controller: the rollout hash moved (it carries the unsafe mirror too); the
 		// MachineDeployment rolls.
-		p.writeToken(ctx, next, w)
+		p.writeToken(ctx, next, "p7", w)
 		p.machineDeploymentStatus(ctx, 3, 0)
 		mark = expectStates(p.name, mark, pausedForRollout)
 		// Cluster API replaces the machines; the pod GC removes the daemon pod of a deleted node.
@@ -450,7 +458,7 @@ var _ = Describe("The refresh controller on an InPlace NodePool of three nodes",
 		// The upgrade (a kernel argument) starts from the payload of its time.
 		u := w
 		u.kernelArguments = append(append([]string(nil), w.kernelArguments...), "nosmt")
-		p.writeToken(ctx, upgraded, u)
+		p.writeToken(ctx, upgraded, "q1", u)
 		p.machineSetAnnotations(ctx, map[string]string{hypershift.MachineSetTargetConfigVersionAnnotation: upgraded, hypershift.MachineSetUpgradeInProgressTrueAnnotation: "upgrading"})
 		// A pull-secret rotation arrives during the upgrade.
 		w.pullSecret = `{"auths":{"quay.io":{"auth":"cTI="}}}`
@@ -489,7 +497,7 @@ var _ = Describe("The refresh controller on an InPlace NodePool of three nodes",
 		// The upgrade ends: the MachineSet first, then the NodePool; the token Secret of the new
 		// target is kept current with the rotated pull secret.
 		w.kernelArguments = u.kernelArguments
-		p.writeToken(ctx, upgraded, w)
+		p.writeToken(ctx, upgraded, "q2", w)
 		p.machineSetAnnotations(ctx, map[string]string{hypershift.MachineSetCurrentConfigVersionAnnotation: upgraded}, hypershift.MachineSetUpgradeInProgressTrueAnnotation)
 		p.annotate(ctx, map[string]string{controller.NodePoolCurrentConfigAnnotation: upgraded})
 		expectRefreshed(p, "q2", w, reboots(nodes...), nodes...)

@@ -2,10 +2,10 @@
 // 7ff337a4, syncNodeHypershift), for tests and trials without nodes: for each daemon pod it acts
 // as the daemon on the pod's node would. It acts only when desiredConfig differs from
 // currentConfig and the drain handshake is settled; reads the mounted ConfigMap's config and hash
-// (and, as the daemon, ignores no-reboot-paths); decides with refresh/hypershift from its current
-// config; writes the files under a root of its own; writes state, reason, currentConfig and
-// desiredDrain; and reboots (counted) or fails where the daemon would. It then ends the pod as
-// the kubelet would.
+// (and, as the daemon, ignores no-reboot-paths); decides from its current config with rules of
+// its own (rules.go), sharing no code with refresh/ so that a mistake there shows; writes the
+// files under a root of its own; writes state, reason, currentConfig and desiredDrain; and
+// reboots (counted) or fails where the daemon would. It then ends the pod as the kubelet would.
 package daemonsim
 
 import (
@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,13 +28,36 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
-
-	"github.com/bootimage-operator/bootimage-operator/refresh/hypershift"
-	"github.com/bootimage-operator/bootimage-operator/refresh/pool"
 )
 
 // CurrentConfigFile is where the daemon keeps the config a node runs, below the node's root.
 const CurrentConfigFile = "etc/mcd-currentconfig.json"
+
+// The node annotations the daemon reads and writes, spelled as the daemon spells them: the
+// stand-in imports neither the controller nor refresh/.
+const (
+	currentConfigAnnotation    = "machineconfiguration.openshift.io/currentConfig"
+	desiredConfigAnnotation    = "machineconfiguration.openshift.io/desiredConfig"
+	stateAnnotation            = "machineconfiguration.openshift.io/state"
+	reasonAnnotation           = "machineconfiguration.openshift.io/reason"
+	desiredDrainAnnotation     = "machineconfiguration.openshift.io/desiredDrain"
+	lastAppliedDrainAnnotation = "machineconfiguration.openshift.io/lastAppliedDrain"
+	stateDone                  = "Done"
+	stateDegraded              = "Degraded"
+	// capabilitiesAnnotation is where a daemon says what it can do beyond today's HyperShift
+	// mode (the refresh controller's DaemonCapabilitiesAnnotation).
+	capabilitiesAnnotation = "hypershift.openshift.io/daemonCapabilities"
+)
+
+// canRestart says whether node's daemon runs Restart actions: it says so on its node.
+func (d *Daemon) canRestart(node *corev1.Node) bool {
+	for c := range strings.SplitSeq(node.Annotations[capabilitiesAnnotation], ",") {
+		if strings.TrimSpace(c) == "Restart" {
+			return true
+		}
+	}
+	return false
+}
 
 // waitFor is how soon the daemon looks again while its ConfigMap lags.
 const waitFor = 100 * time.Millisecond
@@ -46,7 +70,9 @@ type Daemon struct {
 
 	mu sync.Mutex
 	// fail makes the daemon on these nodes fail, with the given reason (SetFail).
-	fail     map[string]string
+	fail map[string]string
+	// held nodes keep their daemon pods Pending, as a kubelet slow to start them does (Hold).
+	held     map[string]bool
 	reboots  map[string]int
 	drains   map[string]int
 	verdicts map[string][]string
@@ -85,6 +111,23 @@ func (d *Daemon) SetFail(node, reason string) {
 	d.fail[node] = reason
 }
 
+// Hold keeps the daemon of node from acting while on is true: its pods stay Pending, or Running
+// without a result, as a slow kubelet, image pull or a stuck daemon does; releasing it lets them run.
+func (d *Daemon) Hold(node string, on bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.held == nil {
+		d.held = map[string]bool{}
+	}
+	d.held[node] = on
+}
+
+func (d *Daemon) isHeld(node string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.held[node]
+}
+
 func (d *Daemon) failure(node string) (string, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -119,6 +162,15 @@ func (d *Daemon) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || pod.Spec.NodeName == "" {
 		return reconcile.Result{}, nil
 	}
+	if pod.DeletionTimestamp != nil {
+		// The kubelet stops a running pod that is deleted and confirms it; with no kubelet the
+		// API server would keep it terminating for good.
+		return reconcile.Result{}, client.IgnoreNotFound(d.Client.Delete(ctx, pod, client.GracePeriodSeconds(0)))
+	}
+	if d.isHeld(pod.Spec.NodeName) {
+		// Released by Hold: the pod is read again then.
+		return reconcile.Result{RequeueAfter: waitFor}, nil
+	}
 	if pod.Status.Phase == "" || pod.Status.Phase == corev1.PodPending {
 		// The kubelet starts the container; the status update brings the pod back here.
 		pod.Status.Phase = corev1.PodRunning
@@ -129,8 +181,8 @@ func (d *Daemon) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		return reconcile.Result{}, err
 	}
 	a := node.Annotations
-	desired := a[pool.DesiredConfigAnnotation]
-	if desired == "" || desired == a[pool.CurrentConfigAnnotation] || a[pool.DesiredDrainAnnotation] != a[pool.LastAppliedDrainAnnotation] {
+	desired := a[desiredConfigAnnotation]
+	if desired == "" || desired == a[currentConfigAnnotation] || a[desiredDrainAnnotation] != a[lastAppliedDrainAnnotation] {
 		return reconcile.Result{}, nil
 	}
 	cm := &corev1.ConfigMap{}
@@ -138,49 +190,49 @@ func (d *Daemon) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	if err := d.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: cmName}, cm); err != nil {
 		return reconcile.Result{}, err
 	}
-	next, hash, _, err := hypershift.ParseUpgradeConfigMap(cm)
+	// Today's daemon reads config and hash only; no-reboot-paths is not its input.
+	hash := cm.Data["hash"]
+	next, err := decode(cm.Data["config"])
 	if err != nil {
-		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{pool.StateAnnotation: pool.StateDegraded, pool.ReasonAnnotation: err.Error()}, corev1.PodFailed)
+		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{stateAnnotation: stateDegraded, reasonAnnotation: err.Error()}, corev1.PodFailed)
 	}
-	if hash != desired {
-		// The daemon waits for the ConfigMap the node was asked for.
-		return reconcile.Result{RequeueAfter: waitFor}, nil
-	}
+	// As syncNodeHypershift: the daemon never compares the ConfigMap's hash with desiredConfig; it
+	// applies what the ConfigMap holds and reports that hash, whatever it was asked for.
 	if reason, ok := d.failure(node.Name); ok {
-		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{pool.StateAnnotation: pool.StateDegraded, pool.ReasonAnnotation: reason}, corev1.PodFailed)
+		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{stateAnnotation: stateDegraded, reasonAnnotation: reason}, corev1.PodFailed)
 	}
 	root := filepath.Join(d.Root, node.Name)
 	current, err := os.ReadFile(filepath.Join(root, CurrentConfigFile))
 	if err != nil {
-		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{pool.StateAnnotation: pool.StateDegraded, pool.ReasonAnnotation: "reading the current config: " + err.Error()}, corev1.PodFailed)
+		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{stateAnnotation: stateDegraded, reasonAnnotation: "reading the current config: " + err.Error()}, corev1.PodFailed)
 	}
-	v, err := hypershift.DecideRefresh(current, next)
+	v, err := decide(current, next, d.canRestart(node))
 	if err != nil {
-		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{pool.StateAnnotation: pool.StateDegraded, pool.ReasonAnnotation: err.Error()}, corev1.PodFailed)
+		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{stateAnnotation: stateDegraded, reasonAnnotation: err.Error()}, corev1.PodFailed)
 	}
 	d.mu.Lock()
 	if d.verdicts == nil {
 		d.verdicts = map[string][]string{}
 	}
-	d.verdicts[node.Name] = append(d.verdicts[node.Name], v.Reason)
+	d.verdicts[node.Name] = append(d.verdicts[node.Name], v.outcome)
 	d.mu.Unlock()
-	switch v.Reason {
-	case hypershift.ReasonRejected:
-		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{pool.StateAnnotation: pool.StateDegraded, pool.ReasonAnnotation: v.Message}, corev1.PodFailed)
-	case hypershift.ReasonNeedsDrain:
+	switch v.outcome {
+	case Rejected:
+		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{stateAnnotation: stateDegraded, reasonAnnotation: "cannot apply: " + v.why}, corev1.PodFailed)
+	case NeedsDrain:
 		d.record(&d.drains, node.Name)
-	case hypershift.ReasonNeedsReboot:
+	case NeedsReboot:
 		d.record(&d.reboots, node.Name)
 	}
 	if err := writeFiles(root, next); err != nil {
-		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{pool.StateAnnotation: pool.StateDegraded, pool.ReasonAnnotation: err.Error()}, corev1.PodFailed)
+		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{stateAnnotation: stateDegraded, reasonAnnotation: err.Error()}, corev1.PodFailed)
 	}
 	if err := d.Seed(node.Name, next); err != nil {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{
-		pool.StateAnnotation: pool.StateDone, pool.ReasonAnnotation: "", pool.CurrentConfigAnnotation: desired,
-		pool.DesiredDrainAnnotation: "uncordon-" + desired,
+		stateAnnotation: stateDone, reasonAnnotation: "", currentConfigAnnotation: hash,
+		desiredDrainAnnotation: "uncordon-" + hash,
 	}, corev1.PodSucceeded)
 }
 

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
@@ -38,6 +39,7 @@ func main() {
 	flag.BoolVar(&o.simulateDaemon, "simulate-daemon", false, "play the machine-config-daemon of every guest node (daemonsim) instead of running real ones")
 	flag.StringVar(&o.daemonRoot, "daemon-root", "", "with --simulate-daemon: folder holding each node's / (default: a new temporary folder)")
 	flag.StringVar(&o.metricsAddress, "metrics-bind-address", "0", "metrics address; 0 turns metrics off")
+	flag.DurationVar(&o.daemonTimeout, "daemon-timeout", controller.DefaultDaemonTimeout, "how long a daemon pod may run without a result before its node is Degraded")
 	flag.Parse()
 	logger := funcr.NewJSON(func(obj string) { fmt.Fprintln(os.Stderr, obj) }, funcr.Options{})
 	ctrl.SetLogger(logger)
@@ -50,6 +52,7 @@ func main() {
 type options struct {
 	managementKubeconfig, namespace, guestKubeconfig, daemonImage, daemonRoot, metricsAddress string
 	simulateDaemon                                                                            bool
+	daemonTimeout                                                                             time.Duration
 }
 
 func run(ctx context.Context, o options, logger logr.Logger) error {
@@ -66,12 +69,13 @@ func run(ctx context.Context, o options, logger logr.Logger) error {
 	}
 	// As in the HCCO: the manager is the guest cluster's, and the management side is a cluster
 	// added to it, read in the hosted control plane namespace only.
-	mgr, err := ctrl.NewManager(gcfg, ctrl.Options{Scheme: scheme.Scheme, Metrics: metricsserver.Options{BindAddress: o.metricsAddress}})
+	mgr, err := ctrl.NewManager(gcfg, ctrl.Options{Scheme: scheme.Scheme, Logger: logger, Metrics: metricsserver.Options{BindAddress: o.metricsAddress}})
 	if err != nil {
 		return err
 	}
 	management, err := cluster.New(mcfg, func(co *cluster.Options) {
 		co.Scheme = scheme.Scheme
+		co.Logger = logger
 		co.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{o.namespace: {}}}
 	})
 	if err != nil {
@@ -86,7 +90,7 @@ func run(ctx context.Context, o options, logger logr.Logger) error {
 	if err != nil {
 		return err
 	}
-	r := &controller.Reconciler{Management: management.GetClient(), Namespace: o.namespace, Guest: guestDirect, DaemonImage: o.daemonImage}
+	r := &controller.Reconciler{Management: management.GetClient(), Namespace: o.namespace, Guest: guestDirect, DaemonImage: o.daemonImage, DaemonTimeout: o.daemonTimeout}
 	if err := r.SetupWithManager(mgr, management, mgr); err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,14 +62,16 @@ func TestTryIt(t *testing.T) {
 		g.Expect(c.Status().Update(ctx, node)).To(Succeed())
 	}
 	token := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters-demo", Name: "token-demo-0a0a0a0a"},
-		Data: map[string][]byte{hypershift.TokenSecretPayloadKey: encoded(g, "served-v1.json")}}
+		Data: map[string][]byte{hypershift.TokenSecretPayloadKey: encoded(g, "served-v1.json"), controller.TokenSecretRefreshConfigKey: []byte("p1")}}
 	g.Expect(c.Create(ctx, token)).To(Succeed())
 
 	root := t.TempDir()
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, options{managementKubeconfig: kubeconfigPath, guestKubeconfig: kubeconfigPath, namespace: "clusters-demo",
-			daemonImage: "example", simulateDaemon: true, daemonRoot: root, metricsAddress: "0"}, logr.Discard())
+			daemonImage: "example", simulateDaemon: true, daemonRoot: root, metricsAddress: "0"},
+			// What the binary logs, shown with -v: the try-it path says what happens.
+			funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{}))
 	}()
 	refreshed := func(payloadHash string) func(Gomega) {
 		return func(g Gomega) {
@@ -89,6 +91,7 @@ func TestTryIt(t *testing.T) {
 
 	// The rotation: the token Secret carries served-v2.json, and the payload hash moves.
 	token.Data[hypershift.TokenSecretPayloadKey] = encoded(g, "served-v2.json")
+	token.Data[controller.TokenSecretRefreshConfigKey] = []byte("p2")
 	g.Expect(c.Update(ctx, token)).To(Succeed())
 	np := &unstructured.Unstructured{}
 	np.SetGroupVersionKind(controller.NodePoolGVK)
@@ -125,7 +128,7 @@ func encoded(g *WithT, name string) []byte {
 	return []byte(s)
 }
 
-// capiCRDs are the MachineDeployment and MachineSet CRDs of the cluster-api version
+// capiCRDs are the MachineDeployment, MachineSet and Machine CRDs of the cluster-api version
 // hack/tools/capi-crds pins, from the Go module cache.
 func capiCRDs(t *testing.T) []string {
 	tools := filepath.Join("..", "..", "..", "hack", "tools", "capi-crds")
@@ -142,5 +145,6 @@ func capiCRDs(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	bases := filepath.Join(mod.Dir, "config", "crd", "bases")
-	return []string{filepath.Join(bases, "cluster.x-k8s.io_machinedeployments.yaml"), filepath.Join(bases, "cluster.x-k8s.io_machinesets.yaml")}
+	return []string{filepath.Join(bases, "cluster.x-k8s.io_machinedeployments.yaml"), filepath.Join(bases, "cluster.x-k8s.io_machinesets.yaml"),
+		filepath.Join(bases, "cluster.x-k8s.io_machines.yaml")}
 }
