@@ -83,8 +83,25 @@ func (d *Daemon) SetupWithManager(mgr ctrl.Manager) error { return d.SetupWithCl
 
 // SetupWithCluster runs the daemon, in mgr, for the pods of guest (another cluster than mgr's).
 func (d *Daemon) SetupWithCluster(mgr ctrl.Manager, guest cluster.Cluster) error {
+	// A daemon watches its Node too, as the MCD's node informer does: a desiredConfig moved to
+	// another target, or its drain acknowledged, sets a running daemon going without any change
+	// to its pod.
+	podsOnNode := func(ctx context.Context, n *corev1.Node) []reconcile.Request {
+		pods := &corev1.PodList{}
+		if err := guest.GetCache().List(ctx, pods); err != nil {
+			return nil
+		}
+		var reqs []reconcile.Request
+		for i := range pods.Items {
+			if pods.Items[i].Spec.NodeName == n.Name {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pods.Items[i])})
+			}
+		}
+		return reqs
+	}
 	return ctrl.NewControllerManagedBy(mgr).Named("daemonsim").
 		WatchesRawSource(source.Kind(guest.GetCache(), &corev1.Pod{}, &handler.TypedEnqueueRequestForObject[*corev1.Pod]{})).
+		WatchesRawSource(source.Kind(guest.GetCache(), &corev1.Node{}, handler.TypedEnqueueRequestsFromMapFunc(podsOnNode))).
 		Complete(d)
 }
 
