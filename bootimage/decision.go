@@ -56,6 +56,15 @@ func (d Decision) CloudDependent() bool {
 	return d.Action == Skip && cloudDependentSkips[d.Reason]
 }
 
+// warningSkips are skips an admin must act on now (a right, a quota, a credentials Secret), said as
+// Warning Events rather than Normal ones.
+var warningSkips = map[string]bool{ReasonCopyNotPermitted: true}
+
+// Warns reports whether d is a skip said as a warning.
+func (d Decision) Warns() bool {
+	return d.Action == Skip && warningSkips[d.Reason]
+}
+
 // needsAdminSkips are skips of selected objects that the operator cannot resolve by itself: what
 // the MCO counts as reconcileSkipped. While one exists, skew enforcement cannot claim the cluster's
 // boot images are current.

@@ -37,14 +37,14 @@ func reportFailure(ctx context.Context, recorder record.EventRecorder, tracker *
 	}
 	switch d.Action {
 	case bootimage.Skip:
-		if d.Reason == bootimage.ReasonCopyNotPermitted {
-			// An admin's action is needed (a right, a quota, a Secret): said as a warning.
+		eventType := corev1.EventTypeNormal
+		if d.Warns() {
+			eventType = corev1.EventTypeWarning
 			log.Info("Skipping boot image update", "message", d.Message)
-			recorder.Event(obj, corev1.EventTypeWarning, d.Reason, "Boot image update skipped: "+d.Message)
-			return
+		} else {
+			log.V(1).Info("Skipping boot image update", "message", d.Message)
 		}
-		log.V(1).Info("Skipping boot image update", "message", d.Message)
-		recorder.Event(obj, corev1.EventTypeNormal, d.Reason, "Boot image update skipped: "+d.Message)
+		recorder.Event(obj, eventType, d.Reason, "Boot image update skipped: "+d.Message)
 	case bootimage.Error:
 		metrics.countError(d)
 		if d.ClusterLevel() {
