@@ -73,6 +73,7 @@ var needsAdminSkips = map[string]bool{
 	ReasonRegionNotInStream: true, ReasonTargetImageUnavailable: true, ReasonArchitectureNotInStream: true,
 	ReasonConfidentialVM: true, ReasonUnsupportedArchitecture: true, ReasonManagedByTopology: true, ReasonUnsupportedTemplate: true,
 	ReasonOSStreamNotInBootImages: true, ReasonOSStreamTemplateTaken: true, ReasonDeniedByPolicy: true, ReasonCopyNotPermitted: true,
+	ReasonBootImageHeld: true,
 }
 
 // LeftBehind reports whether d leaves a selected object on an image the operator could not update
@@ -120,6 +121,22 @@ type Decision struct {
 	Prepare any `json:"-"`
 	// Rolls, on a MachineDeployment, is how many Machines an update replaces (Object.Machines).
 	Rolls *int `json:"rolls,omitempty"`
+	// Verification is the state of the object's newest recorded change (verify.go): Pending,
+	// Verified or Failed; "" when nothing was recorded or verification is off.
+	Verification string `json:"verification,omitempty"`
+}
+
+// Outdated reports whether d leaves a selected object on an image other than its target for a
+// reason that lasts: left behind, an Error of the object, held after a restore, or waiting for a
+// canary. Not selected, excluded and up-to-date objects are not outdated.
+func (d Decision) Outdated() bool {
+	switch {
+	case d.Action == Error:
+		return !d.ClusterLevel()
+	case d.Action == Skip:
+		return d.LeftBehind() || d.Reason == ReasonWaitingForCanary
+	}
+	return false
 }
 
 // StreamWarning says, of an object whose labels or pool disagree with its OS stream (StreamNote),

@@ -84,6 +84,17 @@ const (
 	ReasonCopyFailed = "CopyFailed"
 )
 
+// Reasons of boot image verification (verify.go): a new boot image is trusted once a machine
+// has booted it.
+const (
+	// ReasonBootImageHeld: a machine failed on the target, the object was restored to the image it
+	// replaced, and stays there until the stream moves past the target or an admin clears the hold.
+	ReasonBootImageHeld = "BootImageHeld"
+	// ReasonWaitingForCanary: a canary object (label bootimage.openshift.io/canary=true) has the
+	// same target and no machine of it has booted the target yet.
+	ReasonWaitingForCanary = "WaitingForCanary"
+)
+
 // Reasons of vSphere decisions.
 const (
 	// ReasonFailureDomainMismatch: the MachineSet's workspace matches no failure domain of the
@@ -106,4 +117,6 @@ const (
 	ReasonInvalidSelection      = "InvalidSelection"
 	ReasonBootImageUpdating     = "BootImageUpdating"
 	ReasonBootImageUpdateFailed = "BootImageUpdateFailed"
+	// ReasonBootImageRestored: Degraded because an object was put back on its previous boot image.
+	ReasonBootImageRestored = "BootImageRestored"
 )

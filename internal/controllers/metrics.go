@@ -16,6 +16,7 @@ import (
 // adapters count their requests through Observe (a cloud.Observer). A nil *Metrics counts nothing.
 type Metrics struct {
 	updatesTotal            *prometheus.CounterVec
+	restoresTotal           *prometheus.CounterVec
 	errorsTotal             *prometheus.CounterVec
 	lastSuccessfulReconcile prometheus.Gauge
 	degradedGauge           prometheus.Gauge
@@ -31,6 +32,10 @@ func NewMetrics() *Metrics {
 		updatesTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bootimage_updates_total",
 			Help: "Boot image updates written, by kind of object (Kind.group for Cluster API objects).",
+		}, []string{"kind"}),
+		restoresTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bootimage_restores_total",
+			Help: "Objects the operator put back on their previous boot image because a machine failed on the new one, by kind of object (Kind.group for Cluster API objects).",
 		}, []string{"kind"}),
 		errorsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bootimage_errors_total",
@@ -62,13 +67,14 @@ func NewMetrics() *Metrics {
 	// Known kinds start at zero, so rate() sees the first update.
 	for _, kind := range trackedKinds {
 		m.updatesTotal.WithLabelValues(kind)
+		m.restoresTotal.WithLabelValues(kind)
 	}
 	return m
 }
 
 // Collectors returns what to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.updatesTotal, m.errorsTotal, m.lastSuccessfulReconcile, m.degradedGauge, m.upgradeBlockedGauge, m.decisions, m.cloudRequests, m.cloudRequestDuration}
+	return []prometheus.Collector{m.updatesTotal, m.restoresTotal, m.errorsTotal, m.lastSuccessfulReconcile, m.degradedGauge, m.upgradeBlockedGauge, m.decisions, m.cloudRequests, m.cloudRequestDuration}
 }
 
 // trackedKinds are the kinds of Machine API object whose decisions the Tracker holds.
@@ -89,6 +95,12 @@ func metricKind(d bootimage.Decision) string {
 var decisionsDesc = prometheus.NewDesc("bootimage_decisions",
 	"Objects by the operator's current decision for them, by kind (Kind.group for Cluster API objects) and the OS stream their boot image comes from.", []string{"kind", "action", "reason", "stream"}, nil)
 
+var verificationsDesc = prometheus.NewDesc("bootimage_verifications",
+	"Objects by the state of their newest boot image change (Pending until a machine boots it, Verified, Failed), by kind (Kind.group for Cluster API objects).", []string{"kind", "state"}, nil)
+
+var outdatedDesc = prometheus.NewDesc("bootimage_outdated",
+	"Selected objects left on an image other than their target: left behind, failing, held after a restore or waiting for a canary (bootimage.Decision.Outdated), by kind (Kind.group for Cluster API objects).", []string{"kind"}, nil)
+
 // decisionCollector counts the Tracker's decisions when Prometheus scrapes, so the gauge always
 // agrees with the status conditions, which are computed from the same decisions.
 type decisionCollector struct {
@@ -96,7 +108,11 @@ type decisionCollector struct {
 }
 
 // Describe implements prometheus.Collector.
-func (c *decisionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- decisionsDesc }
+func (c *decisionCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- decisionsDesc
+	ch <- verificationsDesc
+	ch <- outdatedDesc
+}
 
 // Collect implements prometheus.Collector.
 func (c *decisionCollector) Collect(ch chan<- prometheus.Metric) {
@@ -110,15 +126,32 @@ func (c *decisionCollector) Collect(ch chan<- prometheus.Metric) {
 		reason string
 		stream string
 	}
-	counts := map[series]int{}
+	type verification struct{ kind, state string }
+	counts, verifications, outdated := map[series]int{}, map[verification]int{}, map[string]int{}
 	// Cluster API MachineSets are tracked as MachineSets; metricKind tells them apart.
 	for _, kind := range append(trackedKinds, bootimage.KindMachineDeployment) {
 		for _, d := range t.Latest(kind) {
 			counts[series{metricKind(d), d.Action, d.Reason, d.Stream}]++
+			if d.Verification != "" {
+				verifications[verification{metricKind(d), d.Verification}]++
+			}
+			if d.Outdated() {
+				outdated[metricKind(d)]++
+			}
 		}
 	}
 	for s, n := range counts {
 		ch <- prometheus.MustNewConstMetric(decisionsDesc, prometheus.GaugeValue, float64(n), s.kind, string(s.action), s.reason, s.stream)
+	}
+	for v, n := range verifications {
+		ch <- prometheus.MustNewConstMetric(verificationsDesc, prometheus.GaugeValue, float64(n), v.kind, v.state)
+	}
+	// Every tracked kind has a series, 0 when nothing is outdated, so an alert on it resolves.
+	for _, kind := range trackedKinds {
+		outdated[kind] += 0
+	}
+	for kind, n := range outdated {
+		ch <- prometheus.MustNewConstMetric(outdatedDesc, prometheus.GaugeValue, float64(n), kind)
 	}
 }
 
@@ -133,6 +166,13 @@ func (m *Metrics) exportDecisions(t *Tracker) {
 func (m *Metrics) countUpdate(d bootimage.Decision) {
 	if m != nil {
 		m.updatesTotal.WithLabelValues(metricKind(d)).Inc()
+	}
+}
+
+// countRestore counts an object put back on its previous boot image, as d decided.
+func (m *Metrics) countRestore(d bootimage.Decision) {
+	if m != nil {
+		m.restoresTotal.WithLabelValues(metricKind(d)).Inc()
 	}
 }
 
