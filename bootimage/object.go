@@ -41,6 +41,10 @@ type Cluster struct {
 	PoolStreams map[string]string
 	// DefaultOSStream is OSImageStream cluster's status.defaultStream; "" without one.
 	DefaultOSStream string
+	// Verification is how new boot images are verified (VerificationOf).
+	Verification Verification
+	// Canaries are what the canary objects say; zero without canaries.
+	Canaries Canaries
 }
 
 // Object is a MachineSet or ControlPlaneMachineSet of the Machine API, or a MachineSet or

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 
 	"github.com/coreos/stream-metadata-go/stream"
@@ -48,6 +49,10 @@ type PlatformTraits struct {
 	// ClusterAPIProvider is the Go module of the Cluster API provider of TemplateKind, whose CRDs
 	// the test harness serves at the version hack/tools/capi-crds pins; "" for none.
 	ClusterAPIProvider string
+	// ImageFailure matches the errors the platform's machine controllers report when the cloud
+	// will not launch a boot image (one it does not have, or one the account or the instance may
+	// not use): the evidence against a new image. Capacity, quota and network errors are not.
+	ImageFailure *regexp.Regexp
 }
 
 // Credentials name a platform's credentials Secret and what is not looked up without it.

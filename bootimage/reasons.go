@@ -93,6 +93,9 @@ const (
 	// ReasonWaitingForCanary: a canary object (label bootimage.openshift.io/canary=true) has the
 	// same target and no machine of it has booted the target yet.
 	ReasonWaitingForCanary = "WaitingForCanary"
+	// ReasonInvalidHold: the object's hold annotation cannot be read; nothing is written until it
+	// is fixed or removed.
+	ReasonInvalidHold = "InvalidHold"
 )
 
 // Reasons of vSphere decisions.

@@ -43,6 +43,8 @@ type Progress struct {
 	// their messages in sort order, so the status says the same on every pass.
 	copyRefusals int
 	copyRefusal  string
+	// held are the objects restored to their previous boot image and held there.
+	held []string
 }
 
 // CopyRefusal says, once for the cluster, that AMI copies were refused: how many objects are held
@@ -86,6 +88,9 @@ func (p *Progress) Add(d Decision) {
 		t.Skipped++
 		if d.LeftBehind() && d.Kind != KindControlPlaneMachineSet {
 			p.leftBehind = append(p.leftBehind, leftBehindName(d))
+		}
+		if d.Reason == ReasonBootImageHeld {
+			p.held = append(p.held, fmt.Sprintf("%s %s/%s: %s", d.Kind, d.Namespace, d.Name, d.Message))
 		}
 		if d.Reason == ReasonCopyNotPermitted {
 			p.copyRefusals++
@@ -173,9 +178,17 @@ func ProgressConditions(generation int64, p Progress, warnings []string) (progre
 	if len(errs) > 0 {
 		parts = append(parts, fmt.Sprintf("%d failed: %s", len(errs), strings.Join(errs[:min(len(errs), MaxErrorsInMessage)], "; ")))
 	}
+	held := append([]string(nil), p.held...)
+	sort.Strings(held)
+	if len(held) > 0 {
+		parts = append(parts, fmt.Sprintf("%d restored to the previous boot image and held: %s", len(held), strings.Join(held[:min(len(held), MaxErrorsInMessage)], "; ")))
+	}
 	parts = append(parts, warnings...)
 	if len(parts) > 0 {
 		degraded.Status, degraded.Reason = metav1.ConditionTrue, ReasonBootImageUpdateFailed
+		if len(errs) == 0 && len(held) > 0 {
+			degraded.Reason = ReasonBootImageRestored
+		}
 		degraded.Message = counts + " | " + strings.Join(parts, " | ")
 	}
 	return progressing, degraded

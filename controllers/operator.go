@@ -127,7 +127,7 @@ func NewScheme() *runtime.Scheme { return kube.NewScheme() }
 
 // ManagerOptions returns manager options with what the operator needs: its scheme, a REST mapper
 // that starts without the Machine API, and a cache
-// holding MachineSets, the ControlPlaneMachineSet and Secrets of openshift-machine-api and
+// holding MachineSets, Machines, the ControlPlaneMachineSet and Secrets of openshift-machine-api and
 // ConfigMaps of openshift-machine-config-operator only, which is all the shipped RBAC lets it
 // list. Set the rest (metrics, probes, leader election) before ctrl.NewManager. A caller with
 // its own scheme replaces Scheme after AddToScheme on it.
@@ -151,6 +151,7 @@ func CacheOptions(namespace string) cache.Options {
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&machinev1beta1.MachineSet{}:        {Namespaces: machineAPI},
+			&machinev1beta1.Machine{}:           {Namespaces: machineAPI},
 			&machinev1.ControlPlaneMachineSet{}: {Namespaces: machineAPI},
 			&corev1.Secret{}:                    {Namespaces: machineAPI},
 			&corev1.ConfigMap{}:                 {Namespaces: map[string]cache.Config{namespace: {}}},
@@ -241,6 +242,7 @@ var needed = []struct {
 	cached    bool
 }{
 	{&machinev1beta1.MachineSet{}, kube.MachineAPINamespace, true},
+	{&machinev1beta1.Machine{}, kube.MachineAPINamespace, true},
 	{&machinev1.ControlPlaneMachineSet{}, kube.MachineAPINamespace, true},
 	{&corev1.Secret{}, kube.MachineAPINamespace, true},
 	{&corev1.ConfigMap{}, "", true},

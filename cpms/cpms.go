@@ -18,8 +18,8 @@ import (
 // Name is the name of the singleton ControlPlaneMachineSet.
 const Name = "cluster"
 
-// providerSpecPath is where the template's providerSpec.value sits, for JSON Patch.
-const providerSpecPath = "/spec/template/machines_v1beta1_machine_openshift_io/spec/providerSpec/value"
+// ProviderSpecPath is where the template's providerSpec.value sits, for JSON Patch.
+const ProviderSpecPath = "/spec/template/machines_v1beta1_machine_openshift_io/spec/providerSpec/value"
 
 // ReasonInactive says an Inactive ControlPlaneMachineSet is left alone: the CPMS operator
 // regenerates an Inactive CPMS from the current control-plane machines, so a patch would be
@@ -59,8 +59,8 @@ func Decide(c *machinev1.ControlPlaneMachineSet, d bootimage.Decision, attempts 
 
 // Patch returns the JSON Patch of d for c: its image fields, the attempts annotation and the
 // resourceVersion read.
-func Patch(c *machinev1.ControlPlaneMachineSet, d bootimage.Decision, attempts bootimage.Attempts) ([]byte, error) {
-	return d.JSONPatch(providerSpecPath, c.ResourceVersion, bootimage.AnnotationPatchOp(c.Annotations, bootimage.AttemptsAnnotation, attempts.String()))
+func Patch(c *machinev1.ControlPlaneMachineSet, d bootimage.Decision, attempts bootimage.Attempts, extra ...bootimage.PatchOp) ([]byte, error) {
+	return d.JSONPatch(ProviderSpecPath, c.ResourceVersion, append([]bootimage.PatchOp{bootimage.AnnotationPatchOp(c.Annotations, bootimage.AttemptsAnnotation, attempts.String())}, extra...)...)
 }
 
 func refuse(d bootimage.Decision, action bootimage.Action, reason, message string) bootimage.Decision {
@@ -106,7 +106,10 @@ func stripAllowed(obj map[string]any) {
 	if md, ok := obj["metadata"].(map[string]any); ok {
 		delete(md, "resourceVersion")
 		if ann, ok := md["annotations"].(map[string]any); ok {
-			delete(ann, bootimage.AttemptsAnnotation)
+			// The operator's own bookkeeping: the CPMS operator reads no annotation of its own object.
+			for _, key := range []string{bootimage.AttemptsAnnotation, bootimage.HistoryAnnotation, bootimage.HoldAnnotation} {
+				delete(ann, key)
+			}
 			if len(ann) == 0 {
 				delete(md, "annotations")
 			}

@@ -35,6 +35,8 @@ type CRD struct {
 var CRDs = []CRD{
 	{"operator/v1/zz_generated.crd-manifests", "0000_80_machine-config_01_machineconfigurations"},
 	{"machine/v1beta1/zz_generated.crd-manifests", "0000_10_machine-api_01_machinesets"},
+	// The machines that verify a new boot image.
+	{"machine/v1beta1/zz_generated.crd-manifests", "0000_10_machine-api_01_machines"},
 	{"machine/v1/zz_generated.crd-manifests", "0000_10_control-plane-machine-set_01_controlplanemachinesets"},
 	{"config/v1/zz_generated.crd-manifests", "0000_10_config-operator_01_featuregates"},
 	{"config/v1/zz_generated.crd-manifests", "0000_10_config-operator_01_infrastructures"},

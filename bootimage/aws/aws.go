@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -33,9 +34,15 @@ type platform struct{}
 
 func init() { bootimage.Register(platform{}) }
 
+// imageFailure: EC2's error codes for an AMI it will not launch: unknown or malformed
+// (InvalidAMIID.*), a Marketplace product the account has not subscribed to (OptInRequired), an
+// encrypted copy whose KMS key the launch may not use (Client.InvalidKMSKey.*, KMS.*).
+var imageFailure = regexp.MustCompile(`InvalidAMIID|OptInRequired|InvalidKMSKey|KMS\.(Disabled|NotFound|AccessDenied)Exception`)
+
 func (platform) Traits() bootimage.PlatformTraits {
 	return bootimage.PlatformTraits{Type: configv1.AWSPlatformType, MachineSetGate: featuregates.ManagedBootImagesAWS, ControlPlane: true, TemplateKind: "AWSMachineTemplate", ClusterAPIProvider: "sigs.k8s.io/cluster-api-provider-aws/v2",
-		Credentials: bootimage.Credentials{Secret: CredentialsSecret, Without: "AMIs cannot be looked up in EC2, by the operator either, so RHCOS AMIs show as CustomImage"}, InStream: func(a stream.Arch) bool {
+		ImageFailure: imageFailure,
+		Credentials:  bootimage.Credentials{Secret: CredentialsSecret, Without: "AMIs cannot be looked up in EC2, by the operator either, so RHCOS AMIs show as CustomImage"}, InStream: func(a stream.Arch) bool {
 			return a.Images.Aws != nil && len(a.Images.Aws.Regions) > 0
 		}}
 }

@@ -5,6 +5,7 @@ package azure
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 
 	"github.com/coreos/stream-metadata-go/stream"
@@ -20,8 +21,14 @@ type platform struct{}
 
 func init() { bootimage.Register(platform{}) }
 
+// imageFailure: Azure Resource Manager's codes for an image it will not deploy: not found
+// (ImageNotFound, PlatformImageNotFound, GalleryImageNotFound), or a marketplace plan the
+// subscription may not buy or has not accepted.
+var imageFailure = regexp.MustCompile(`ImageNotFound|MarketplacePurchaseEligibilityFailed|ResourcePurchaseValidationFailed|VMMarketplaceInvalidInput`)
+
 func (platform) Traits() bootimage.PlatformTraits {
 	return bootimage.PlatformTraits{Type: configv1.AzurePlatformType, MachineSetGate: featuregates.ManagedBootImagesAzure, ControlPlane: true, TemplateKind: "AzureMachineTemplate", ClusterAPIProvider: "sigs.k8s.io/cluster-api-provider-azure", Arches: []string{"x86_64", "aarch64"},
+		ImageFailure: imageFailure,
 		InStream: func(a stream.Arch) bool {
 			return a.RHELCoreOSExtensions != nil && a.RHELCoreOSExtensions.Marketplace != nil && a.RHELCoreOSExtensions.Marketplace.Azure != nil
 		}}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/coreos/stream-metadata-go/stream"
@@ -30,9 +31,14 @@ type platform struct{}
 
 func init() { bootimage.Register(platform{}) }
 
+// imageFailure: Compute Engine's answers for a boot disk image it will not use: one not found,
+// an invalid sourceImage, or no right to read it (compute.images.useReadOnly).
+var imageFailure = regexp.MustCompile(`sourceImage|compute\.images\.useReadOnly|/images/[^ ]+' was not found`)
+
 func (platform) Traits() bootimage.PlatformTraits {
 	return bootimage.PlatformTraits{Type: configv1.GCPPlatformType, MachineSetGate: featuregates.ManagedBootImages, ControlPlane: true, TemplateKind: "GCPMachineTemplate", ClusterAPIProvider: "sigs.k8s.io/cluster-api-provider-gcp",
-		Credentials: bootimage.Credentials{Secret: CredentialsSecret, Without: "target images are not pre-flight checked, by the operator either"}, InStream: func(a stream.Arch) bool {
+		ImageFailure: imageFailure,
+		Credentials:  bootimage.Credentials{Secret: CredentialsSecret, Without: "target images are not pre-flight checked, by the operator either"}, InStream: func(a stream.Arch) bool {
 			return a.Images.Gcp != nil && a.Images.Gcp.Name != ""
 		}}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -90,8 +91,12 @@ type platform struct{}
 
 func init() { bootimage.Register(platform{}) }
 
+// imageFailure: the vSphere machine controller's errors for a template it cannot clone: not
+// found in vCenter, or not a template.
+var imageFailure = regexp.MustCompile(`(?i)template[^:]*not found|unable to get template|is not a template`)
+
 func (platform) Traits() bootimage.PlatformTraits {
-	return bootimage.PlatformTraits{Type: configv1.VSpherePlatformType, MachineSetGate: featuregates.ManagedBootImagesVSphere, InStream: func(a stream.Arch) bool {
+	return bootimage.PlatformTraits{Type: configv1.VSpherePlatformType, MachineSetGate: featuregates.ManagedBootImagesVSphere, ImageFailure: imageFailure, InStream: func(a stream.Arch) bool {
 		_, ok := a.Artifacts["vmware"]
 		return ok
 	}}

@@ -1,4 +1,4 @@
-// Command bootimagectl shows what bootimage-operator would do, writing nothing. It is a
+// Command bootimagectl shows what bootimage-operator would do and did; only restore --apply writes. It is a
 // kubectl-family tool: it finds the cluster as kubectl does and prints tables, JSON or YAML.
 package main
 
@@ -82,8 +82,9 @@ func newRootCommand(stdout io.Writer) *cobra.Command {
 	cluster := &clusterFlags{}
 	root := &cobra.Command{
 		Use:   "bootimagectl",
-		Short: "Shows what bootimage-operator would do, writing nothing",
-		Long: `bootimagectl shows what bootimage-operator would do, writing nothing.
+		Short: "Shows what bootimage-operator would do, and restores a boot image by hand",
+		Long: `bootimagectl shows what bootimage-operator would do, and what it did. Every command reads
+only, but for restore --apply.
 
 It finds the cluster as kubectl does: --kubeconfig, else the $KUBECONFIG list, else
 ~/.kube/config, with --context to pick a context. Cloud endpoints are trusted with the
@@ -102,7 +103,7 @@ system's CAs plus $SSL_CERT_FILE, as the operator's are.`,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	refresh.AddCommand(newRefreshPlanCommand(cluster, stdout))
-	root.AddCommand(newPlanCommand(cluster, stdout), refresh, newVersionCommand(stdout))
+	root.AddCommand(newPlanCommand(cluster, stdout), newHistoryCommand(cluster, stdout), newRestoreCommand(cluster, stdout), refresh, newVersionCommand(stdout))
 	return root
 }
 

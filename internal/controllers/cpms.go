@@ -4,11 +4,13 @@ import (
 	"context"
 
 	machinev1 "github.com/openshift/api/machine/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -33,6 +35,11 @@ func (r *ControlPlaneMachineSetReconciler) Reconcile(ctx context.Context, c *mac
 		return ctrl.Result{}, err
 	}
 	obj := cpms.Object(c)
+	v, err := r.verify(ctx, in, cpmsSubject(c, obj))
+	if err != nil || v.wrote {
+		return ctrl.Result{}, err
+	}
+	in.cluster.Canaries = r.canaries(ctx, in.version)
 	d, next, retry, err := r.decide(ctx, in, c, &obj)
 	if retry != nil || err != nil {
 		return orZero(retry), err
@@ -42,7 +49,7 @@ func (r *ControlPlaneMachineSetReconciler) Reconcile(ctx context.Context, c *mac
 	}
 	d = cpms.Decide(c, d, next)
 	if d.Action == bootimage.Update {
-		patch, err := cpms.Patch(c, d, next)
+		patch, err := cpms.Patch(c, d, next, r.changeOps(c.Annotations, obj, d)...)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -54,7 +61,8 @@ func (r *ControlPlaneMachineSetReconciler) Reconcile(ctx context.Context, c *mac
 			return r.forbidden(ctx, c, err)
 		}
 	}
-	return r.whileGatesUnknown(in, r.done(ctx, c, d, in.version)), nil
+	d = verified(d, v, in.cluster.Verification.Enabled)
+	return withRecheck(r.whileGatesUnknown(in, r.done(ctx, c, d, in.version)), d, in.cluster.Canaries, v), nil
 }
 
 // Register registers the reconciler with mgr: the CPMS itself, and the cluster-wide inputs.
@@ -68,6 +76,9 @@ func (r *ControlPlaneMachineSetReconciler) Register(_ context.Context, mgr ctrl.
 		For(&machinev1.ControlPlaneMachineSet{}, builder.WithPredicates(
 			inNamespace(kube.MachineAPINamespace),
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
+	// Its machines while it has a change to verify, and the canaries its update may wait for.
+	b = b.Watches(&machinev1beta1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToCPMS), builder.WithPredicates(inNamespace(kube.MachineAPINamespace))).
+		Watches(&machinev1beta1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(theCPMS), builder.WithPredicates(inNamespace(kube.MachineAPINamespace), canaryChanged))
 	return watchOSStreams(watchClusterInputs(b, r.Inputs.Namespace, theCPMS, theCPMS), mgr, theCPMS).Complete(objectReconciler[*machinev1.ControlPlaneMachineSet]{
 		// No CPMS (for example user-provisioned infrastructure): nothing to manage, nothing wrong.
 		client: r.Client, tracker: r.Tracker, kind: cpmsKind,

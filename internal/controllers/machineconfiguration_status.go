@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"slices"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
@@ -79,7 +80,11 @@ func composeMachineConfigurationStatus(in machineConfigurationInputs) machineCon
 	eff := in.Selection
 	want.Status.ManagedBootImagesStatus = eff.Status
 	want.Status.ObservedGeneration = mc.Generation
-	set(bootimage.ConfigurationCondition(mc.Generation, eff.Problems))
+	problems := eff.Problems
+	if _, err := bootimage.VerificationOf(mc.Annotations); err != nil {
+		problems = append(slices.Clone(problems), err.Error()+": boot images are verified with the defaults")
+	}
+	set(bootimage.ConfigurationCondition(mc.Generation, problems))
 	set(status.SupportCondition(mc.Generation, platform, in.Gates, in.MachineAPIMissing))
 
 	var warnings []warning
@@ -115,5 +120,5 @@ func composeMachineConfigurationStatus(in machineConfigurationInputs) machineCon
 			Pass:           p.Pass(releaseVersion(in.BootImages)),
 		})
 	}
-	return machineConfigurationStatus{Want: want, Warnings: append(problemWarnings(eff.Problems), warnings...), SkewOn: skewOn}
+	return machineConfigurationStatus{Want: want, Warnings: append(problemWarnings(problems), warnings...), SkewOn: skewOn}
 }

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -42,6 +43,11 @@ func (r *MachineSetReconciler) Reconcile(ctx context.Context, ms *machinev1beta1
 		return ctrl.Result{}, err
 	}
 	obj := bootimage.MachineSetObject(ms)
+	v, err := r.verify(ctx, in, machineSetSubject(ms, obj))
+	if err != nil || v.wrote {
+		return ctrl.Result{}, err
+	}
+	in.cluster.Canaries = r.canaries(ctx, in.version)
 	d, next, retry, err := r.decide(ctx, in, ms, &obj)
 	if retry != nil || err != nil {
 		return orZero(retry), err
@@ -54,7 +60,8 @@ func (r *MachineSetReconciler) Reconcile(ctx context.Context, ms *machinev1beta1
 		return orZero(wait), err
 	}
 	if d.Action == bootimage.Update {
-		patch, err := d.JSONPatch(machineSetProviderSpecPath, ms.ResourceVersion, bootimage.AnnotationPatchOp(ms.Annotations, bootimage.AttemptsAnnotation, next.String()))
+		ops := append([]bootimage.PatchOp{bootimage.AnnotationPatchOp(ms.Annotations, bootimage.AttemptsAnnotation, next.String())}, r.changeOps(ms.Annotations, obj, d)...)
+		patch, err := d.JSONPatch(machineSetProviderSpecPath, ms.ResourceVersion, ops...)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -62,7 +69,8 @@ func (r *MachineSetReconciler) Reconcile(ctx context.Context, ms *machinev1beta1
 			return r.forbidden(ctx, ms, err)
 		}
 	}
-	return r.whileGatesUnknown(in, r.done(ctx, ms, d, in.version)), nil
+	d = verified(d, v, in.cluster.Verification.Enabled)
+	return withRecheck(r.whileGatesUnknown(in, r.done(ctx, ms, d, in.version)), d, in.cluster.Canaries, v), nil
 }
 
 // Register registers the reconciler with mgr: per-MachineSet keys for MachineSet changes, its
@@ -91,6 +99,8 @@ func (r *MachineSetReconciler) Register(ctx context.Context, mgr ctrl.Manager) e
 	if r.Templates != nil {
 		b = b.WatchesRawSource(r.Templates.Source(bootimage.KindMachineSet))
 	}
+	b = b.Watches(&machinev1beta1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToMachineSet), builder.WithPredicates(inNamespace(kube.MachineAPINamespace))).
+		Watches(&machinev1beta1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(all), builder.WithPredicates(inNamespace(kube.MachineAPINamespace), canaryChanged))
 	return watchOSStreams(watchClusterInputs(b, r.Inputs.Namespace, all, byUserData), mgr, all).Complete(objectReconciler[*machinev1beta1.MachineSet]{
 		client: r.Client, tracker: r.Tracker, kind: bootimage.KindMachineSet,
 		newObject: func() *machinev1beta1.MachineSet { return &machinev1beta1.MachineSet{} }, reconcile: r.Reconcile,

@@ -107,6 +107,7 @@ func withoutImage(obj client.Object, path ...string) map[string]any {
 	}
 	if a, ok := md["annotations"].(map[string]any); ok {
 		delete(a, bootimage.AttemptsAnnotation)
+		delete(a, bootimage.HistoryAnnotation)
 		if len(a) == 0 {
 			delete(md, "annotations")
 		}

@@ -43,7 +43,7 @@ var _ = Describe("Metrics", func() {
 		collector.tracker.Store(tracker)
 		exported := func(series ...string) error {
 			header := "# HELP bootimage_decisions Objects by the operator's current decision for them, by kind (Kind.group for Cluster API objects) and the OS stream their boot image comes from.\n# TYPE bootimage_decisions gauge\n"
-			return testutil.CollectAndCompare(collector, strings.NewReader(header+strings.Join(series, "\n")+"\n"))
+			return testutil.CollectAndCompare(collector, strings.NewReader(header+strings.Join(series, "\n")+"\n"), "bootimage_decisions")
 		}
 		Expect(exported(
 			`bootimage_decisions{action="Error",kind="ControlPlaneMachineSet",reason="HotLoopDetected",stream="rhel-9"} 1`,
@@ -53,6 +53,13 @@ var _ = Describe("Metrics", func() {
 			`bootimage_decisions{action="Skip",kind="MachineSet",reason="NotSelected",stream="rhel-9"} 2`,
 			`bootimage_decisions{action="Skip",kind="MachineSet",reason="NotSelected",stream="rhel-10"} 1`,
 		)).To(Succeed())
+
+		// The Error is the one outdated object; every Machine API kind has a series.
+		Expect(testutil.CollectAndCompare(collector, strings.NewReader(`# HELP bootimage_outdated Selected objects left on an image other than their target: left behind, failing, held after a restore or waiting for a canary (bootimage.Decision.Outdated), by kind (Kind.group for Cluster API objects).
+# TYPE bootimage_outdated gauge
+bootimage_outdated{kind="ControlPlaneMachineSet"} 1
+bootimage_outdated{kind="MachineSet"} 0
+`), "bootimage_outdated")).To(Succeed())
 
 		tracker.Forget(machineSetKind, types.NamespacedName{Namespace: kube.MachineAPINamespace, Name: "b"})
 		Expect(exported(

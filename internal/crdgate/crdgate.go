@@ -194,7 +194,7 @@ func (g *Gate) Start(ctx context.Context) error {
 }
 
 // NewRESTMapper is the manager's REST mapper (ctrl.Options.MapperProvider): controller-runtime's
-// dynamic mapper, which also knows MachineSet and ControlPlaneMachineSet as namespaced while the
+// dynamic mapper, which also knows MachineSet, Machine and ControlPlaneMachineSet as namespaced while the
 // API does not serve them yet. The cache is limited to openshift-machine-api for them
 // (controllers.CacheOptions) and must know their scope for that; nothing reads them before the Gate
 // finds them served.
@@ -210,6 +210,7 @@ type machineAPIMapper struct{ apimeta.RESTMapper }
 
 var machineAPIResources = map[schema.GroupKind]schema.GroupVersionResource{
 	{Group: machinev1beta1.GroupName, Kind: "MachineSet"}:        machinev1beta1.GroupVersion.WithResource("machinesets"),
+	{Group: machinev1beta1.GroupName, Kind: "Machine"}:           machinev1beta1.GroupVersion.WithResource("machines"),
 	{Group: machinev1.GroupName, Kind: "ControlPlaneMachineSet"}: machinev1.GroupVersion.WithResource("controlplanemachinesets"),
 	// Cluster API, read from the Cluster API controllers' own cache of openshift-cluster-api.
 	{Group: bootimage.ClusterAPIGroupVersion.Group, Kind: "MachineSet"}:        bootimage.ClusterAPIGroupVersion.WithResource("machinesets"),

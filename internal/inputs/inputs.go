@@ -118,6 +118,12 @@ func (l Loader) Load(ctx context.Context) (Inputs, error) {
 	objs.Effective = l.effective(in, objs)
 	in.Objects = objs
 	in.Cluster = bootimage.NewCluster(objs)
+	if mc != nil {
+		// A value it does not know keeps the defaults; the status reconciler says what is wrong.
+		in.Cluster.Verification, _ = bootimage.VerificationOf(mc.Annotations)
+	} else {
+		in.Cluster.Verification, _ = bootimage.VerificationOf(nil)
+	}
 	in.Version = Version(objs.BootImages, objs.Effective, in.Cluster.OSStreamsKey())
 	return in, nil
 }

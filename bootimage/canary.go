@@ -1,0 +1,61 @@
+package bootimage
+
+import "fmt"
+
+// Canary is what the canary objects say of one target: the first canary that has it, and
+// whether a machine of a canary has booted it.
+type Canary struct {
+	Object   string
+	Verified bool
+	// Failed is the error of a canary machine that failed on the target; "" for none.
+	Failed string
+}
+
+// Canaries are what the cluster's canary objects (CanaryLabel) say: their targets, and a canary
+// not decided yet, whose target is unknown.
+type Canaries struct {
+	Targets   map[string]Canary
+	Undecided string
+}
+
+// Note adds what canary object says of target: it has the target (as its next update or its
+// newest change), verified or not.
+func (c Canaries) Note(target, object string, verified bool, failed string) {
+	if target == "" {
+		return
+	}
+	prev, seen := c.Targets[target]
+	if !seen {
+		prev.Object = object
+	}
+	prev.Verified = prev.Verified || verified
+	if prev.Failed == "" {
+		prev.Failed = failed
+	}
+	c.Targets[target] = prev
+}
+
+// IsCanary reports whether obj is a canary.
+func (o Object) IsCanary() bool { return o.Labels[CanaryLabel] == "true" }
+
+// AwaitCanary returns d as the Skip WaitingForCanary when d updates a non-canary object to a
+// target a canary has and no canary machine has booted yet; d otherwise.
+func AwaitCanary(d Decision, obj Object, canaries Canaries) Decision {
+	if d.Action != Update || obj.IsCanary() {
+		return d
+	}
+	c, ok := canaries.Targets[d.Target]
+	if !ok && canaries.Undecided != "" {
+		d.ProviderSpecPatch, d.UserData, d.Prepare = nil, nil, nil
+		return d.With(Skip, ReasonWaitingForCanary, "keeps %s: canary %s has no decision yet, so whether it takes %s first is not known", d.Current, canaries.Undecided, d.Target)
+	}
+	if !ok || c.Verified {
+		return d
+	}
+	d.ProviderSpecPatch, d.UserData, d.Prepare = nil, nil, nil
+	why := "no machine of it has booted it yet"
+	if c.Failed != "" {
+		why = fmt.Sprintf("its machine failed on it: %s", c.Failed)
+	}
+	return d.With(Skip, ReasonWaitingForCanary, "keeps %s: canary %s has %s and %s; this object is updated once a canary machine becomes a node", d.Current, c.Object, d.Target, why)
+}

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1 "github.com/openshift/api/machine/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/cpms"
+	"github.com/bootimage-operator/bootimage-operator/internal/kube"
+	"github.com/bootimage-operator/bootimage-operator/internal/status"
+)
+
+// managedObject is a Machine API object whose boot image the operator writes, as history and
+// restore read it.
+type managedObject struct {
+	Kind string       `json:"kind"`
+	Name string       `json:"name"`
+	obj  client.Object
+	// providerSpec is its providerSpec.value, and prefix where that sits, for JSON Patch.
+	providerSpec []byte
+	prefix       string
+	History      bootimage.History `json:"history"`
+}
+
+// objectRef parses kind/name as kubectl spells them: machineset/NAME, controlplanemachineset/cluster.
+func objectRef(arg string) (kind, name string, err error) {
+	kind, name, ok := strings.Cut(arg, "/")
+	switch strings.ToLower(kind) {
+	case "machineset", "machinesets", "machinesets.machine.openshift.io", "ms":
+		kind = bootimage.KindMachineSet
+	case "controlplanemachineset", "controlplanemachinesets", "cpms":
+		kind = bootimage.KindControlPlaneMachineSet
+	default:
+		ok = false
+	}
+	if !ok || name == "" {
+		return "", "", fmt.Errorf("%q: give machineset/NAME or controlplanemachineset/cluster (Machine API objects of %s)", arg, kube.MachineAPINamespace)
+	}
+	return kind, name, nil
+}
+
+// readManaged reads the object kind/name of openshift-machine-api and its history.
+func readManaged(ctx context.Context, c client.Reader, kind, name string) (managedObject, error) {
+	key := types.NamespacedName{Namespace: kube.MachineAPINamespace, Name: name}
+	m := managedObject{Kind: kind, Name: name}
+	if kind == bootimage.KindMachineSet {
+		ms := &machinev1beta1.MachineSet{}
+		if err := c.Get(ctx, key, ms); err != nil {
+			return m, err
+		}
+		m.obj, m.prefix = ms, "/spec/template/spec/providerSpec/value"
+		if v := ms.Spec.Template.Spec.ProviderSpec.Value; v != nil {
+			m.providerSpec = v.Raw
+		}
+	} else {
+		cp := &machinev1.ControlPlaneMachineSet{}
+		if err := c.Get(ctx, key, cp); err != nil {
+			return m, err
+		}
+		m.obj, m.prefix = cp, cpms.ProviderSpecPath
+		if v := cp.Spec.Template.OpenShiftMachineV1Beta1Machine; v != nil && v.Spec.ProviderSpec.Value != nil {
+			m.providerSpec = v.Spec.ProviderSpec.Value.Raw
+		}
+	}
+	var err error
+	m.History, err = bootimage.HistoryOf(m.obj.GetAnnotations())
+	return m, err
+}
+
+func newHistoryCommand(cluster *clusterFlags, stdout io.Writer) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "history KIND/NAME",
+		Short: "The boot image changes recorded on a MachineSet or the ControlPlaneMachineSet",
+		Long: `History prints the boot image changes the operator recorded on the object (annotation
+` + bootimage.HistoryAnnotation + `, the newest ` + fmt.Sprint(bootimage.HistoryLength) + `): when, by whom, from which image to which, and
+what the machines said of it (Verified, Failed with the machine and its error, or Pending), and
+the hold, if any. It writes nothing.`,
+		Example: `  bootimagectl history machineset/worker-us-east-1a
+  bootimagectl history controlplanemachineset/cluster -o yaml`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, "table", "json", "yaml"); err != nil {
+				return err
+			}
+			kind, name, err := objectRef(args[0])
+			if err != nil {
+				return unusable("%v", err)
+			}
+			c, err := liveClient(cluster)
+			if err != nil {
+				return unusable("%v", err)
+			}
+			m, err := readManaged(cmd.Context(), c, kind, name)
+			if err != nil {
+				return unusable("%v", err)
+			}
+			return printHistory(stdout, m, output)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "Output format: table, json or yaml.")
+	return cmd
+}
+
+// liveClient is a client of the cluster the flags name.
+func liveClient(cluster *clusterFlags) (client.Client, error) {
+	cfg, err := cluster.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: kube.NewScheme()})
+}
+
+func printHistory(w io.Writer, m managedObject, output string) error {
+	hold, held, holdErr := bootimage.HoldOf(m.obj.GetAnnotations())
+	switch output {
+	case "json", "yaml":
+		out := struct {
+			managedObject
+			Hold *bootimage.Hold `json:"hold,omitempty"`
+		}{managedObject: m}
+		if held {
+			out.Hold = &hold
+		}
+		raw, err := json.MarshalIndent(out, "", "  ")
+		if err != nil {
+			return err
+		}
+		if output == "yaml" {
+			if raw, err = yaml.JSONToYAML(raw); err != nil {
+				return err
+			}
+		}
+		_, err = fmt.Fprintln(w, string(raw))
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AT\tBY\tFROM\tTO\tOUTCOME\tMACHINE\tERROR")
+	for _, c := range m.History {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.At.UTC().Format(time.RFC3339), c.By, c.From, c.To, changeOutcome(c), orDash(c.Machine), orDash(c.Error))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	switch {
+	case holdErr != nil:
+		fmt.Fprintf(w, "\nHold: unreadable: %v\n", holdErr)
+	case held:
+		fmt.Fprintf(w, "\nHold: %s is not written to this object (%s at %s) until the stream moves past it or the hold is cleared:\n  oc annotate %s/%s -n %s %s-\n",
+			hold.Target, hold.By, hold.At.UTC().Format(time.RFC3339), strings.ToLower(m.Kind), m.Name, kube.MachineAPINamespace, bootimage.HoldAnnotation)
+	}
+	return nil
+}
+
+func changeOutcome(c bootimage.Change) string {
+	if c.By != bootimage.ByOperator {
+		return "-"
+	}
+	return c.State()
+}
+
+
+func newRestoreCommand(cluster *clusterFlags, stdout io.Writer) *cobra.Command {
+	var apply bool
+	cmd := &cobra.Command{
+		Use:   "restore KIND/NAME",
+		Short: "Put a MachineSet or the ControlPlaneMachineSet back on the boot image it had before",
+		Long: `Restore undoes the newest boot image change the operator recorded on the object, and holds the
+image it undoes: the operator does not write it to the object again until the stream moves past
+it or the hold is cleared (oc annotate KIND/NAME -n openshift-machine-api ` + bootimage.HoldAnnotation + `-).
+
+Without --apply it prints what it would write and writes nothing. With --apply it writes one
+patch with optimistic locking: if the object changed since it was read, nothing is written.
+
+Exit status: 0 when planned or written, 2 when there is nothing to restore or the object
+cannot be read or written.`,
+		Example: `  bootimagectl restore machineset/worker-us-east-1a
+  bootimagectl restore machineset/worker-us-east-1a --apply`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			kind, name, err := objectRef(args[0])
+			if err != nil {
+				return unusable("%v", err)
+			}
+			c, err := liveClient(cluster)
+			if err != nil {
+				return unusable("%v", err)
+			}
+			return runRestore(cmd.Context(), c, kind, name, apply, time.Now(), stdout)
+		},
+	}
+	cmd.Flags().BoolVar(&apply, "apply", false, "Write the restore; without it, only print it.")
+	return cmd
+}
+
+// runRestore plans, and with apply writes, the restore of kind/name.
+func runRestore(ctx context.Context, c client.Client, kind, name string, apply bool, now time.Time, w io.Writer) error {
+	m, err := readManaged(ctx, c, kind, name)
+	if err != nil {
+		return unusable("%v", err)
+	}
+	patch, change, err := restorePatch(ctx, c, m, now)
+	if err != nil {
+		return unusable("%s/%s: %v", strings.ToLower(kind), name, err)
+	}
+	ref := fmt.Sprintf("%s/%s", strings.ToLower(kind), name)
+	fmt.Fprintf(w, "%s: boot image %s -> %s (undoes the change of %s by %s); holds %s\n", ref, change.To, change.From, change.At.UTC().Format(time.RFC3339), change.By, change.To)
+	if !apply {
+		fmt.Fprintf(w, "Nothing written. To write it: bootimagectl restore %s --apply\n", ref)
+		return nil
+	}
+	if err := c.Patch(ctx, m.obj, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(status.FieldManager)); err != nil {
+		return unusable("%s: %v", ref, err)
+	}
+	fmt.Fprintf(w, "Restored. Clear the hold with: oc annotate %s -n %s %s-\n", ref, kube.MachineAPINamespace, bootimage.HoldAnnotation)
+	return nil
+}
+
+// restorePatch is the patch that undoes m's newest change and holds its image, and that change.
+func restorePatch(ctx context.Context, c client.Reader, m managedObject, now time.Time) ([]byte, bootimage.Change, error) {
+	change, ok := m.History.Newest()
+	if !ok || len(change.Revert) == 0 || change.By == bootimage.ByRestore || change.By == bootimage.ByHand {
+		return nil, change, fmt.Errorf("no boot image change to undo in annotation %s (a restore is not undone: edit the object instead)", bootimage.HistoryAnnotation)
+	}
+	infra := &configv1.Infrastructure{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err != nil {
+		return nil, change, fmt.Errorf("reading Infrastructure/cluster for the platform: %w", err)
+	}
+	if current := bootimage.CurrentImage(bootimage.PlatformOf(infra), m.providerSpec); current != change.To {
+		return nil, change, fmt.Errorf("its boot image is %q, not %q which the newest change wrote: it was changed since, so undoing the change could undo that too", current, change.To)
+	}
+	annotations := m.obj.GetAnnotations()
+	hold := bootimage.Hold{Target: change.To, Restored: change.From, By: bootimage.ByHand, At: now.UTC()}
+	h := m.History.With(bootimage.Change{From: change.To, To: change.From, At: now.UTC(), By: bootimage.ByHand})
+	patch, err := bootimage.Decision{ProviderSpecPatch: change.Revert}.JSONPatch(m.prefix, m.obj.GetResourceVersion(), h.PatchOp(annotations), hold.PatchOp(annotations))
+	return patch, change, err
+}

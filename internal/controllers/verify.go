@@ -1,0 +1,208 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/internal/status"
+)
+
+// Events of boot image verification.
+const (
+	ReasonBootImageVerified = "BootImageVerified"
+	ReasonBootImageRestored = bootimage.ReasonBootImageRestored
+)
+
+// verifySubject is a Machine API object whose newest boot image change its machines verify.
+type verifySubject struct {
+	live client.Object
+	obj  bootimage.Object
+	// machines selects the object's machines in its namespace.
+	machines labels.Selector
+	// prefix is where the providerSpec sits, for JSON Patch.
+	prefix string
+	// prove, when set, checks a restore patch before it is sent (the CPMS's image-only proof).
+	prove func(patch []byte) error
+}
+
+// verification is what the verify step found: the state of the newest change, and when to look
+// again with no event.
+type verification struct {
+	state   string
+	recheck time.Duration
+	// wrote is true when the step patched the object: the reconcile ends, the patch's event
+	// brings it back.
+	wrote bool
+}
+
+// verify reads the machines created since the object's newest change for evidence, records a
+// verdict, and restores the object on evidence against its image (see bootimage.Verify).
+func (s bootImages) verify(ctx context.Context, in loadedInputs, sub verifySubject) (verification, error) {
+	h, err := bootimage.HistoryOf(sub.obj.Annotations)
+	if err != nil {
+		logf.FromContext(ctx).Error(err, "Cannot read the boot image history; the next update starts a new one")
+		return verification{}, nil
+	}
+	c, ok := h.Newest()
+	if !ok || !in.cluster.Verification.Enabled || c.By != bootimage.ByOperator {
+		return verification{state: stateOf(h, in.cluster.Verification.Enabled)}, nil
+	}
+	if c.Outcome != "" {
+		return verification{state: c.State()}, nil
+	}
+	machines := &machinev1beta1.MachineList{}
+	if err := s.Client.List(ctx, machines, client.InNamespace(sub.obj.Namespace), client.MatchingLabelsSelector{Selector: sub.machines}, client.UnsafeDisableDeepCopy); err != nil {
+		return verification{}, err
+	}
+	imageFailure := machineImageFailure(in.cluster.Platform)
+	now := s.Clock.Now()
+	v := bootimage.Verify(c, machineEvidence(in.cluster.Platform, machines.Items), imageFailure, in.cluster.Verification.Deadline, now)
+	switch v.Outcome {
+	case bootimage.Verified:
+		c.Outcome, c.Machine = bootimage.Verified, v.Machine
+		return verification{state: bootimage.Verified, wrote: true}, s.recordVerified(ctx, sub, h.WithNewest(c))
+	case bootimage.Failed:
+		return verification{state: bootimage.Failed, wrote: true}, s.restore(ctx, sub, h, v, now)
+	}
+	var recheck time.Duration
+	if !v.Recheck.IsZero() {
+		recheck = max(v.Recheck.Sub(now), time.Second)
+	}
+	return verification{state: bootimage.Pending, recheck: recheck}, nil
+}
+
+// stateOf is Decision.Verification for history h: the state of the newest change the operator
+// made (a restore is not itself verified); "" while verification is off.
+func stateOf(h bootimage.History, enabled bool) string {
+	for i := len(h) - 1; enabled && i >= 0; i-- {
+		if h[i].By == bootimage.ByOperator {
+			return h[i].State()
+		}
+	}
+	return ""
+}
+
+// recordVerified stores h, whose newest change a machine verified, with optimistic locking.
+func (s bootImages) recordVerified(ctx context.Context, sub verifySubject, h bootimage.History) error {
+	c, _ := h.Newest()
+	patch, err := bootimage.Decision{}.JSONPatch(sub.prefix, sub.live.GetResourceVersion(), h.PatchOp(sub.obj.Annotations))
+	if err != nil {
+		return err
+	}
+	if err := s.Client.Patch(ctx, sub.live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(status.FieldManager)); err != nil {
+		return fmt.Errorf("recording the verified boot image of %s %s: %w", sub.obj.Kind, client.ObjectKeyFromObject(sub.live), err)
+	}
+	logf.FromContext(ctx).Info("Boot image verified", "image", c.To, "machine", c.Machine)
+	s.Recorder.Eventf(sub.live, corev1.EventTypeNormal, ReasonBootImageVerified, "Machine %s booted %s and became a node: the new boot image is verified", c.Machine, c.To)
+	return nil
+}
+
+// restore puts the object back on the image its newest change replaced, records the machine and
+// its error in the history, and holds the failed target, in one patch with optimistic locking.
+func (s bootImages) restore(ctx context.Context, sub verifySubject, h bootimage.History, v bootimage.Verdict, now time.Time) error {
+	c, _ := h.Newest()
+	c.Outcome, c.Machine, c.Error = bootimage.Failed, v.Machine, v.Error
+	key := client.ObjectKeyFromObject(sub.live)
+	if len(c.Revert) == 0 {
+		// Nothing to put back: say so, and record the failure so it is said once.
+		s.Recorder.Eventf(sub.live, corev1.EventTypeWarning, ReasonBootImageRestored, "Machine %s failed on boot image %s (%s), and the change from %s cannot be undone: restore it by hand", v.Machine, c.To, v.Error, c.From)
+		return s.recordOutcome(ctx, sub, h.WithNewest(c))
+	}
+	hold := bootimage.Hold{Target: c.To, Restored: c.From, Machine: v.Machine, Error: v.Error, By: bootimage.ByRestore, At: now}
+	next := h.WithNewest(c).With(bootimage.Change{From: c.To, To: c.From, At: now, By: bootimage.ByRestore})
+	patch, err := bootimage.Decision{ProviderSpecPatch: c.Revert}.JSONPatch(sub.prefix, sub.live.GetResourceVersion(), next.PatchOp(sub.obj.Annotations), hold.PatchOp(sub.obj.Annotations))
+	if err != nil {
+		return err
+	}
+	if sub.prove != nil {
+		if err := sub.prove(patch); err != nil {
+			return fmt.Errorf("restoring %s %s: %w", sub.obj.Kind, key, err)
+		}
+	}
+	if err := s.Client.Patch(ctx, sub.live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(status.FieldManager)); err != nil {
+		return fmt.Errorf("restoring the boot image of %s %s: %w", sub.obj.Kind, key, err)
+	}
+	d := bootimage.Decision{Kind: sub.obj.Kind, APIGroup: string(sub.obj.APIGroup), Namespace: key.Namespace, Name: key.Name}
+	s.Metrics.countRestore(d)
+	logf.FromContext(ctx).Info("Restored boot image after a machine failed on it", "from", c.To, "to", c.From, "machine", v.Machine, "error", v.Error)
+	s.Recorder.Eventf(sub.live, corev1.EventTypeWarning, ReasonBootImageRestored, "Restored boot image %s after machine %s failed on %s: %s. %s is held until the stream moves past it or the hold is cleared: %s", c.From, v.Machine, c.To, v.Error, c.To, bootimage.ClearCommand(d))
+	return nil
+}
+
+// recordOutcome stores h with optimistic locking.
+func (s bootImages) recordOutcome(ctx context.Context, sub verifySubject, h bootimage.History) error {
+	patch, err := bootimage.Decision{}.JSONPatch(sub.prefix, sub.live.GetResourceVersion(), h.PatchOp(sub.obj.Annotations))
+	if err != nil {
+		return err
+	}
+	return s.Client.Patch(ctx, sub.live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(status.FieldManager))
+}
+
+// machineImageFailure is the platform's pattern of image errors; nil when it has none.
+func machineImageFailure(platform configv1.PlatformType) *regexp.Regexp {
+	p, ok := bootimage.PlatformFor(platform)
+	if !ok {
+		return nil
+	}
+	return p.Traits().ImageFailure
+}
+
+// machineEvidence reduces Machine API machines for bootimage.Verify: the image their providerSpec
+// names, their Node, and what their machine controller said (errorMessage, and the messages of
+// the providerStatus conditions that are not True, where the providers put the cloud's answer to
+// a launch).
+func machineEvidence(platform configv1.PlatformType, machines []machinev1beta1.Machine) []bootimage.Machine {
+	out := make([]bootimage.Machine, 0, len(machines))
+	for i := range machines {
+		m := &machines[i]
+		e := bootimage.Machine{Name: m.Name, Created: m.CreationTimestamp.Time, Deleting: m.DeletionTimestamp != nil}
+		if m.Spec.ProviderSpec.Value != nil {
+			e.Image = bootimage.CurrentImage(platform, m.Spec.ProviderSpec.Value.Raw)
+		}
+		if m.Status.NodeRef != nil {
+			e.Node = m.Status.NodeRef.Name
+		}
+		e.Failed = m.Status.Phase != nil && *m.Status.Phase == "Failed"
+		if m.Status.ErrorMessage != nil && *m.Status.ErrorMessage != "" {
+			e.Errors = append(e.Errors, *m.Status.ErrorMessage)
+		}
+		if m.Status.ProviderStatus != nil {
+			e.Errors = append(e.Errors, failingConditionMessages(m.Status.ProviderStatus.Raw)...)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// failingConditionMessages returns the messages of the conditions in a providerStatus that are
+// not True.
+func failingConditionMessages(providerStatus []byte) []string {
+	var ps struct {
+		Conditions []struct {
+			Status  string `json:"status"`
+			Message string `json:"message"`
+		} `json:"conditions"`
+	}
+	if json.Unmarshal(providerStatus, &ps) != nil {
+		return nil
+	}
+	var out []string
+	for _, c := range ps.Conditions {
+		if c.Status != "True" && c.Message != "" {
+			out = append(out, c.Message)
+		}
+	}
+	return out
+}

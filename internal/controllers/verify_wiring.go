@@ -1,0 +1,175 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	machinev1 "github.com/openshift/api/machine/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/cpms"
+	"github.com/bootimage-operator/bootimage-operator/internal/kube"
+)
+
+// Labels the Machine API puts on the machines it creates.
+const (
+	machineSetLabel  = "machine.openshift.io/cluster-api-machineset"
+	machineRoleLabel = "machine.openshift.io/cluster-api-machine-role"
+)
+
+// canaryUndecidedRetry is how soon an object waiting for a canary that has no decision yet looks
+// again: the canary's decision, unlike its writes, sends no event.
+const canaryUndecidedRetry = 5 * time.Second
+
+// machineSetSubject is ms for the verify step: its machines are those its selector matches.
+func machineSetSubject(ms *machinev1beta1.MachineSet, obj bootimage.Object) verifySubject {
+	sel, err := metav1.LabelSelectorAsSelector(&ms.Spec.Selector)
+	if err != nil || sel.Empty() {
+		sel = labels.SelectorFromSet(labels.Set{machineSetLabel: ms.Name})
+	}
+	return verifySubject{live: ms, obj: obj, machines: sel, prefix: machineSetProviderSpecPath}
+}
+
+// cpmsSubject is the ControlPlaneMachineSet for the verify step; a restore is proved image-only as
+// its updates are.
+func cpmsSubject(c *machinev1.ControlPlaneMachineSet, obj bootimage.Object) verifySubject {
+	sel, err := metav1.LabelSelectorAsSelector(&c.Spec.Selector)
+	if err != nil || sel.Empty() {
+		sel = labels.SelectorFromSet(labels.Set{machineRoleLabel: "master"})
+	}
+	return verifySubject{live: c, obj: obj, machines: sel, prefix: cpms.ProviderSpecPath,
+		prove: func(patch []byte) error { return cpms.ProveImageOnly(c, patch) }}
+}
+
+// changeOps are the operations an update to d adds beside its attempts: the change in the
+// history, with the patch that undoes it, and the removal of a hold the stream has moved past.
+// annotations are the object's; the attempts operation has created them when they were nil.
+func (s bootImages) changeOps(annotations map[string]string, obj bootimage.Object, d bootimage.Decision) []bootimage.PatchOp {
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	h, _ := bootimage.HistoryOf(annotations)
+	revert, ok := bootimage.RevertOps(obj.ProviderSpec, d.ProviderSpecPatch)
+	if !ok {
+		revert = nil
+	}
+	h = h.With(bootimage.Change{From: d.Current, To: d.Target, At: s.Clock.Now().UTC(), By: bootimage.ByOperator, Revert: revert})
+	ops := []bootimage.PatchOp{h.PatchOp(annotations)}
+	if bootimage.HoldCleared(d, obj) {
+		ops = append(ops, bootimage.ClearHoldOp())
+	}
+	return ops
+}
+
+// canaries reads what the canary MachineSets say of their targets: their history, and their
+// decisions on the inputs of version.
+func (s bootImages) canaries(ctx context.Context, version string) bootimage.Canaries {
+	list := &machinev1beta1.MachineSetList{}
+	if err := s.Client.List(ctx, list, client.InNamespace(kube.MachineAPINamespace), client.MatchingLabels{bootimage.CanaryLabel: "true"}, client.UnsafeDisableDeepCopy); err != nil || len(list.Items) == 0 {
+		return bootimage.Canaries{}
+	}
+	c := bootimage.Canaries{Targets: map[string]bootimage.Canary{}}
+	decided := s.Tracker.Decisions(bootimage.KindMachineSet, version)
+	for i := range list.Items {
+		ms := &list.Items[i]
+		h, _ := bootimage.HistoryOf(ms.Annotations)
+		for _, ch := range h {
+			if ch.By == bootimage.ByOperator {
+				c.Note(ch.To, ms.Name, ch.Outcome == bootimage.Verified, failure(ch))
+			}
+		}
+		d, ok := decided[client.ObjectKeyFromObject(ms)]
+		switch {
+		case !ok:
+			c.Undecided = ms.Name
+		case d.Action == bootimage.Update || d.Reason == bootimage.ReasonBootImageHeld:
+			c.Note(d.Target, ms.Name, false, "")
+		}
+	}
+	return c
+}
+
+func failure(c bootimage.Change) string {
+	if c.Outcome != bootimage.Failed {
+		return ""
+	}
+	return "machine " + c.Machine + ": " + c.Error
+}
+
+// verified sets d's verification state: Pending for an update just written, else what the verify
+// step found.
+func verified(d bootimage.Decision, v verification, enabled bool) bootimage.Decision {
+	d.Verification = v.state
+	if d.Action == bootimage.Update && enabled {
+		d.Verification = bootimage.Pending
+	}
+	return d
+}
+
+// withRecheck returns res, due no later than v's recheck, and soon while a canary is undecided.
+func withRecheck(res reconcile.Result, d bootimage.Decision, canaries bootimage.Canaries, v verification) reconcile.Result {
+	due := v.recheck
+	if d.Reason == bootimage.ReasonWaitingForCanary && canaries.Undecided != "" {
+		due = canaryUndecidedRetry
+	}
+	if due > 0 && (res.RequeueAfter == 0 || due < res.RequeueAfter) {
+		res.RequeueAfter = due
+	}
+	return res
+}
+
+// pendingChange reports whether obj's newest change is the operator's and still unverified.
+func pendingChange(obj client.Object) bool {
+	h, err := bootimage.HistoryOf(obj.GetAnnotations())
+	c, ok := h.Newest()
+	return err == nil && ok && c.By == bootimage.ByOperator && c.Outcome == ""
+}
+
+// machineToMachineSet maps a Machine to its MachineSet while that has a change to verify.
+func (s bootImages) machineToMachineSet(ctx context.Context, m client.Object) []reconcile.Request {
+	name := m.GetLabels()[machineSetLabel]
+	if name == "" {
+		return nil
+	}
+	key := types.NamespacedName{Namespace: m.GetNamespace(), Name: name}
+	ms := &machinev1beta1.MachineSet{}
+	if s.Client.Get(ctx, key, ms) != nil || !pendingChange(ms) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: key}}
+}
+
+// canaryChanged passes the updates of a canary MachineSet's annotations (its history): the
+// objects waiting for it look again.
+var canaryChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(e event.DeleteEvent) bool { return e.Object.GetLabels()[bootimage.CanaryLabel] == "true" },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		canary := e.ObjectNew.GetLabels()[bootimage.CanaryLabel] == "true" || e.ObjectOld.GetLabels()[bootimage.CanaryLabel] == "true"
+		return canary && (e.ObjectOld.GetAnnotations()[bootimage.HistoryAnnotation] != e.ObjectNew.GetAnnotations()[bootimage.HistoryAnnotation] ||
+			e.ObjectOld.GetLabels()[bootimage.CanaryLabel] != e.ObjectNew.GetLabels()[bootimage.CanaryLabel])
+	},
+}
+
+// machineToCPMS maps a control-plane Machine to the ControlPlaneMachineSet while that has a
+// change to verify.
+func (s bootImages) machineToCPMS(ctx context.Context, m client.Object) []reconcile.Request {
+	if m.GetLabels()[machineRoleLabel] != "master" {
+		return nil
+	}
+	key := types.NamespacedName{Namespace: m.GetNamespace(), Name: cpms.Name}
+	c := &machinev1.ControlPlaneMachineSet{}
+	if s.Client.Get(ctx, key, c) != nil || !pendingChange(c) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: key}}
+}
