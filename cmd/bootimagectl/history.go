@@ -26,8 +26,8 @@ import (
 // managedObject is a Machine API object whose boot image the operator writes, as history and
 // restore read it.
 type managedObject struct {
-	Kind string       `json:"kind"`
-	Name string       `json:"name"`
+	Kind string `json:"kind"`
+	Name string `json:"name"`
 	obj  client.Object
 	// providerSpec is its providerSpec.value, and prefix where that sits, for JSON Patch.
 	providerSpec []byte
@@ -171,7 +171,6 @@ func changeOutcome(c bootimage.Change) string {
 	}
 	return c.State()
 }
-
 
 func newRestoreCommand(cluster *clusterFlags, stdout io.Writer) *cobra.Command {
 	var apply bool

@@ -99,4 +99,3 @@ var _ = Describe("bootimagectl history and restore on a cluster", Ordered, func(
 		Eventually(image).Should(Equal(fixtures.NewGCPImage))
 	})
 })
-
