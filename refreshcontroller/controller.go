@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/bootimage-operator/bootimage-operator/refresh"
 	"github.com/bootimage-operator/bootimage-operator/refresh/hypershift"
 	"github.com/bootimage-operator/bootimage-operator/refresh/pool"
 )
@@ -324,50 +323,10 @@ func (r *Reconciler) deliver(ctx context.Context, p *poolPass, next []byte) (out
 		return report(notARefresh(verdict, r.observe(p))), true, nil
 	}
 	log.FromContext(ctx).Info("Starting a refresh", "nodePool", p.name, "target", p.target, "reason", verdict.Reason)
-	if _, err := hypershift.SetUpgradeConfigMapData(p.cm, next, p.target, hypershift.NoRebootPathsFromPolicies(refresh.DefaultPolicies())); err != nil {
+	if _, err := hypershift.SetUpgradeConfigMapData(p.cm, next, p.target, hypershift.NoRebootPathsFromPolicies(restartPolicies())); err != nil {
 		return outcome{}, true, err
 	}
 	return outcome{}, false, r.Guest.Update(ctx, p.cm, client.FieldOwner(FieldManager))
-}
-
-// ReasonNeedsRestartCapableDaemon is the verdict of a change that is a refresh only for a daemon
-// that runs Restart, on a pool where some daemon has not said it can.
-const ReasonNeedsRestartCapableDaemon = "NeedsRestartCapableDaemon"
-
-// decide decides a change with today's daemon's rules, or, when every node's daemon says it
-// runs Restart, with the node disruption policies (a CA bundle: restart update-ca-trust and crio).
-// A change only the latter refresh is left to the next rollout while any daemon cannot, as the
-// enhancement's fallback for an old daemon says.
-func decide(nodes []corev1.Node, current, next []byte) (hypershift.Verdict, error) {
-	today, err := hypershift.DecideRefresh(current, next)
-	if err != nil || today.Refresh {
-		return today, err
-	}
-	withRestart, err := hypershift.DecideRefreshWithPolicies(current, next, refresh.DefaultPolicies())
-	if err != nil || !withRestart.Refresh {
-		return today, err
-	}
-	var unable []string
-	for i := range nodes {
-		if !hasCapability(&nodes[i], CapabilityRestart) {
-			unable = append(unable, nodes[i].Name)
-		}
-	}
-	if len(unable) == 0 {
-		return withRestart, nil
-	}
-	return hypershift.Verdict{Reason: ReasonNeedsRestartCapableDaemon, Result: withRestart.Result,
-		Message: fmt.Sprintf("%s; the daemon of %d node(s) cannot run Restart (%s): %s", withRestart.Message,
-			len(unable), DaemonCapabilitiesAnnotation, strings.Join(unable[:min(len(unable), 5)], ", "))}, nil
-}
-
-func hasCapability(n *corev1.Node, capability string) bool {
-	for c := range strings.SplitSeq(n.Annotations[DaemonCapabilitiesAnnotation], ",") {
-		if strings.TrimSpace(c) == capability {
-			return true
-		}
-	}
-	return false
 }
 
 // advance moves each node one step towards the target: it settles what an earlier target left
@@ -609,7 +568,7 @@ func (r *Reconciler) writeAdoption(ctx context.Context, p *poolPass, a adoptionP
 		return err
 	}
 	hash := pool.RefreshConfigValue(p.rollout, a.recorded)
-	paths := hypershift.NoRebootPathsFromPolicies(refresh.DefaultPolicies())
+	paths := hypershift.NoRebootPathsFromPolicies(restartPolicies())
 	if p.cm == nil {
 		cm, err := hypershift.BuildUpgradeConfigMap(p.name, a.payload, hash, paths)
 		if err != nil {
