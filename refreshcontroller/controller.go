@@ -465,7 +465,11 @@ func maxUnavailable(np *unstructured.Unstructured, nodes int) int {
 func (r *Reconciler) nodeState(n *corev1.Node, pod *corev1.Pod, rollout, target string) pool.NodeState {
 	s := pool.NodeStateFromAnnotations(n.Name, n.Annotations, pod != nil, pool.DeliveryRefreshAnnotation)
 	desired, current := n.Annotations[pool.DesiredConfigAnnotation], n.Annotations[pool.CurrentConfigAnnotation]
-	if pod == nil && strings.HasPrefix(desired, rollout+"-") && (desired != target || current != desired) {
+	// A node whose daemon failed on this target stays failed without its pod: the daemon stores
+	// the new config before its post-actions, so a second run finds nothing to do and reports
+	// Done with a failed reload or restart never run. A new target retries it.
+	failedOnTarget := desired == target && s.State == pool.StateDegraded
+	if pod == nil && strings.HasPrefix(desired, rollout+"-") && (desired != target || current != desired) && !failedOnTarget {
 		// A refresh with no pod to run it: superseded (a failed one, its pod removed), or its pod
 		// never created or gone. Not an upgrade: start it again.
 		s.State, s.Upgrading = "", false
