@@ -163,6 +163,10 @@ var _ = Describe("Nodes that join a refreshed pool (item 4)", Ordered, func() {
 		w.pullSecret = `{"auths":{"quay.io":{"auth":"ajM="}}}`
 		p.payloadChange(ctx, rollout, "j3", w)
 		expectRefreshed(p, "j3", w, map[string]int{}, "joins-0", "joins-1", "joins-2", "joins-3")
+		// The node registers well after the payload moved: only its Machine's age tells.
+		since, err := time.Parse(time.RFC3339, upgradeConfigMap(p).Annotations[controller.PayloadInPlaceAnnotation])
+		Expect(err).NotTo(HaveOccurred())
+		waitForServerClock(ctx, since.Add(clockSkew))
 		p.createFirstBootNode(ctx, "joins-4", booted)
 		linkMachine(ctx, m, "joins-4")
 		expectRefreshed(p, "j3", w, map[string]int{}, "joins-4")
