@@ -593,8 +593,8 @@ type adoptionPlan struct {
 
 // adoption decides what a pool without a ConfigMap of its rollout target runs. Nodes built with
 // the rollout target (currentConfig that target, or none: HyperShift writes none at first boot)
-// run the token Secret's payload: before this controller, every payload
-// change rolled the pool, so they were built from it. After an in-place upgrade, the upgrader's
+// run the token Secret's payload: before this controller, every payload change rolled the pool,
+// so they were built from it. After an in-place upgrade, the upgrader's
 // ConfigMap (hash = the rollout target exactly) is what they run, which the token Secret's
 // payload may have passed since (a refresh deferred during the upgrade). A node that already
 // records another refresh config was refreshed by this controller to a payload no longer at

@@ -109,6 +109,26 @@ var _ = Describe("A NotReady node already on the target (item 7)", Ordered, func
 	})
 })
 
+var _ = Describe("A pool whose nodes HyperShift's first boot left (item 4)", Ordered, func() {
+	p := testPool{name: "fresh", maxUnavailable: 1, firstBoot: true}
+	nodes := []string{"fresh-0", "fresh-1"}
+	const rollout = "9d9d9d9d"
+	w := baseWorker()
+
+	It("is adopted though its nodes carry no currentConfig: nothing moves", func(ctx SpecContext) {
+		p.create(ctx, rollout, "e1", w, nodes...)
+		expectStates(p.name, 0, complete)
+		Expect(recordsOf(nodes...)).To(Equal([]string{"e1", "e1"}))
+		Consistently(func() int { return watched.Created(p.namespace()) }).Should(BeZero())
+	})
+
+	It("refreshes them in place", func(ctx SpecContext) {
+		w.sshKey = "ssh-ed25519 EEEE core@e2"
+		p.payloadChange(ctx, rollout, "e2", w)
+		expectRefreshed(p, "e2", w, map[string]int{}, nodes...)
+	})
+})
+
 var _ = Describe("Nodes that join a refreshed pool (item 4)", Ordered, func() {
 	p := testPool{name: "joins", maxUnavailable: 1}
 	const rollout = "9c9c9c9c"

@@ -27,6 +27,9 @@ type testPool struct {
 	name           string
 	inPlace        bool
 	maxUnavailable int64
+	// firstBoot nodes carry no machineconfiguration annotations, as HyperShift's first boot
+	// leaves them; otherwise they carry a daemon run's on the rollout target.
+	firstBoot bool
 }
 
 func (p testPool) namespace() string { ns, _ := hypershift.UpgradeNames(p.name); return ns }
@@ -56,6 +59,10 @@ func (p testPool) create(ctx context.Context, rollout, payloadHash string, w wor
 	watched.limit(p.namespace(), int(p.maxUnavailable))
 	// The pool exists before the controller sees it: its nodes first.
 	for _, n := range nodes {
+		if p.firstBoot {
+			p.createFirstBootNode(ctx, n, w)
+			continue
+		}
 		p.createNode(ctx, n, rollout, w)
 	}
 	p.writeToken(ctx, rollout, payloadHash, w)
