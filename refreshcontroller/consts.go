@@ -35,6 +35,10 @@ const (
 	DaemonCapabilitiesAnnotation = "hypershift.openshift.io/daemonCapabilities"
 	// CapabilityRestart says the daemon runs Restart actions (node disruption policies).
 	CapabilityRestart = "Restart"
+	// PayloadInPlaceAnnotation, on the upgrade ConfigMap, is when this controller first saw the
+	// token Secret hold the payload of the ConfigMap's hash (RFC 3339, its own clock): a Machine
+	// created after it booted that payload (docs/hypershift.md, nodes that join).
+	PayloadInPlaceAnnotation = "hypershift.openshift.io/payloadInPlaceSince"
 	// FieldManager names this controller's writes.
 	FieldManager = "config-refresh-controller"
 )

@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/bootimage-operator/bootimage-operator/refresh"
 	"github.com/bootimage-operator/bootimage-operator/refresh/hypershift"
 	"github.com/bootimage-operator/bootimage-operator/refresh/pool"
 )
@@ -46,7 +45,16 @@ type Reconciler struct {
 	// Events records a refresh's end and failures on the NodePool; SetupWithManager sets the
 	// management cluster's when nil.
 	Events events.EventRecorder
+	// ClockSkew is how far this controller's clock may run behind the management API server's,
+	// which stamps Machines: a node is adopted as built with the target payload only when its
+	// Machine was created more than this after the controller saw the payload in place.
+	// DefaultClockSkew when zero.
+	ClockSkew time.Duration
 }
+
+// DefaultClockSkew allows for clocks kept by NTP; a node created within it of a payload change
+// gets a daemon pod, which finds nothing to change if it booted that payload.
+const DefaultClockSkew = 10 * time.Second
 
 // DefaultDaemonTimeout bounds a daemon pod's run: a refresh writes a few files and runs a reload,
 // so one still going after this is stuck.
@@ -151,6 +159,10 @@ type poolPass struct {
 	podOn  map[string]*corev1.Pod
 	state  pool.PoolState
 	cm     *corev1.ConfigMap // nil when the pool has none
+	// machineOf is the pool's Machines by the name of their node; unlinked counts those that
+	// name no node yet.
+	machineOf map[string]machine
+	unlinked  int
 }
 
 // reconcile runs the phases of one pass: read the pool; stop while it is paused; read the
@@ -192,6 +204,12 @@ func (r *Reconciler) readPool(ctx context.Context, np *unstructured.Unstructured
 	if err != nil {
 		return nil, err
 	}
+	deleting, machines, unlinked, err := r.readMachines(ctx, p.name)
+	if err != nil {
+		return nil, err
+	}
+	replaceRollout = replaceRollout || deleting
+	p.machineOf, p.unlinked = machines, unlinked
 	nodes := &corev1.NodeList{}
 	if err := r.Guest.List(ctx, nodes, client.MatchingLabels{NodePoolLabel: p.name}); err != nil {
 		return nil, err
@@ -209,14 +227,14 @@ func (r *Reconciler) readPool(ctx context.Context, np *unstructured.Unstructured
 	// A node on another rollout target than the NodePool reports (new nodes of a finished Replace
 	// rollout, or an in-place upgrade whose MachineSet is done before the NodePool says so): the
 	// pool is between rollouts, and adopting now would record a payload those nodes never got.
-	// A node with no currentConfig has not finished its first boot: it is left out until it has,
-	// named as waiting, and never pauses the pool.
+	// HyperShift writes no currentConfig at first boot (only a daemon does), so a node without one
+	// was built with its Machine's rollout target, and with the pool's when no Machine names it.
 	for i := range p.nodes {
 		c := p.nodes[i].Annotations[pool.CurrentConfigAnnotation]
-		if c == "" {
-			continue
+		if m, ok := p.machineOf[p.nodes[i].Name]; c == "" && ok && m.rollout != "" {
+			c = m.rollout
 		}
-		if c != p.rollout && !strings.HasPrefix(c, p.rollout+"-") {
+		if c != "" && c != p.rollout && !strings.HasPrefix(c, p.rollout+"-") {
 			replaceRollout = true
 		}
 	}
@@ -236,24 +254,38 @@ func (r *Reconciler) readPool(ctx context.Context, np *unstructured.Unstructured
 func (r *Reconciler) observe(p *poolPass) pool.Progress {
 	state := p.state
 	state.Nodes = nil
-	var waiting []string
+	var linking []string
 	for i := range p.nodes {
-		if p.nodes[i].Annotations[pool.CurrentConfigAnnotation] == "" {
-			waiting = append(waiting, p.nodes[i].Name)
+		if p.awaitsMachine(&p.nodes[i]) {
+			linking = append(linking, p.nodes[i].Name)
 			continue
 		}
 		state.Nodes = append(state.Nodes, r.nodeState(&p.nodes[i], p.podOn[p.nodes[i].Name], p.rollout, p.target))
 	}
 	plan := pool.Plan(state)
-	if len(waiting) > 0 {
+	if len(linking) > 0 {
 		for i := range plan.Conditions {
 			if c := &plan.Conditions[i]; c.Type == pool.ConditionComplete {
-				c.Status, c.Reason = metav1.ConditionFalse, "NodesWaiting"
-				c.Message += fmt.Sprintf("; waiting for %s to report a currentConfig (first boot not finished)", strings.Join(waiting[:min(len(waiting), 5)], ", "))
+				c.Status, c.Reason = metav1.ConditionFalse, ReasonNodesJoining
+				c.Message += fmt.Sprintf("; waiting for Cluster API to link %s to a Machine", strings.Join(linking[:min(len(linking), 5)], ", "))
 			}
 		}
 	}
 	return plan
+}
+
+// ReasonNodesJoining (Complete False): a node that joined is left out until Cluster API links
+// it to its Machine, whose creation time says which payload it booted (adoptJoined).
+const ReasonNodesJoining = "NodesJoining"
+
+// awaitsMachine says whether a node that no daemon has touched and nothing records may still be
+// linked to a Machine of the pool: one names no node yet (Cluster API sets nodeRef after the
+// node registers). Started now, it would get a daemon pod it may not need.
+func (p *poolPass) awaitsMachine(n *corev1.Node) bool {
+	_, linked := p.machineOf[n.Name]
+	a := n.Annotations
+	return p.unlinked > 0 && !linked && a[pool.CurrentConfigAnnotation] == "" && a[pool.CurrentRefreshConfigAnnotation] == "" &&
+		a[pool.DesiredConfigAnnotation] == "" && p.podOn[n.Name] == nil
 }
 
 // readPayload reads the token Secret's payload of the pool's target. Only a payload the token
@@ -324,56 +356,20 @@ func (r *Reconciler) deliver(ctx context.Context, p *poolPass, next []byte) (out
 		return report(notARefresh(verdict, r.observe(p))), true, nil
 	}
 	log.FromContext(ctx).Info("Starting a refresh", "nodePool", p.name, "target", p.target, "reason", verdict.Reason)
-	if _, err := hypershift.SetUpgradeConfigMapData(p.cm, next, p.target, hypershift.NoRebootPathsFromPolicies(refresh.DefaultPolicies())); err != nil {
+	if _, err := hypershift.SetUpgradeConfigMapData(p.cm, next, p.target, hypershift.NoRebootPathsFromPolicies(restartPolicies())); err != nil {
 		return outcome{}, true, err
 	}
+	markPayloadInPlace(p.cm, time.Now())
 	return outcome{}, false, r.Guest.Update(ctx, p.cm, client.FieldOwner(FieldManager))
-}
-
-// ReasonNeedsRestartCapableDaemon is the verdict of a change that is a refresh only for a daemon
-// that runs Restart, on a pool where some daemon has not said it can.
-const ReasonNeedsRestartCapableDaemon = "NeedsRestartCapableDaemon"
-
-// decide decides a change with today's daemon's rules, or, when every node's daemon says it
-// runs Restart, with the node disruption policies (a CA bundle: restart update-ca-trust and crio).
-// A change only the latter refresh is left to the next rollout while any daemon cannot, as the
-// enhancement's fallback for an old daemon says.
-func decide(nodes []corev1.Node, current, next []byte) (hypershift.Verdict, error) {
-	today, err := hypershift.DecideRefresh(current, next)
-	if err != nil || today.Refresh {
-		return today, err
-	}
-	withRestart, err := hypershift.DecideRefreshWithPolicies(current, next, refresh.DefaultPolicies())
-	if err != nil || !withRestart.Refresh {
-		return today, err
-	}
-	var unable []string
-	for i := range nodes {
-		if !hasCapability(&nodes[i], CapabilityRestart) {
-			unable = append(unable, nodes[i].Name)
-		}
-	}
-	if len(unable) == 0 {
-		return withRestart, nil
-	}
-	return hypershift.Verdict{Reason: ReasonNeedsRestartCapableDaemon, Result: withRestart.Result,
-		Message: fmt.Sprintf("%s; the daemon of %d node(s) cannot run Restart (%s): %s", withRestart.Message,
-			len(unable), DaemonCapabilitiesAnnotation, strings.Join(unable[:min(len(unable), 5)], ", "))}, nil
-}
-
-func hasCapability(n *corev1.Node, capability string) bool {
-	for c := range strings.SplitSeq(n.Annotations[DaemonCapabilitiesAnnotation], ",") {
-		if strings.TrimSpace(c) == capability {
-			return true
-		}
-	}
-	return false
 }
 
 // advance moves each node one step towards the target: it settles what an earlier target left
 // (see supersede), records finished nodes, removes finished pods and starts nodes within
 // maxUnavailable.
 func (r *Reconciler) advance(ctx context.Context, p *poolPass) (pool.Progress, error) {
+	if err := r.adoptJoined(ctx, p); err != nil {
+		return pool.Progress{}, err
+	}
 	for i := range p.nodes {
 		n := &p.nodes[i]
 		if err := r.supersede(ctx, p, n); err != nil {
@@ -424,7 +420,7 @@ func (r *Reconciler) supersede(ctx context.Context, p *poolPass, n *corev1.Node)
 
 // rolloutState reads the pool's MachineDeployment (a Replace rollout: replicas not all updated,
 // or a generation its controller has not observed yet, when the counts still show the old
-// template), its Machines (one being deleted) and its MachineSet (an in-place upgrade).
+// template) and its MachineSet (an in-place upgrade).
 func (r *Reconciler) rolloutState(ctx context.Context, name string) (replace, inPlace bool, err error) {
 	md := &unstructured.Unstructured{}
 	md.SetGroupVersionKind(MachineDeploymentGVK)
@@ -437,11 +433,6 @@ func (r *Reconciler) rolloutState(ctx context.Context, name string) (replace, in
 	case !apierrors.IsNotFound(err):
 		return false, false, err
 	}
-	if !replace {
-		if replace, err = r.machineDeleting(ctx, name); err != nil {
-			return false, false, err
-		}
-	}
 	ms := &unstructured.Unstructured{}
 	ms.SetGroupVersionKind(MachineSetGVK)
 	switch err := r.Management.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: name}, ms); {
@@ -453,28 +444,49 @@ func (r *Reconciler) rolloutState(ctx context.Context, name string) (replace, in
 	return replace, inPlace, nil
 }
 
-// Cluster API's labels naming a Machine's MachineDeployment and MachineSet.
+// Cluster API's labels naming a Machine's MachineDeployment and MachineSet, and HyperShift's
+// prefix of the bootstrap data Secret, user-data-<pool>-<rollout target>.
 const (
 	machineDeploymentNameLabel = "cluster.x-k8s.io/deployment-name"
 	machineSetNameLabel        = "cluster.x-k8s.io/set-name"
+	userDataSecretPrefix       = "user-data-"
 )
 
-// machineDeleting says whether a Machine of the pool (its MachineDeployment's or MachineSet's,
-// both named after the pool) is being deleted: a replacement is under way.
-func (r *Reconciler) machineDeleting(ctx context.Context, name string) (bool, error) {
+// machine is what the controller reads of a Machine: when it was created, and the rollout
+// target its bootstrap data names (HyperShift's user-data-<pool>-<target> Secret).
+type machine struct {
+	name    string
+	created time.Time
+	rollout string
+}
+
+// readMachines reads the pool's Machines (its MachineDeployment's or MachineSet's, both named
+// after the pool): whether one is being deleted (a replacement is under way), and each by the
+// name of its node.
+func (r *Reconciler) readMachines(ctx context.Context, name string) (deleting bool, byNode map[string]machine, unlinked int, err error) {
+	byNode = map[string]machine{}
 	for _, label := range []string{machineDeploymentNameLabel, machineSetNameLabel} {
 		machines := &unstructured.UnstructuredList{}
 		machines.SetGroupVersionKind(MachineGVK.GroupVersion().WithKind("MachineList"))
 		if err := r.Management.List(ctx, machines, client.InNamespace(r.Namespace), client.MatchingLabels{label: name}); err != nil {
-			return false, err
+			return false, nil, 0, err
 		}
 		for _, m := range machines.Items {
-			if m.GetDeletionTimestamp() != nil {
-				return true, nil
+			deleting = deleting || m.GetDeletionTimestamp() != nil
+			node, _, _ := unstructured.NestedString(m.Object, "status", "nodeRef", "name")
+			if node == "" {
+				unlinked++
+				continue
 			}
+			data, _, _ := unstructured.NestedString(m.Object, "spec", "bootstrap", "dataSecretName")
+			rollout, _ := strings.CutPrefix(data, userDataSecretPrefix+name+"-")
+			if rollout == data {
+				rollout = ""
+			}
+			byNode[node] = machine{name: m.GetName(), created: m.GetCreationTimestamp().Time, rollout: rollout}
 		}
 	}
-	return false, nil
+	return deleting, byNode, unlinked, nil
 }
 
 // maxUnavailable reads the NodePool's inPlace or replace maxUnavailable (a number or a percentage
@@ -506,7 +518,11 @@ func maxUnavailable(np *unstructured.Unstructured, nodes int) int {
 func (r *Reconciler) nodeState(n *corev1.Node, pod *corev1.Pod, rollout, target string) pool.NodeState {
 	s := pool.NodeStateFromAnnotations(n.Name, n.Annotations, pod != nil, pool.DeliveryRefreshAnnotation)
 	desired, current := n.Annotations[pool.DesiredConfigAnnotation], n.Annotations[pool.CurrentConfigAnnotation]
-	if pod == nil && strings.HasPrefix(desired, rollout+"-") && (desired != target || current != desired) {
+	// A node whose daemon failed on this target stays failed without its pod: the daemon stores
+	// the new config before its post-actions, so a second run finds nothing to do and reports
+	// Done with a failed reload or restart never run. A new target retries it.
+	failedOnTarget := desired == target && s.State == pool.StateDegraded
+	if pod == nil && strings.HasPrefix(desired, rollout+"-") && (desired != target || current != desired) && !failedOnTarget {
 		// A refresh with no pod to run it: superseded (a failed one, its pod removed), or its pod
 		// never created or gone. Not an upgrade: start it again.
 		s.State, s.Upgrading = "", false
@@ -576,8 +592,9 @@ type adoptionPlan struct {
 }
 
 // adoption decides what a pool without a ConfigMap of its rollout target runs. Nodes built with
-// the rollout target run the token Secret's payload: before this controller, every payload
-// change rolled the pool, so they were built from it. After an in-place upgrade, the upgrader's
+// the rollout target (currentConfig that target, or none: HyperShift writes none at first boot)
+// run the token Secret's payload: before this controller, every payload change rolled the pool,
+// so they were built from it. After an in-place upgrade, the upgrader's
 // ConfigMap (hash = the rollout target exactly) is what they run, which the token Secret's
 // payload may have passed since (a refresh deferred during the upgrade). A node that already
 // records another refresh config was refreshed by this controller to a payload no longer at
@@ -595,7 +612,7 @@ func adoption(p *poolPass, next []byte) (a adoptionPlan, unknown []string) {
 		switch {
 		case p.cm == nil && record != "" && record != a.recorded:
 			unknown = append(unknown, n.Name)
-		case n.Annotations[pool.CurrentConfigAnnotation] == p.rollout && record != a.recorded:
+		case (n.Annotations[pool.CurrentConfigAnnotation] == p.rollout || n.Annotations[pool.CurrentConfigAnnotation] == "") && record != a.recorded:
 			a.nodes = append(a.nodes, n)
 		}
 	}
@@ -609,22 +626,30 @@ func (r *Reconciler) writeAdoption(ctx context.Context, p *poolPass, a adoptionP
 		return err
 	}
 	hash := pool.RefreshConfigValue(p.rollout, a.recorded)
-	paths := hypershift.NoRebootPathsFromPolicies(refresh.DefaultPolicies())
-	if p.cm == nil {
-		cm, err := hypershift.BuildUpgradeConfigMap(p.name, a.payload, hash, paths)
-		if err != nil {
+	paths := hypershift.NoRebootPathsFromPolicies(restartPolicies())
+	cm := p.cm
+	if cm == nil {
+		var err error
+		if cm, err = hypershift.BuildUpgradeConfigMap(p.name, a.payload, hash, paths); err != nil {
 			return err
 		}
-		if err := r.Guest.Create(ctx, cm, client.FieldOwner(FieldManager)); err != nil {
-			return err
-		}
+	} else if _, err := hypershift.SetUpgradeConfigMapData(cm, a.payload, hash, paths); err != nil {
+		return err
+	}
+	if a.recorded == p.payloadHash {
+		// The token Secret's payload, as this pass read it.
+		markPayloadInPlace(cm, time.Now())
 	} else {
-		if _, err := hypershift.SetUpgradeConfigMapData(p.cm, a.payload, hash, paths); err != nil {
-			return err
-		}
-		if err := r.Guest.Update(ctx, p.cm, client.FieldOwner(FieldManager)); err != nil {
-			return err
-		}
+		delete(cm.Annotations, PayloadInPlaceAnnotation)
+	}
+	var err error
+	if p.cm == nil {
+		err = r.Guest.Create(ctx, cm, client.FieldOwner(FieldManager))
+	} else {
+		err = r.Guest.Update(ctx, cm, client.FieldOwner(FieldManager))
+	}
+	if err != nil {
+		return err
 	}
 	for _, n := range a.nodes {
 		if err := r.annotate(ctx, n, map[string]string{pool.CurrentRefreshConfigAnnotation: a.recorded}); err != nil {

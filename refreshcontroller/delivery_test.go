@@ -2,6 +2,8 @@ package controller_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -263,5 +265,62 @@ var _ = Describe("A daemon pod that cannot be created (item 5)", Ordered, func()
 		Expect(k8s.Delete(ctx, binding)).To(Succeed())
 		Expect(k8s.Delete(ctx, policy)).To(Succeed())
 		expectRefreshed(p, "g2", w, before, nodes...)
+	})
+})
+
+var _ = Describe("A failed post-action (item 5)", Ordered, func() {
+	p := testPool{name: "postfail", maxUnavailable: 2}
+	nodes := []string{"postfail-0", "postfail-1"}
+	const rollout = "8b8b8b8b"
+	w := baseWorker()
+	const why = "Job for crio.service failed because the control process exited with error code"
+
+	It("is Degraded with the daemon's reason, and the refresh is not recorded on that node", func(ctx SpecContext) {
+		p.create(ctx, rollout, "r1", w, nodes...)
+		expectStates(p.name, 0, complete)
+		daemon.SetPostActionFail("postfail-0", why)
+		DeferCleanup(daemon.SetPostActionFail, "postfail-0", "")
+		w.registries = baseRegistries + safeMirror
+		p.payloadChange(ctx, rollout, "r2", w)
+		Eventually(func(g Gomega) {
+			s := parseSnapshot(nodePool(p.name))
+			g.Expect(s.Degraded.Status).To(Equal("True"))
+			g.Expect(s.Degraded.Message).To(ContainSubstring("postfail-0:"))
+			g.Expect(s.Degraded.Message).To(ContainSubstring("Reload crio.service"))
+			g.Expect(s.Degraded.Message).To(ContainSubstring(why))
+			g.Expect(s.Complete.Status).To(Equal("False"))
+			g.Expect(recordsOf(nodes...)).To(Equal([]string{"r1", "r2"}), "the other node goes on")
+		}).Should(Succeed())
+		Expect(daemon.Actions("postfail-0")).To(Equal([]string{"Reload crio.service"}))
+		n := getNode("postfail-0")
+		Expect(n.Annotations).To(HaveKeyWithValue(pool.StateAnnotation, pool.StateDegraded))
+		Expect(n.Annotations[pool.LastAppliedDrainAnnotation]).NotTo(HaveSuffix("r2"), "nothing acknowledged")
+		// The daemon wrote the files before the reload failed: on disk the node looks refreshed.
+		Expect(os.ReadFile(filepath.Join(daemon.Root, "postfail-0", registriesFile))).To(BeEquivalentTo(w.registries))
+	})
+
+	It("is not run again on the same payload when its pod is gone: a second run would find nothing to do and report Done", func(ctx SpecContext) {
+		created := watched.Created(p.namespace())
+		Expect(k8s.Delete(ctx, daemonPod(p, "postfail-0"))).To(Succeed())
+		Eventually(func() []string { return podNames(p) }).Should(BeEmpty())
+		// A metadata change brings a pass that reads the node without its pod.
+		p.annotate(ctx, map[string]string{"example.com/touched": "yes"})
+		Consistently(func(g Gomega) {
+			g.Expect(watched.Created(p.namespace())).To(Equal(created))
+			g.Expect(recordsOf("postfail-0")).To(Equal([]string{"r1"}))
+			g.Expect(parseSnapshot(nodePool(p.name)).Degraded.Message).To(ContainSubstring("postfail-0:"))
+		}, 2*time.Second).Should(Succeed())
+	})
+
+	It("is retried with the next payload once the service is mended", func(ctx SpecContext) {
+		daemon.SetPostActionFail("postfail-0", "")
+		before := reboots(nodes...)
+		// Another registries change, so the reload runs again; a change with no action would leave
+		// crio on the mirror list of r2 (docs/hypershift.md, a failed post-action).
+		w.registries = baseRegistries + safeMirror + "\n  [[registry.mirror]]\n    location = \"mirror-d.example.com/ocp-release\"\n    pull-from-mirror = \"digest-only\"\n"
+		p.payloadChange(ctx, rollout, "r3", w)
+		expectRefreshed(p, "r3", w, before, nodes...)
+		Eventually(func() string { return parseSnapshot(nodePool(p.name)).Degraded.Status }).Should(Equal("False"))
+		Expect(daemon.Actions("postfail-0")).To(Equal([]string{"Reload crio.service", "Reload crio.service"}))
 	})
 })

@@ -1,11 +1,13 @@
 package controller_test
 
 import (
+	"context"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -61,21 +63,30 @@ var _ = Describe("Pauses for a Replace rollout the replica counts do not show ye
 		expectRefreshed(p, "h3", w, map[string]int{}, nodes...)
 	})
 
-	It("refreshes the other nodes while a node that just joined has no currentConfig yet", func(ctx SpecContext) {
-		p.createNode(ctx, "pauses-2", rollout, w)
-		n := getNode("pauses-2")
-		base := n.DeepCopy()
-		n.Annotations = nil
-		Expect(k8s.Patch(ctx, n, client.MergeFrom(base))).To(Succeed())
+	It("refreshes a node with no currentConfig like the others: HyperShift writes none at first boot", func(ctx SpecContext) {
+		p.createFirstBootNode(ctx, "pauses-2", w)
 		w.pullSecret = `{"auths":{"quay.io":{"auth":"aDQ="}}}`
 		p.payloadChange(ctx, rollout, "h4", w)
-		expectRefreshed(p, "h4", w, map[string]int{}, nodes...)
-		Eventually(func(g Gomega) {
-			s := parseSnapshot(nodePool(p.name))
-			g.Expect(s.Complete.Status).To(Equal("False"))
-			g.Expect(s.Complete.Message).To(ContainSubstring("pauses-2"))
-		}).Should(Succeed())
-		Expect(getNode("pauses-2").Annotations).NotTo(HaveKey(pool.DesiredConfigAnnotation))
+		expectRefreshed(p, "h4", w, map[string]int{}, append(nodes, "pauses-2")...)
+		Eventually(func() string { return parseSnapshot(nodePool(p.name)).Complete.Status }).Should(Equal("True"))
+	})
+
+	It("pauses while a node with no currentConfig belongs to a Machine of another rollout target", func(ctx SpecContext) {
+		// A Replace rollout's new node whose MachineDeployment counts are done before the
+		// NodePool names the new target.
+		m := p.createMachine(ctx, "pauses-3", "9f9f9f9f")
+		p.createFirstBootNode(ctx, "pauses-3", w)
+		linkMachine(ctx, m, "pauses-3")
+		_, mark := watched.History(p.name, 0)
+		created := watched.Created(p.namespace())
+		w.pullSecret = `{"auths":{"quay.io":{"auth":"aDU="}}}`
+		p.payloadChange(ctx, rollout, "h5", w)
+		expectStates(p.name, mark, pausedForRollout)
+		Consistently(func() int { return watched.Created(p.namespace()) }).Should(Equal(created))
+		// The rollout replaces it the other way: gone, as are its Machine and node.
+		Expect(k8s.Delete(ctx, getNode("pauses-3"))).To(Succeed())
+		Expect(k8s.Delete(ctx, m)).To(Succeed())
+		expectRefreshed(p, "h5", w, map[string]int{}, append(nodes, "pauses-2")...)
 	})
 })
 
@@ -95,6 +106,26 @@ var _ = Describe("A NotReady node already on the target (item 7)", Ordered, func
 		p.annotate(ctx, map[string]string{"example.com/touched": "yes"})
 		Consistently(func() []snapshot { h, _ := watched.History(p.name, mark); return h }, 2*time.Second).Should(BeEmpty())
 		Expect(parseSnapshot(nodePool(p.name)).Progressing.Status).To(Equal("False"))
+	})
+})
+
+var _ = Describe("A pool whose nodes HyperShift's first boot left (item 4)", Ordered, func() {
+	p := testPool{name: "fresh", maxUnavailable: 1, firstBoot: true}
+	nodes := []string{"fresh-0", "fresh-1"}
+	const rollout = "9d9d9d9d"
+	w := baseWorker()
+
+	It("is adopted though its nodes carry no currentConfig: nothing moves", func(ctx SpecContext) {
+		p.create(ctx, rollout, "e1", w, nodes...)
+		expectStates(p.name, 0, complete)
+		Expect(recordsOf(nodes...)).To(Equal([]string{"e1", "e1"}))
+		Consistently(func() int { return watched.Created(p.namespace()) }).Should(BeZero())
+	})
+
+	It("refreshes them in place", func(ctx SpecContext) {
+		w.sshKey = "ssh-ed25519 EEEE core@e2"
+		p.payloadChange(ctx, rollout, "e2", w)
+		expectRefreshed(p, "e2", w, map[string]int{}, nodes...)
 	})
 })
 
@@ -131,4 +162,46 @@ var _ = Describe("Nodes that join a refreshed pool (item 4)", Ordered, func() {
 		Expect(daemon.Verdicts("joins-2")).To(Equal([]string{"NoChange"}))
 		Expect(daemon.Reboots("joins-2")).To(BeZero())
 	})
+
+	It("adopts a node whose Machine was created after the payload was in place: no daemon pod", func(ctx SpecContext) {
+		since, err := time.Parse(time.RFC3339, upgradeConfigMap(p).Annotations[controller.PayloadInPlaceAnnotation])
+		Expect(err).NotTo(HaveOccurred(), "the ConfigMap says when the payload of its hash was in place")
+		waitForServerClock(ctx, since.Add(clockSkew))
+		created := watched.Created(p.namespace())
+		m := p.createMachine(ctx, "joins-3", rollout)
+		p.createFirstBootNode(ctx, "joins-3", w)
+		linkMachine(ctx, m, "joins-3")
+		Eventually(func() []string { return recordsOf("joins-3") }).Should(Equal([]string{"j2"}))
+		Consistently(func() int { return watched.Created(p.namespace()) }).Should(Equal(created))
+		Expect(daemon.Verdicts("joins-3")).To(BeEmpty(), "no daemon ran")
+		Expect(parseSnapshot(nodePool(p.name)).Complete.Status).To(Equal("True"))
+	})
+
+	It("refreshes a node whose Machine was created before the payload was in place, though its node registers after", func(ctx SpecContext) {
+		m := p.createMachine(ctx, "joins-4", rollout)
+		booted := w // the instance fetched its Ignition now: payload j2
+		w.pullSecret = `{"auths":{"quay.io":{"auth":"ajM="}}}`
+		p.payloadChange(ctx, rollout, "j3", w)
+		expectRefreshed(p, "j3", w, map[string]int{}, "joins-0", "joins-1", "joins-2", "joins-3")
+		// The node registers well after the payload moved: only its Machine's age tells.
+		since, err := time.Parse(time.RFC3339, upgradeConfigMap(p).Annotations[controller.PayloadInPlaceAnnotation])
+		Expect(err).NotTo(HaveOccurred())
+		waitForServerClock(ctx, since.Add(clockSkew))
+		p.createFirstBootNode(ctx, "joins-4", booted)
+		linkMachine(ctx, m, "joins-4")
+		expectRefreshed(p, "j3", w, map[string]int{}, "joins-4")
+	})
 })
+
+// clockSkew is the suite reconciler's ClockSkew.
+const clockSkew = time.Second
+
+// waitForServerClock waits until objects the API server creates are stamped after t.
+func waitForServerClock(ctx context.Context, t time.Time) {
+	Eventually(func() time.Time {
+		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: hcpNamespace, GenerateName: "clock-"}}
+		Expect(k8s.Create(ctx, probe)).To(Succeed())
+		Expect(k8s.Delete(ctx, probe)).To(Succeed())
+		return probe.CreationTimestamp.Time
+	}).WithPolling(200 * time.Millisecond).Should(BeTemporally(">", t))
+}

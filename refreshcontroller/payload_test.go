@@ -18,6 +18,7 @@ const (
 	pullSecretFile = "/var/lib/kubelet/config.json"
 	registriesFile = "/etc/containers/registries.conf"
 	caBundleFile   = "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt"
+	proxyFile      = "/etc/mco/proxy.env"
 )
 
 const baseRegistries = `unqualified-search-registries = ["registry.access.redhat.com"]
@@ -40,6 +41,7 @@ const (
 type worker struct {
 	pullSecret, registries, sshKey string
 	caBundle                       string // none when empty
+	proxy                          string // proxy.env, none when empty
 	kernelArguments                []string
 }
 
@@ -62,6 +64,9 @@ func (w worker) served() []byte {
 	ic.Storage.Files = []ign.File{file(pullSecretFile, w.pullSecret), file(registriesFile, w.registries)}
 	if w.caBundle != "" {
 		ic.Storage.Files = append(ic.Storage.Files, file(caBundleFile, w.caBundle))
+	}
+	if w.proxy != "" {
+		ic.Storage.Files = append(ic.Storage.Files, file(proxyFile, w.proxy))
 	}
 	ic.Systemd.Units = []ign.Unit{{Name: "kubelet.service", Enabled: ptr.To(true), Contents: ptr.To("[Service]\nExecStart=/usr/bin/kubelet\n")}}
 	ic.Passwd.Users = []ign.PasswdUser{{Name: "core", SSHAuthorizedKeys: []ign.SSHAuthorizedKey{ign.SSHAuthorizedKey(w.sshKey)}}}

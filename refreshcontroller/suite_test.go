@@ -113,7 +113,8 @@ var _ = BeforeSuite(func() {
 	// writes, or a stale cache starts more nodes than maxUnavailable.
 	guest, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
-	r := &controller.Reconciler{Management: mgr.GetClient(), Namespace: hcpNamespace, Guest: guest, DaemonImage: "quay.io/example/machine-config-daemon:test"}
+	r := &controller.Reconciler{Management: mgr.GetClient(), Namespace: hcpNamespace, Guest: guest, DaemonImage: "quay.io/example/machine-config-daemon:test",
+		ClockSkew: clockSkew}
 	Expect(r.SetupWithManager(mgr, mgr, mgr)).To(Succeed())
 	mgrDone = make(chan error, 1)
 	go func() {

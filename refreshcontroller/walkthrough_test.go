@@ -27,6 +27,9 @@ type testPool struct {
 	name           string
 	inPlace        bool
 	maxUnavailable int64
+	// firstBoot nodes carry no machineconfiguration annotations, as HyperShift's first boot
+	// leaves them; otherwise they carry a daemon run's on the rollout target.
+	firstBoot bool
 }
 
 func (p testPool) namespace() string { ns, _ := hypershift.UpgradeNames(p.name); return ns }
@@ -56,6 +59,10 @@ func (p testPool) create(ctx context.Context, rollout, payloadHash string, w wor
 	watched.limit(p.namespace(), int(p.maxUnavailable))
 	// The pool exists before the controller sees it: its nodes first.
 	for _, n := range nodes {
+		if p.firstBoot {
+			p.createFirstBootNode(ctx, n, w)
+			continue
+		}
 		p.createNode(ctx, n, rollout, w)
 	}
 	p.writeToken(ctx, rollout, payloadHash, w)
@@ -98,15 +105,46 @@ func (p testPool) create(ctx context.Context, rollout, payloadHash string, w wor
 	}
 }
 
-// createNode makes a node booted with w: the daemon's current config, and the annotations the
-// first boot writes.
+// createNode makes a node booted with w: the daemon's current config, and the annotations of a
+// daemon run on the rollout target (an in-place upgrade's).
 func (p testPool) createNode(ctx context.Context, name, rollout string, w worker) {
+	p.createNodeWith(ctx, name, w, map[string]string{pool.CurrentConfigAnnotation: rollout, pool.DesiredConfigAnnotation: rollout, pool.StateAnnotation: pool.StateDone})
+}
+
+// createFirstBootNode makes a node as HyperShift's first boot leaves it: booted with w, and no
+// machineconfiguration annotations (only a daemon writes them).
+func (p testPool) createFirstBootNode(ctx context.Context, name string, w worker) {
+	p.createNodeWith(ctx, name, w, nil)
+}
+
+func (p testPool) createNodeWith(ctx context.Context, name string, w worker, annotations map[string]string) {
 	Expect(daemon.Seed(name, w.served())).To(Succeed())
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{controller.NodePoolLabel: p.name},
-		Annotations: map[string]string{pool.CurrentConfigAnnotation: rollout, pool.DesiredConfigAnnotation: rollout, pool.StateAnnotation: pool.StateDone}}}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{controller.NodePoolLabel: p.name}, Annotations: annotations}}
 	Expect(k8s.Create(ctx, n)).To(Succeed())
 	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}
 	Expect(k8s.Status().Update(ctx, n)).To(Succeed())
+}
+
+// createMachine makes a Machine of the pool's MachineDeployment built with rollout target
+// rollout (HyperShift's user-data-<pool>-<target> bootstrap Secret), with no node yet.
+func (p testPool) createMachine(ctx context.Context, name, rollout string) *unstructured.Unstructured {
+	m := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+		"clusterName": "demo", "bootstrap": map[string]any{"dataSecretName": "user-data-" + p.name + "-" + rollout},
+		"infrastructureRef": map[string]any{"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "AWSMachine", "name": name},
+	}}}
+	m.SetGroupVersionKind(controller.MachineGVK)
+	m.SetNamespace(hcpNamespace)
+	m.SetName(name)
+	m.SetLabels(map[string]string{"cluster.x-k8s.io/deployment-name": p.name})
+	Expect(k8s.Create(ctx, m)).To(Succeed())
+	return m
+}
+
+// linkMachine sets a Machine's nodeRef, as Cluster API does once its node registers.
+func linkMachine(ctx context.Context, m *unstructured.Unstructured, node string) {
+	Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), m)).To(Succeed())
+	Expect(unstructured.SetNestedField(m.Object, node, "status", "nodeRef", "name")).To(Succeed())
+	Expect(k8s.Status().Update(ctx, m)).To(Succeed())
 }
 
 // writeToken writes the token Secret of a rollout target with w's served payload and the payload

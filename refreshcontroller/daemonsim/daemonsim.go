@@ -4,8 +4,10 @@
 // currentConfig and the drain handshake is settled; reads the mounted ConfigMap's config and hash
 // (and, as the daemon, ignores no-reboot-paths); decides from its current config with rules of
 // its own (rules.go), sharing no code with refresh/ so that a mistake there shows; writes the
-// files under a root of its own; writes state, reason, currentConfig and desiredDrain; and
-// reboots (counted) or fails where the daemon would. It then ends the pod as the kubelet would.
+// files under a root of its own, then stores the new config as current, then runs the service
+// actions its table names (a failed one leaves the node Degraded, SetPostActionFail); writes
+// state, reason, currentConfig and desiredDrain; and reboots (counted) or fails where the daemon
+// would. It then ends the pod as the kubelet would: Failed when the daemon exits on an error.
 package daemonsim
 
 import (
@@ -72,10 +74,14 @@ type Daemon struct {
 	// fail makes the daemon on these nodes fail, with the given reason (SetFail).
 	fail map[string]string
 	// held nodes keep their daemon pods Pending, as a kubelet slow to start them does (Hold).
-	held     map[string]bool
+	held map[string]bool
+	// postFail makes a service action on these nodes fail after the files are written
+	// (SetPostActionFail).
+	postFail map[string]string
 	reboots  map[string]int
 	drains   map[string]int
 	verdicts map[string][]string
+	actions  map[string][]string
 }
 
 // SetupWithManager runs the daemon for the pods of mgr's cluster.
@@ -128,6 +134,21 @@ func (d *Daemon) SetFail(node, reason string) {
 	d.fail[node] = reason
 }
 
+// SetPostActionFail makes the first service action (a reload or restart) the daemon on node runs
+// after writing its files fail with reason, from its next run; an empty reason heals it.
+func (d *Daemon) SetPostActionFail(node, reason string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.postFail == nil {
+		d.postFail = map[string]string{}
+	}
+	if reason == "" {
+		delete(d.postFail, node)
+		return
+	}
+	d.postFail[node] = reason
+}
+
 // Hold keeps the daemon of node from acting while on is true: its pods stay Pending, or Running
 // without a result, as a slow kubelet, image pull or a stuck daemon does; releasing it lets them run.
 func (d *Daemon) Hold(node string, on bool) {
@@ -159,6 +180,13 @@ func (d *Daemon) Verdicts(node string) []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return append([]string(nil), d.verdicts[node]...)
+}
+
+// Actions lists the service actions the daemon ran on a node, a failed one included.
+func (d *Daemon) Actions(node string) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.actions[node]...)
 }
 
 func (d *Daemon) record(m *map[string]int, node string) {
@@ -218,8 +246,7 @@ func (d *Daemon) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	if reason, ok := d.failure(node.Name); ok {
 		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{stateAnnotation: stateDegraded, reasonAnnotation: reason}, corev1.PodFailed)
 	}
-	root := filepath.Join(d.Root, node.Name)
-	current, err := os.ReadFile(filepath.Join(root, CurrentConfigFile))
+	current, err := os.ReadFile(filepath.Join(d.Root, node.Name, CurrentConfigFile))
 	if err != nil {
 		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{stateAnnotation: stateDegraded, reasonAnnotation: "reading the current config: " + err.Error()}, corev1.PodFailed)
 	}
@@ -233,24 +260,56 @@ func (d *Daemon) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	}
 	d.verdicts[node.Name] = append(d.verdicts[node.Name], v.outcome)
 	d.mu.Unlock()
+	return reconcile.Result{}, d.apply(ctx, pod, node, next, hash, v)
+}
+
+// apply carries out a verdict on the node: files first, then the config stored as current, then
+// the service actions, in that order as the daemon does, so a failed action leaves the new
+// files and stored config behind a Degraded node.
+func (d *Daemon) apply(ctx context.Context, pod *corev1.Pod, node *corev1.Node, next []byte, hash string, v verdict) error {
+	degraded := func(reason string) error {
+		// The daemon in HyperShift mode writes Degraded and exits: the pod fails.
+		return d.finish(ctx, pod, node, map[string]string{stateAnnotation: stateDegraded, reasonAnnotation: reason}, corev1.PodFailed)
+	}
 	switch v.outcome {
 	case Rejected:
-		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{stateAnnotation: stateDegraded, reasonAnnotation: "cannot apply: " + v.why}, corev1.PodFailed)
+		return degraded("cannot apply: " + v.why)
 	case NeedsDrain:
 		d.record(&d.drains, node.Name)
 	case NeedsReboot:
 		d.record(&d.reboots, node.Name)
 	}
-	if err := writeFiles(root, next); err != nil {
-		return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{stateAnnotation: stateDegraded, reasonAnnotation: err.Error()}, corev1.PodFailed)
+	if err := writeFiles(filepath.Join(d.Root, node.Name), next); err != nil {
+		return degraded(err.Error())
 	}
 	if err := d.Seed(node.Name, next); err != nil {
-		return reconcile.Result{}, err
+		return err
 	}
-	return reconcile.Result{}, d.finish(ctx, pod, node, map[string]string{
+	if v.outcome == Refreshable {
+		if reason := d.runActions(node.Name, v.actions); reason != "" {
+			return degraded(reason)
+		}
+	}
+	return d.finish(ctx, pod, node, map[string]string{
 		stateAnnotation: stateDone, reasonAnnotation: "", currentConfigAnnotation: hash,
 		desiredDrainAnnotation: "uncordon-" + hash,
 	}, corev1.PodSucceeded)
+}
+
+// runActions runs the service actions in order and says why one failed (SetPostActionFail).
+func (d *Daemon) runActions(node string, actions []string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.actions == nil {
+		d.actions = map[string][]string{}
+	}
+	for _, a := range actions {
+		d.actions[node] = append(d.actions[node], a)
+		if reason, ok := d.postFail[node]; ok {
+			return fmt.Sprintf("post-config action %q failed after the files were written: %s", a, reason)
+		}
+	}
+	return ""
 }
 
 // finish writes the node's annotations, then ends the pod with phase.

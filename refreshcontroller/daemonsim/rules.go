@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"reflect"
 	"slices"
@@ -33,14 +34,38 @@ const (
 
 var severity = map[string]int{NoChange: 0, Refreshable: 1, NeedsDrain: 2, NeedsReboot: 3, Rejected: 4}
 
-// verdict is what the daemon does with a new config, and the change that decided it.
-type verdict struct{ outcome, why string }
+// verdict is what the daemon does with a new config, the change that decided it, and the
+// service actions it runs once the files are written (Refreshable only), in order.
+type verdict struct {
+	outcome, why string
+	actions      []string
+}
 
 func (v *verdict) worsen(outcome, why string) {
 	if severity[outcome] > severity[v.outcome] {
 		v.outcome, v.why = outcome, why
 	}
 }
+
+// then adds actions to run after the write, each once, in the order first asked.
+func (v *verdict) then(actions ...string) {
+	for _, a := range actions {
+		if !slices.Contains(v.actions, a) {
+			v.actions = append(v.actions, a)
+		}
+	}
+}
+
+// Service actions, as the daemon names what it runs.
+const (
+	reloadCrio     = "Reload crio.service"
+	restartCATrust = "Restart coreos-update-ca-trust.service"
+	restartCrio    = "Restart crio.service"
+	restartKubelet = "Restart kubelet.service"
+	proxyEnvFile   = "/etc/mco/proxy.env"
+	userCABundle   = "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt"
+	registriesConf = "/etc/containers/registries.conf"
+)
 
 // decode reads the ConfigMap's config key: base64 of gzip of the served Ignition.
 func decode(config string) ([]byte, error) {
@@ -159,13 +184,16 @@ func decideFiles(v *verdict, o, n []ign.File, canRestart bool) error {
 	if err != nil {
 		return err
 	}
-	for p := range mergedKeys(oldFiles, newFiles) {
+	// In path order, so the actions' order does not depend on a map's.
+	for _, p := range slices.Sorted(maps.Keys(mergedKeys(oldFiles, newFiles))) {
 		before, had := oldFiles[p]
 		after, has := newFiles[p]
 		if had == has && before == after {
 			continue
 		}
-		v.worsen(fileRule(p, before.data, after.data, canRestart), p)
+		outcome, actions := fileRule(p, before.data, after.data, canRestart)
+		v.worsen(outcome, p)
+		v.then(actions...)
 	}
 	return nil
 }
@@ -205,24 +233,28 @@ func mergedKeys(a, b map[string]fileState) map[string]bool {
 	return keys
 }
 
-// fileRule is the daemon's table for one changed file.
-func fileRule(p, before, after string, canRestart bool) string {
+// fileRule is the daemon's table for one changed file: the outcome, and the service actions a
+// refresh of it runs.
+func fileRule(p, before, after string, canRestart bool) (string, []string) {
 	switch {
 	case p == "/var/lib/kubelet/config.json", p == "/etc/kubernetes/kubelet-ca.crt", path.Dir(p) == "/etc/nmstate/openshift":
-		return Refreshable // None
+		return Refreshable, nil // None
 	case p == "/etc/containers/policy.json", p == "/etc/machine-config-daemon/no-reboot/containers-gpg.pub",
 		path.Dir(p) == "/etc/containers/registries.d":
-		return Refreshable // Reload crio
-	case p == "/etc/containers/registries.conf":
+		return Refreshable, []string{reloadCrio}
+	case p == registriesConf:
 		if safeRegistriesChange(before, after) {
-			return Refreshable // Reload crio
+			return Refreshable, []string{reloadCrio}
 		}
-		return NeedsDrain
-	case p == "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt" && canRestart:
-		return Refreshable // Restart coreos-update-ca-trust and crio
+		return NeedsDrain, nil
+	case p == userCABundle && canRestart:
+		return Refreshable, []string{restartCATrust, restartCrio}
+	case p == proxyEnvFile && canRestart:
+		// crio and the kubelet read it as an EnvironmentFile, only when they start.
+		return Refreshable, []string{restartCrio, restartKubelet}
 	}
-	// The CA bundle's Restart crio is not run by today's HyperShift sync: it reboots.
-	return NeedsReboot
+	// The CA bundle's and the proxy's restarts are not run by today's HyperShift sync: it reboots.
+	return NeedsReboot, nil
 }
 
 // safeRegistriesChange: only mirror tables added, each pulling by digest only. Read as blocks of

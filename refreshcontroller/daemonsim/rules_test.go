@@ -2,6 +2,7 @@ package daemonsim
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	ign "github.com/coreos/ignition/v2/config/v3_5/types"
@@ -74,22 +75,29 @@ func TestRulesAgainstTheLibrary(t *testing.T) {
 		next       node
 		canRestart bool
 		want       string
+		actions    []string // run after the write, when Refreshable
 	}{
-		{"nothing", base, false, NoChange},
-		{"pull secret", with(func(n *node) { n.files["/var/lib/kubelet/config.json"] = "b" }), false, Refreshable},
-		{"ssh key", with(func(n *node) { n.key = "ssh-ed25519 B" }), false, Refreshable},
+		{"nothing", base, false, NoChange, nil},
+		{"pull secret", with(func(n *node) { n.files["/var/lib/kubelet/config.json"] = "b" }), false, Refreshable, nil},
+		{"ssh key", with(func(n *node) { n.key = "ssh-ed25519 B" }), false, Refreshable, nil},
 		{"digest-only mirror", with(func(n *node) {
 			n.files["/etc/containers/registries.conf"] = registries + "  [[registry.mirror]]\n    location = \"m\"\n    pull-from-mirror = \"digest-only\"\n"
-		}), false, Refreshable},
+		}), false, Refreshable, []string{reloadCrio}},
 		{"mirror pulling by tag", with(func(n *node) {
 			n.files["/etc/containers/registries.conf"] = registries + "  [[registry.mirror]]\n    location = \"m\"\n"
-		}), false, NeedsDrain},
-		{"registries.d file", with(func(n *node) { n.files["/etc/containers/registries.d/a.yaml"] = "x" }), false, Refreshable},
-		{"CA bundle, today's daemon", with(func(n *node) { n.files[caBundle] = "pem" }), false, NeedsReboot},
-		{"CA bundle, a daemon that runs Restart", with(func(n *node) { n.files[caBundle] = "pem" }), true, Refreshable},
-		{"a file in no table", with(func(n *node) { n.files["/etc/motd"] = "hi" }), false, NeedsReboot},
-		{"a unit", with(func(n *node) { n.unit = "[Service]\nNice=1\n" }), false, NeedsReboot},
-		{"kernel arguments", with(func(n *node) { n.kargs = []string{"quiet", "nosmt"} }), false, NeedsReboot},
+		}), false, NeedsDrain, nil},
+		{"registries.d file", with(func(n *node) { n.files["/etc/containers/registries.d/a.yaml"] = "x" }), false, Refreshable, []string{reloadCrio}},
+		{"CA bundle, today's daemon", with(func(n *node) { n.files[caBundle] = "pem" }), false, NeedsReboot, nil},
+		{"CA bundle, a daemon that runs Restart", with(func(n *node) { n.files[caBundle] = "pem" }), true, Refreshable, []string{restartCATrust, restartCrio}},
+		{"proxy, today's daemon", with(func(n *node) { n.files[proxyEnvFile] = "HTTPS_PROXY=http://p:3128\n" }), false, NeedsReboot, nil},
+		{"proxy, a daemon that runs Restart", with(func(n *node) { n.files[proxyEnvFile] = "HTTPS_PROXY=http://p:3128\n" }), true, Refreshable, []string{restartCrio, restartKubelet}},
+		{"proxy and CA bundle, a daemon that runs Restart", with(func(n *node) {
+			n.files[proxyEnvFile] = "HTTPS_PROXY=http://p:3128\n"
+			n.files[caBundle] = "pem"
+		}), true, Refreshable, []string{restartCrio, restartKubelet, restartCATrust}},
+		{"a file in no table", with(func(n *node) { n.files["/etc/motd"] = "hi" }), false, NeedsReboot, nil},
+		{"a unit", with(func(n *node) { n.unit = "[Service]\nNice=1\n" }), false, NeedsReboot, nil},
+		{"kernel arguments", with(func(n *node) { n.kargs = []string{"quiet", "nosmt"} }), false, NeedsReboot, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			current, next := base.served(t), c.next.served(t)
@@ -99,6 +107,9 @@ func TestRulesAgainstTheLibrary(t *testing.T) {
 			}
 			if got.outcome != c.want {
 				t.Fatalf("the stand-in decides %s (%s), the table says %s", got.outcome, got.why, c.want)
+			}
+			if c.want == Refreshable && !slices.Equal(got.actions, c.actions) {
+				t.Fatalf("the stand-in runs %q, the table says %q", got.actions, c.actions)
 			}
 			if c.canRestart {
 				return

@@ -40,6 +40,7 @@ func main() {
 	flag.StringVar(&o.daemonRoot, "daemon-root", "", "with --simulate-daemon: folder holding each node's / (default: a new temporary folder)")
 	flag.StringVar(&o.metricsAddress, "metrics-bind-address", "0", "metrics address; 0 turns metrics off")
 	flag.DurationVar(&o.daemonTimeout, "daemon-timeout", controller.DefaultDaemonTimeout, "how long a daemon pod may run without a result before its node is Degraded")
+	flag.DurationVar(&o.clockSkew, "clock-skew", controller.DefaultClockSkew, "how far this clock may run behind the management API server's: a node joins with the target payload only if its Machine was created this long after the payload was seen")
 	flag.Parse()
 	logger := funcr.NewJSON(func(obj string) { fmt.Fprintln(os.Stderr, obj) }, funcr.Options{})
 	ctrl.SetLogger(logger)
@@ -52,7 +53,7 @@ func main() {
 type options struct {
 	managementKubeconfig, namespace, guestKubeconfig, daemonImage, daemonRoot, metricsAddress string
 	simulateDaemon                                                                            bool
-	daemonTimeout                                                                             time.Duration
+	daemonTimeout, clockSkew                                                                  time.Duration
 }
 
 func run(ctx context.Context, o options, logger logr.Logger) error {
@@ -90,7 +91,8 @@ func run(ctx context.Context, o options, logger logr.Logger) error {
 	if err != nil {
 		return err
 	}
-	r := &controller.Reconciler{Management: management.GetClient(), Namespace: o.namespace, Guest: guestDirect, DaemonImage: o.daemonImage, DaemonTimeout: o.daemonTimeout}
+	r := &controller.Reconciler{Management: management.GetClient(), Namespace: o.namespace, Guest: guestDirect, DaemonImage: o.daemonImage, DaemonTimeout: o.daemonTimeout,
+		ClockSkew: o.clockSkew}
 	if err := r.SetupWithManager(mgr, management, mgr); err != nil {
 		return err
 	}
