@@ -336,6 +336,25 @@ func TestBootImageRestoredFires(t *testing.T) {
 	mon.expectFiring("BootImageUpdateFailing"+on("MachineSet"), "BootImageUpdateFailing"+on("MachineSet.cluster.x-k8s.io"))
 }
 
+// TestBootImageRestoredIsNotAPrometheusRestart checks that a Prometheus that starts afresh (no
+// persistent storage, a new pod) over an operator that restored objects before does not take those
+// restores for new ones.
+func TestBootImageRestoredIsNotAPrometheusRestart(t *testing.T) {
+	op := newOperator(t)
+	op.restore(machineSet)
+	op.restore(capiMachineSet)
+	op.decide(machineSet, otherMachineSet, controlPlane, capiMachineSet, notSelected)
+	mon := newMonitoring(t, op)
+	for _, d := range []time.Duration{time.Minute, 30 * time.Minute, 30 * time.Minute, time.Hour} {
+		mon.advance(d)
+		mon.expectFiring()
+	}
+
+	op.restore(capiMachineSet)
+	mon.advance(time.Minute)
+	mon.expectFiring("BootImageRestored" + on("MachineSet.cluster.x-k8s.io"))
+}
+
 // TestBootImageUpdateFailingFires checks that an object held or failing fires
 // BootImageUpdateFailing after an hour, by kind, and that the errors other alerts own do not.
 func TestBootImageUpdateFailingFires(t *testing.T) {
