@@ -10,4 +10,7 @@ const (
 	DeploymentFile  = "0000_80_machine-config_11_bootimage-operator_deployment.yaml"
 	AdmissionFile   = "0000_80_machine-config_12_bootimage-operator_admission.yaml"
 	MetricsFile     = "0000_90_machine-config_10_bootimage-operator_metrics.yaml"
+	// DashboardFile is the console dashboard drawn from the operator's metrics: a ConfigMap in
+	// openshift-config-managed, where the console reads dashboards.
+	DashboardFile = "0000_90_machine-config_11_bootimage-operator_dashboard.yaml"
 )

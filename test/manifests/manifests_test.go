@@ -302,6 +302,16 @@ var capiPayloadAnnotations = map[string]string{
 	"release.openshift.io/feature-gate":                           "ClusterAPIMachineManagement,ManagedBootImagesAWSCAPI",
 }
 
+// dashboardNamespace is where the console reads dashboards. A dashboard is of no use without the
+// console, so it also needs capability Console, as the dashboards other operators ship do.
+const dashboardNamespace = "openshift-config-managed"
+
+var dashboardPayloadAnnotations = map[string]string{
+	"include.release.openshift.io/self-managed-high-availability": "true",
+	"include.release.openshift.io/single-node-developer":          "true",
+	"capability.openshift.io/name":                                "MachineAPI+Console",
+}
+
 // TestPayloadFileNames checks the run-level names the CVO orders the payload's manifests by.
 func TestPayloadFileNames(t *testing.T) {
 	paths, _ := filepath.Glob(filepath.Join(manifestsDir, "*.yaml"))
@@ -315,7 +325,7 @@ func TestPayloadFileNames(t *testing.T) {
 			t.Errorf("%s: not a run-level name 0000_80_machine-config_NN_bootimage-operator_<what>.yaml", f)
 		}
 	}
-	for _, f := range []string{manifests.RBACFile, manifests.CredentialsFile, manifests.DeploymentFile, manifests.AdmissionFile, manifests.MetricsFile} {
+	for _, f := range []string{manifests.RBACFile, manifests.CredentialsFile, manifests.DeploymentFile, manifests.AdmissionFile, manifests.MetricsFile, manifests.DashboardFile} {
 		if !slices.Contains(files, f) {
 			t.Errorf("%s is not shipped", f)
 		}
@@ -334,8 +344,11 @@ func TestPayloadAnnotations(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := payloadAnnotations
-		if m.GetNamespace() == capiNamespace {
+		switch m.GetNamespace() {
+		case capiNamespace:
 			want = capiPayloadAnnotations
+		case dashboardNamespace:
+			want = dashboardPayloadAnnotations
 		}
 		for k, v := range want {
 			if got := m.GetAnnotations()[k]; got != v {
