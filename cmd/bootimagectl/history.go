@@ -55,6 +55,7 @@ func objectRef(arg string) (kind, name string, err error) {
 // readManaged reads the object kind/name of openshift-machine-api and its history.
 func readManaged(ctx context.Context, c client.Reader, kind, name string) (managedObject, error) {
 	key := types.NamespacedName{Namespace: kube.MachineAPINamespace, Name: name}
+	// The Machine API objects live there only; -n is accepted for the kubectl habit.
 	m := managedObject{Kind: kind, Name: name}
 	if kind == bootimage.KindMachineSet {
 		ms := &machinev1beta1.MachineSet{}
@@ -80,8 +81,22 @@ func readManaged(ctx context.Context, c client.Reader, kind, name string) (manag
 	return m, err
 }
 
+// namespaceFlag accepts -n as kubectl does, for the one namespace the objects live in.
+func namespaceFlag(cmd *cobra.Command) *string {
+	return cmd.Flags().StringP("namespace", "n", kube.MachineAPINamespace, "The object's namespace: "+kube.MachineAPINamespace+", the only one the Machine API uses.")
+}
+
+// checkNamespace refuses a namespace the object cannot be in.
+func checkNamespace(ns string) error {
+	if ns != kube.MachineAPINamespace {
+		return unusable("namespace %q: the Machine API objects are in %s", ns, kube.MachineAPINamespace)
+	}
+	return nil
+}
+
 func newHistoryCommand(cluster *clusterFlags, stdout io.Writer) *cobra.Command {
 	var output string
+	var namespace *string
 	cmd := &cobra.Command{
 		Use:   "history KIND/NAME",
 		Short: "The boot image changes recorded on a MachineSet or the ControlPlaneMachineSet",
@@ -94,6 +109,9 @@ the hold, if any. It writes nothing.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output, "table", "json", "yaml"); err != nil {
+				return err
+			}
+			if err := checkNamespace(*namespace); err != nil {
 				return err
 			}
 			kind, name, err := objectRef(args[0])
@@ -112,6 +130,7 @@ the hold, if any. It writes nothing.`,
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "Output format: table, json or yaml.")
+	namespace = namespaceFlag(cmd)
 	return cmd
 }
 
@@ -174,6 +193,7 @@ func changeOutcome(c bootimage.Change) string {
 
 func newRestoreCommand(cluster *clusterFlags, stdout io.Writer) *cobra.Command {
 	var apply bool
+	var namespace *string
 	cmd := &cobra.Command{
 		Use:   "restore KIND/NAME",
 		Short: "Put a MachineSet or the ControlPlaneMachineSet back on the boot image it had before",
@@ -190,6 +210,9 @@ cannot be read or written.`,
   bootimagectl restore machineset/worker-us-east-1a --apply`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkNamespace(*namespace); err != nil {
+				return err
+			}
 			kind, name, err := objectRef(args[0])
 			if err != nil {
 				return unusable("%v", err)
@@ -202,6 +225,7 @@ cannot be read or written.`,
 		},
 	}
 	cmd.Flags().BoolVar(&apply, "apply", false, "Write the restore; without it, only print it.")
+	namespace = namespaceFlag(cmd)
 	return cmd
 }
 

@@ -47,7 +47,7 @@ var _ = Describe("bootimagectl history and restore on a cluster", Ordered, func(
 	})
 
 	It("shows the operator's change", func() {
-		code, out, stderr := runCLI("history", "machineset/worker-r", "--kubeconfig", kubeconfig)
+		code, out, stderr := runCLI("history", "machineset/worker-r", "-n", "openshift-machine-api", "--kubeconfig", kubeconfig)
 		Expect(stderr).To(BeEmpty())
 		Expect(code).To(Equal(0))
 		Expect(out).To(MatchRegexp(`(?m)^AT +BY +FROM +TO +OUTCOME +MACHINE +ERROR\n\S+ +operator +` + fixtures.OldGCPImage + ` +` + fixtures.NewGCPImage + ` +Pending +- +-\n$`))
