@@ -111,7 +111,7 @@ func preconditions(cluster Cluster, obj Object) (Decision, bool) {
 		return skip(ReasonNotSelected, "%v", err)
 	}
 	if !selected {
-		return skip(ReasonNotSelected, "not selected by MachineConfiguration/cluster status.managedBootImagesStatus for %s", qualified(group, obj.Resource))
+		return skip(ReasonNotSelected, "not selected by MachineConfiguration/cluster status.managedBootImagesStatus for %s: %s", qualified(group, obj.Resource), whyNotSelected(cluster.Effective, group, obj.Resource))
 	}
 	if d, ok := authority(obj); ok {
 		return d, true

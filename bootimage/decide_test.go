@@ -60,7 +60,14 @@ var _ = Describe("Decide", func() {
 		}), bootimage.Skip, bootimage.ReasonFeatureGateDisabled, "feature gates unknown: FeatureGate/cluster not found"),
 		Entry("NotSelected wins over a broken providerSpec", configv1.AWSPlatformType, `{not json`, mutate(func(c *bootimage.Cluster, _ *bootimage.Object) {
 			c.Effective = spec(mm(ms, operatorv1.Partial))
-		}), bootimage.Skip, bootimage.ReasonNotSelected, "not selected"),
+		}), bootimage.Skip, bootimage.ReasonNotSelected, "not selected by MachineConfiguration/cluster status.managedBootImagesStatus for machinesets: its labels do not match the Partial machineResourceSelector"),
+		Entry("a stored CPMS Partial says why it selects nothing", configv1.AWSPlatformType, awsOld, mutate(func(c *bootimage.Cluster, o *bootimage.Object) {
+			c.Effective = spec(mm(cpms, operatorv1.Partial))
+			o.Kind, o.Resource = bootimage.KindControlPlaneMachineSet, cpms
+		}), bootimage.Skip, bootimage.ReasonNotSelected, "for controlplanemachinesets: mode Partial, which the singleton ControlPlaneMachineSet cannot take, so it counts as None"),
+		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(c *bootimage.Cluster, _ *bootimage.Object) {
+			c.Effective = spec(mm(ms, operatorv1.None))
+		}), bootimage.Skip, bootimage.ReasonNotSelected, "for machinesets: mode None"),
 		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(c *bootimage.Cluster, _ *bootimage.Object) { c.Stable = false }), bootimage.Skip, bootimage.ReasonClusterNotStable, "the cluster is updating"),
 		Entry(nil, configv1.AWSPlatformType, awsOld, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
 			o.OwnerReferences = []metav1.OwnerReference{{Kind: "MachinePool", Name: "hive-pool"}}

@@ -163,3 +163,18 @@ func selectedIn(status operatorv1.ManagedBootImages, group operatorv1.MachineMan
 		return false, nil
 	}
 }
+
+// whyNotSelected says why an object of resource is not selected by status: no entry, mode None, a
+// Partial selector its labels miss, or a Partial the singleton ControlPlaneMachineSet cannot take.
+func whyNotSelected(status operatorv1.ManagedBootImages, group operatorv1.MachineManagerMachineSetsAPIGroupType, resource operatorv1.MachineManagerMachineSetsResourceType) string {
+	entry, ok := findEntryIn(status.MachineManagers, group, resource)
+	switch {
+	case !ok:
+		return "it has no entry for them"
+	case entry.Selection.Mode == operatorv1.Partial && resource == operatorv1.ControlPlaneMachineSets:
+		return "mode Partial, which the singleton ControlPlaneMachineSet cannot take, so it counts as None; set the spec's selection mode to All or None"
+	case entry.Selection.Mode == operatorv1.Partial:
+		return "its labels do not match the Partial machineResourceSelector"
+	}
+	return fmt.Sprintf("mode %s", entry.Selection.Mode)
+}
