@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -135,7 +136,7 @@ func typed(scheme *runtime.Scheme, u *unstructured.Unstructured) ([]client.Objec
 	}
 	obj, err := scheme.New(gvk)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", gvk, err)
+		return nil, fmt.Errorf("%s %s: apiVersion %s has no kind %s; it is read as apiVersion %s", gvk.Kind, u.GetName(), gvk.GroupVersion(), gvk.Kind, knownVersions(scheme, gvk.Kind))
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, obj, true); err != nil {
 		return nil, fmt.Errorf("%s %s: %v", gvk.Kind, u.GetName(), err)
@@ -170,3 +171,15 @@ var wanted = func() map[string]bool {
 	}
 	return m
 }()
+
+// knownVersions names the apiVersions the scheme reads kind in.
+func knownVersions(scheme *runtime.Scheme, kind string) string {
+	var versions []string
+	for gvk := range scheme.AllKnownTypes() {
+		if gvk.Kind == kind && gvk.Version != runtime.APIVersionInternal {
+			versions = append(versions, gvk.GroupVersion().String())
+		}
+	}
+	slices.Sort(versions)
+	return strings.Join(versions, " or ")
+}

@@ -93,6 +93,8 @@ var _ = Describe("bootimagectl plan takes its inputs as the operator does", func
 			"extra.yaml, document 1: MachineSets x: not a kind the plan reads"),
 		Entry("a kind the plan does not read", "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\n",
 			"not a kind the plan reads (Infrastructure, FeatureGate"),
+		Entry("a kind at an apiVersion that has no such kind, named without Go's internals", "apiVersion: machine.openshift.io/v1\nkind: MachineSet\nmetadata: {name: x, namespace: openshift-machine-api}\n",
+			"extra.yaml, document 1: MachineSet x: apiVersion machine.openshift.io/v1 has no kind MachineSet; it is read as apiVersion machine.openshift.io/v1beta1"),
 		Entry("an unknown field", "apiVersion: machine.openshift.io/v1beta1\nkind: MachineSet\nmetadata: {name: x, namespace: openshift-machine-api}\nspec: {replica: 3}\n",
 			`MachineSet x: strict decoding error: unknown field "spec.replica"`),
 	)
