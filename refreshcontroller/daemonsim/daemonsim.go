@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"k8s.io/client-go/util/retry"
 	"os"
 	"path/filepath"
 	"strings"
@@ -312,17 +313,34 @@ func (d *Daemon) runActions(node string, actions []string) string {
 	return ""
 }
 
-// finish writes the node's annotations, then ends the pod with phase.
+// finish writes the node's annotations, then ends the pod with phase. Each write is retried on
+// a conflict, on the object read afresh, as the MCO's node writer retries: a run is never
+// repeated for a write that lost a race, since a repeated run finds nothing left to do and
+// would report Done for a failed action.
 func (d *Daemon) finish(ctx context.Context, pod *corev1.Pod, node *corev1.Node, annotations map[string]string, phase corev1.PodPhase) error {
-	base := node.DeepCopy()
-	for k, v := range annotations {
-		node.Annotations[k] = v
-	}
-	if err := d.Client.Patch(ctx, node, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		if err := d.Client.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+			return err
+		}
+		base := node.DeepCopy()
+		if node.Annotations == nil {
+			node.Annotations = map[string]string{}
+		}
+		for k, v := range annotations {
+			node.Annotations[k] = v
+		}
+		return d.Client.Patch(ctx, node, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	})
+	if err != nil {
 		return err
 	}
-	pod.Status.Phase = phase
-	return d.Client.Status().Update(ctx, pod)
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		if err := d.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		pod.Status.Phase = phase
+		return d.Client.Status().Update(ctx, pod)
+	})
 }
 
 // writeFiles writes the served MachineConfig's files below root, as the daemon writes them.
