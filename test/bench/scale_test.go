@@ -62,6 +62,12 @@ type ScaleResult struct {
 	// any kind while idle.
 	CopyImages      int64 `json:"copyImages,omitempty"`
 	IdleEC2Requests int64 `json:"idleEC2Requests"`
+	// StartSeconds: start included. With no operator running the stream moves back, then a new
+	// operator process starts: from its start until every MachineSet is back on the first
+	// stream's image and MachineConfiguration/cluster says the pass is done (cache sync, every
+	// decision and patch). StartRatio is StartSeconds over the same floor.
+	StartSeconds float64 `json:"startSeconds,omitempty"`
+	StartRatio   float64 `json:"startRatio,omitempty"`
 }
 
 func BenchmarkScaleGCP(b *testing.B) { benchmarkScale(b, configv1.GCPPlatformType) }
@@ -175,6 +181,9 @@ func benchmarkRun(b *testing.B, file string, run func(context.Context) (ScaleRes
 		b.ReportMetric(res.ConvergenceSeconds, "convergence-s")
 		b.ReportMetric(res.FloorSeconds, "floor-s")
 		b.ReportMetric(res.Ratio, "ratio")
+		if res.StartSeconds > 0 {
+			b.ReportMetric(res.StartRatio, "start-ratio")
+		}
 		b.ReportMetric(float64(res.MachineSetWrites), "machineset-writes")
 		if res.TemplateCreates > 0 {
 			b.ReportMetric(float64(res.TemplateCreates), "template-creates")
@@ -244,7 +253,42 @@ func runScale(ctx context.Context, b *testing.B, platform configv1.PlatformType,
 	if err := run.converge(ctx, run.sets, n, &res, func(ms *machinev1beta1.MachineSet) bool { return imageOf(ms, w.image) == w.want }); err != nil {
 		return res, err
 	}
-	return res, run.finish(&res, idle, run.operator, run.sets)
+	if err := run.finish(&res, idle, run.operator, run.sets); err != nil {
+		return res, err
+	}
+	return res, coldStart(ctx, env, c, dir, operatorEnv, n, w, &res)
+}
+
+// coldStart moves the stream back to the first one while no operator runs, then starts a new
+// operator process and measures until it has put every MachineSet back (ScaleResult.StartSeconds).
+func coldStart(ctx context.Context, env *testenv.Env, c client.WithWatch, dir string, environ []string, n int, w wave, res *ScaleResult) error {
+	sets, err := resumingWatch(ctx, c, &machinev1beta1.MachineSetList{}, client.InNamespace(kube.MachineAPINamespace))
+	if err != nil {
+		return err
+	}
+	defer sets.Stop()
+	var before map[string]any
+	if err := json.Unmarshal([]byte(w.providerSpec), &before); err != nil {
+		return err
+	}
+	wave, err := startMeasuredWave(ctx, c, nil, w.before)
+	if err != nil {
+		return err
+	}
+	defer wave.mcs.Stop()
+	operator, err := launchOperator(ctx, env, dir, environ)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = operator.Process.Kill(); _ = operator.Wait() }()
+	wave.start = time.Now()
+	var cold ScaleResult
+	if err := wave.converge(ctx, sets, n, &cold, func(ms *machinev1beta1.MachineSet) bool { return imageOf(ms, w.image) == w.image(before) }); err != nil {
+		return fmt.Errorf("cold start: %w", err)
+	}
+	res.StartSeconds = time.Since(wave.start).Seconds()
+	res.StartRatio = res.StartSeconds / res.FloorSeconds
+	return nil
 }
 
 // machineSetWave is a measured wave over n Machine API MachineSets, with the operator running.
@@ -500,11 +544,27 @@ func waitFor(ctx context.Context, c client.Client, ok func(*operatorv1.MachineCo
 // CPU are its own, and returns once MachineConfiguration/cluster says firstPass: the first pass is
 // outside the measurement.
 func startOperator(ctx context.Context, env *testenv.Env, c client.Client, dir string, environ []string, firstPass func(*operatorv1.MachineConfiguration) bool) (*exec.Cmd, error) {
+	cmd, err := launchOperator(ctx, env, dir, environ)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitFor(ctx, c, firstPass); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("waiting for the operator's first pass: %w", err)
+	}
+	return cmd, nil
+}
+
+// launchOperator builds the operator into dir (once) and starts it against env.
+func launchOperator(ctx context.Context, env *testenv.Env, dir string, environ []string) (*exec.Cmd, error) {
 	bin := filepath.Join(dir, "bootimage-operator")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/bootimage-operator")
-	build.Dir = manifests.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building the operator: %v: %s", err, out)
+	if _, err := os.Stat(bin); err != nil {
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/bootimage-operator")
+		build.Dir = manifests.RepoRoot()
+		if out, err := build.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("building the operator: %v: %s", err, out)
+		}
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := env.WriteKubeconfig(kubeconfig); err != nil {
@@ -520,11 +580,6 @@ func startOperator(ctx context.Context, env *testenv.Env, c client.Client, dir s
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		return nil, err
-	}
-	if err := waitFor(ctx, c, firstPass); err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return nil, fmt.Errorf("waiting for the operator's first pass: %w", err)
 	}
 	return cmd, nil
 }
