@@ -34,7 +34,8 @@ type verifySubject struct {
 	// prefix is where the providerSpec sits, for JSON Patch.
 	prefix string
 	// prove, when set, checks a restore patch before it is sent (the CPMS's image-only proof).
-	prove func(patch []byte) error
+	prove    func(patch []byte) error
+	platform configv1.PlatformType
 }
 
 // verification is what the verify step found: the state of the newest change, and when to look
@@ -62,6 +63,7 @@ func (s bootImages) verify(ctx context.Context, in loadedInputs, sub verifySubje
 	if c.Outcome != "" {
 		return verification{state: c.State()}, nil
 	}
+	sub.platform = in.cluster.Platform
 	machines := &machinev1beta1.MachineList{}
 	if err := s.Client.List(ctx, machines, client.InNamespace(sub.obj.Namespace), client.MatchingLabelsSelector{Selector: sub.machines}, client.UnsafeDisableDeepCopy); err != nil {
 		return verification{}, err
@@ -118,6 +120,11 @@ func (s bootImages) restore(ctx context.Context, sub verifySubject, h bootimage.
 	if len(c.Revert) == 0 {
 		// Nothing to put back: say so, and record the failure so it is said once.
 		s.Recorder.Eventf(sub.live, corev1.EventTypeWarning, ReasonBootImageRestored, "Machine %s failed on boot image %s (%s), and the change from %s cannot be undone: restore it by hand", v.Machine, c.To, v.Error, c.From)
+		return s.recordOutcome(ctx, sub, h.WithNewest(c))
+	}
+	if current := currentImageOf(sub); current != c.To {
+		// Someone changed the image since: undoing the change would undo theirs too.
+		s.Recorder.Eventf(sub.live, corev1.EventTypeWarning, ReasonBootImageRestored, "Machine %s failed on boot image %s (%s), but the object now has %s, written by someone else: not restored", v.Machine, c.To, v.Error, current)
 		return s.recordOutcome(ctx, sub, h.WithNewest(c))
 	}
 	hold := bootimage.Hold{Target: c.To, Restored: c.From, Machine: v.Machine, Error: v.Error, By: bootimage.ByRestore, At: now}
@@ -205,4 +212,9 @@ func failingConditionMessages(providerStatus []byte) []string {
 		}
 	}
 	return out
+}
+
+// currentImageOf is the boot image sub's providerSpec names now.
+func currentImageOf(sub verifySubject) string {
+	return bootimage.CurrentImage(sub.platform, sub.obj.ProviderSpec)
 }

@@ -146,6 +146,25 @@ var _ = Describe("Boot image verification", func() {
 		Expect(eventNotes(controllers.ReasonBootImageRestored)()).To(BeEmpty())
 	})
 
+	It("does not undo an image someone else wrote after the change", func() {
+		Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet("worker-d", fixtures.GCPProviderSpec(fixtures.OldGCPImage)))).To(Succeed())
+		start()
+		updated("worker-d")
+		const custom = "projects/my-project/global/images/my-golden-image"
+		ms := getMachineSet("worker-d")
+		ms.Spec.Template.Spec.ProviderSpec.Value.Raw = []byte(fixtures.GCPProviderSpec(custom))
+		Expect(k8s.Update(ctx, ms)).To(Succeed())
+		m := fixtures.Machine("worker-d-1", "worker-d", fixtures.GCPProviderSpec(fixtures.NewGCPImage))
+		Expect(k8s.Create(ctx, m)).To(Succeed())
+		m.Status = failedOn(gcpImageNotFound)
+		Expect(k8s.Status().Update(ctx, m)).To(Succeed())
+
+		Eventually(machineSetEvents("worker-d")).Should(ContainElement(ContainSubstring("but the object now has " + custom + ", written by someone else: not restored")))
+		Expect(gcpImageOf("worker-d")()).To(Equal(custom))
+		Expect(history("worker-d")()).To(ConsistOf(And(HaveField("Outcome", bootimage.Failed), HaveField("Machine", "worker-d-1"))))
+		Expect(getMachineSet("worker-d").Annotations).NotTo(HaveKey(bootimage.HoldAnnotation))
+	})
+
 	It("updates a canary first, and the rest once a canary machine has booted the image", func() {
 		canary := fixtures.MachineSet("canary", fixtures.GCPProviderSpec(fixtures.OldGCPImage))
 		canary.Labels[bootimage.CanaryLabel] = "true"
