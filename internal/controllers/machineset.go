@@ -88,6 +88,9 @@ func (r *MachineSetReconciler) Register(ctx context.Context, mgr ctrl.Manager) e
 	}); err != nil {
 		return err
 	}
+	if err := indexCanaries(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	all := func(ctx context.Context, _ client.Object) []reconcile.Request { return r.machineSets(ctx) }
 	byUserData := func(ctx context.Context, secret client.Object) []reconcile.Request {
 		return r.machineSets(ctx, client.MatchingFields{userDataSecretIndex: secret.GetName()})

@@ -25,6 +25,19 @@ const (
 	machineRoleLabel = "machine.openshift.io/cluster-api-machine-role"
 )
 
+// canaryIndex indexes MachineSets by their canary label.
+const canaryIndex = "metadata.labels.canary"
+
+// indexCanaries registers canaryIndex with the manager's cache.
+func indexCanaries(ctx context.Context, indexer client.FieldIndexer) error {
+	return indexer.IndexField(ctx, &machinev1beta1.MachineSet{}, canaryIndex, func(o client.Object) []string {
+		if v := o.GetLabels()[bootimage.CanaryLabel]; v != "" {
+			return []string{v}
+		}
+		return nil
+	})
+}
+
 // canaryUndecidedRetry is how soon an object waiting for a canary that has no decision yet looks
 // again: the canary's decision, unlike its writes, sends no event.
 const canaryUndecidedRetry = 5 * time.Second
@@ -73,7 +86,12 @@ func (s bootImages) changeOps(annotations map[string]string, obj bootimage.Objec
 // decisions on the inputs of version.
 func (s bootImages) canaries(ctx context.Context, version string) bootimage.Canaries {
 	list := &machinev1beta1.MachineSetList{}
-	if err := s.Client.List(ctx, list, client.InNamespace(kube.MachineAPINamespace), client.MatchingLabels{bootimage.CanaryLabel: "true"}, client.UnsafeDisableDeepCopy); err != nil || len(list.Items) == 0 {
+	// Through the index, so that a wave of N decisions does not match labels N times N.
+	err := s.Client.List(ctx, list, client.InNamespace(kube.MachineAPINamespace), client.MatchingFields{canaryIndex: "true"}, client.UnsafeDisableDeepCopy)
+	if err != nil {
+		err = s.Client.List(ctx, list, client.InNamespace(kube.MachineAPINamespace), client.MatchingLabels{bootimage.CanaryLabel: "true"}, client.UnsafeDisableDeepCopy)
+	}
+	if err != nil || len(list.Items) == 0 {
 		return bootimage.Canaries{}
 	}
 	c := bootimage.Canaries{Targets: map[string]bootimage.Canary{}}
