@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -134,15 +135,26 @@ func install(env *testenv.Env, crds []*apiextensionsv1.CustomResourceDefinition)
 	Expect(err).NotTo(HaveOccurred())
 }
 
+// crdClient is a client of env that knows CRDs.
+func crdClient(env *testenv.Env) client.Client {
+	GinkgoHelper()
+	scheme := runtime.NewScheme()
+	Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
+	c, err := client.New(env.Config, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
 // uninstall deletes crds and waits until the API no longer has them.
 func uninstall(env *testenv.Env, crds []*apiextensionsv1.CustomResourceDefinition) {
 	GinkgoHelper()
+	c := crdClient(env)
 	for _, crd := range crds {
-		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, crd.DeepCopy()))).To(Succeed())
+		Expect(client.IgnoreNotFound(c.Delete(ctx, crd.DeepCopy()))).To(Succeed())
 	}
 	for _, crd := range crds {
 		Eventually(func() bool {
-			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{}))
+			return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{}))
 		}).Should(BeTrue(), crd.Name+" deleted")
 	}
 }
@@ -365,23 +377,23 @@ func capiOwnerOrErr(c client.Client, name string) *unstructured.Unstructured {
 // then points at nothing.
 func brokenConversion(env *testenv.Env) {
 	GinkgoHelper()
-	c := env.Client
+	c, crds := env.Client, crdClient(env)
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	key := client.ObjectKey{Name: "machinedeployments.cluster.x-k8s.io"}
-	Expect(c.Get(ctx, key, crd)).To(Succeed())
+	Expect(crds.Get(ctx, key, crd)).To(Succeed())
 	stored := crd.Spec.Versions[0].DeepCopy()
 	stored.Name = "v1alpha9"
 	crd.Spec.Versions[0].Storage = false
 	crd.Spec.Versions = append(crd.Spec.Versions, *stored)
-	Expect(c.Update(ctx, crd)).To(Succeed())
+	Expect(crds.Update(ctx, crd)).To(Succeed())
 	md := fixtures.ClusterAPIOwner("MachineDeployment", "md-old", "md-old-0")
 	Eventually(func() error { return c.Create(ctx, md) }).Should(Succeed())
 
-	Expect(c.Get(ctx, key, crd)).To(Succeed())
+	Expect(crds.Get(ctx, key, crd)).To(Succeed())
 	url := "https://127.0.0.1:1/convert"
 	crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{
 		ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: &url}, ConversionReviewVersions: []string{"v1"}}}
-	Expect(c.Update(ctx, crd)).To(Succeed())
+	Expect(crds.Update(ctx, crd)).To(Succeed())
 	Eventually(func() string {
 		err := c.List(ctx, &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineDeploymentList"}}, client.InNamespace(testenv.CAPINamespace))
 		if err == nil {
