@@ -240,25 +240,31 @@ var _ = Describe("MachineConfigPool", func() {
 })
 
 var _ = Describe("OSImageStream", func() {
-	It("removed and installed again while running: the operator runs on and follows the cluster default again", func() {
+	It("not served at start, then installed, removed and installed again while running: the operator follows its default each time", func() {
 		testenv.LogToGinkgo(1)
-		env := testenv.StartForSpecs(testenv.Options{})
+		env := testenv.StartForSpecs(testenv.Options{SkipCRD: named(osImageStreamCRD)})
 		c := env.Client
-		cluster50(c, true)
+		cluster50(c, false)
 		Expect(c.Create(ctx, fixtures.Pool("worker", ""))).To(Succeed())
 		mgr := operator(env)
-		Eventually(amiOf(c, "worker-a")).Should(Equal(fixtures.NewAWSAMIUSEast1))
-
-		streams := crdsOf(false, named(osImageStreamCRD))
-		uninstall(env, streams)
+		Eventually(amiOf(c, "worker-a")).Should(Equal(fixtures.NewAWSAMIUSEast1), "the release's default, rhel-9")
 		alive(env, mgr)
 
-		By("installing it again with rhel-10 the default")
+		streams := crdsOf(false, named(osImageStreamCRD))
+		By("installing it with rhel-10 the default")
 		install(env, streams)
-		Eventually(func() error {
-			s := fixtures.OSImageStream("rhel-10")
-			return fixtures.Create(ctx, c, s)
-		}).Should(Succeed())
+		Eventually(func() error { return fixtures.Create(ctx, c, fixtures.OSImageStream("rhel-10")) }).Should(Succeed())
+		Eventually(amiOf(c, "worker-a")).Should(Equal(fixtures.RHEL10AWSAMIUSEast1))
+		alive(env, mgr)
+
+		By("removing it: the release's default again")
+		uninstall(env, streams)
+		Eventually(amiOf(c, "worker-a")).Should(Equal(fixtures.NewAWSAMIUSEast1))
+		alive(env, mgr)
+
+		By("installing it again")
+		install(env, streams)
+		Eventually(func() error { return fixtures.Create(ctx, c, fixtures.OSImageStream("rhel-10")) }).Should(Succeed())
 		Eventually(amiOf(c, "worker-a")).Should(Equal(fixtures.RHEL10AWSAMIUSEast1))
 		alive(env, mgr)
 	})
@@ -273,7 +279,9 @@ var _ = Describe("The Machine API", func() {
 		mgr := operator(env)
 		Eventually(amiOf(c, "worker-a")).Should(Equal(fixtures.NewAWSAMIUSEast1))
 
-		machineAPI := crdsOf(false, func(crd *apiextensionsv1.CustomResourceDefinition) bool { return crd.Spec.Group == machinev1beta1.GroupName })
+		machineAPI := crdsOf(false, func(crd *apiextensionsv1.CustomResourceDefinition) bool {
+			return crd.Spec.Group == machinev1beta1.GroupName
+		})
 		uninstall(env, machineAPI)
 		Eventually(condition(c, status.ConditionBootImageUpdateSupported)).Should(And(
 			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", status.ReasonMachineAPIMissing)))
