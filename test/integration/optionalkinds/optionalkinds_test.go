@@ -394,6 +394,10 @@ func brokenConversion(env *testenv.Env) {
 	crd.Spec.Versions[0].Storage = false
 	crd.Spec.Versions = append(crd.Spec.Versions, *stored)
 	Expect(crds.Update(ctx, crd)).To(Succeed())
+	// Served with its new storage version: the apiserver swaps both at once.
+	Eventually(func() error {
+		return c.List(ctx, &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "cluster.x-k8s.io/v1alpha9", "kind": "MachineDeploymentList"}})
+	}).Should(Succeed())
 	md := fixtures.ClusterAPIOwner("MachineDeployment", "md-old", "md-old-0")
 	Eventually(func() error { return c.Create(ctx, md) }).Should(Succeed())
 
