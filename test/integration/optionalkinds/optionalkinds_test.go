@@ -359,10 +359,17 @@ var _ = Describe("Cluster API", func() {
 		c := env.Client
 		owner := capiCluster(c, "w-1a")
 		brokenConversion(env)
+		// Its controller gives up on its caches soon, to be stopped and retried within the spec.
+		env.CacheSyncTimeout = 5 * time.Second
 		mgr := operator(env)
 		Eventually(copied(c, owner)).ShouldNot(Equal("w-1a-0"))
 		alive(env, mgr)
-		Eventually(condition(c, status.ConditionBootImageUpdateDegraded)).Should(HaveField("Message", ContainSubstring("MachineDeployment")))
+		Eventually(condition(c, status.ConditionBootImageUpdateDegraded)).Should(HaveField("Message", ContainSubstring("Cluster API MachineDeployments are not counted")))
+		Eventually(condition(c, status.ConditionBootImageUpdateDegraded)).Should(HaveField("Message", ContainSubstring("The Cluster API MachineDeployment controller stopped and is retried")))
+		alive(env, mgr)
+		By("a second Cluster API MachineSet is updated all the same")
+		second := capiOwner(c, "w-1b")
+		Eventually(copied(c, second)).ShouldNot(Equal("w-1b-0"))
 		alive(env, mgr)
 	})
 })
