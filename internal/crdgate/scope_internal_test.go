@@ -18,7 +18,7 @@ func (leaderOnly) NeedLeaderElection() bool { return false }
 // manager: its runnable returns nil, and the gate records the stop and waits to start it again.
 func TestScopedRunnableReportsInsteadOfFailing(t *testing.T) {
 	failure := errors.New("failed to wait for clusterapi-machineset caches to sync")
-	g := &Gate{changed: make(chan event.GenericEvent, 1)}
+	g := &Gate{changed: make(chan event.GenericEvent, 1), Hint: "Cluster API is not installed"}
 	run := func() (scopedRunnable, *gated) {
 		c := &gated{Controller: Controller{Kind: "Cluster API MachineSet"}}
 		scope, stop := context.WithCancel(context.Background())
