@@ -279,6 +279,11 @@ func (r *ClusterAPIReconciler) objects(ctx context.Context) []reconcile.Request 
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(bootimage.ClusterAPIGroupVersion.WithKind(r.Kind + "List"))
 	if err := r.CAPI.List(ctx, list, client.InNamespace(bootimage.ClusterAPINamespace), client.UnsafeDisableDeepCopy); err != nil {
+		if crdgate.IsNotSynced(err) {
+			// Said once by the status; each cluster-wide change would say it again here.
+			logf.FromContext(ctx).V(1).Info("Cannot list Cluster API objects", "kind", r.Kind, "reason", err.Error())
+			return nil
+		}
 		logf.FromContext(ctx).Error(err, "Listing Cluster API objects", "kind", r.Kind)
 		return nil
 	}

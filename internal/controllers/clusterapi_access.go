@@ -10,7 +10,6 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -45,20 +44,18 @@ func clusterAPIReads(templateKinds []string) []status.Rule {
 }
 
 // platformTemplateKinds are the Cluster API template kinds of the cluster's platform, read from
-// Infrastructure through c; every registered platform's while the platform is unknown. Nothing of
-// another platform's kinds is read: a Role may grant the cluster's own kinds only.
+// Infrastructure through c: none while Infrastructure is missing (nothing is decided then; the
+// rules are reviewed again at each poll) or on a platform without one. Nothing of another
+// platform's kinds is read or asked for: a Role may grant the cluster's own kinds only.
 func platformTemplateKinds(ctx context.Context, c client.Reader) ([]string, error) {
 	infra := &configv1.Infrastructure{}
 	if err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err != nil {
-		if apierrors.IsNotFound(err) {
-			return bootimage.TemplateKinds(), nil
-		}
-		return nil, err
+		return nil, client.IgnoreNotFound(err)
 	}
 	if p, ok := bootimage.PlatformFor(bootimage.PlatformOf(infra)); ok && p.Traits().TemplateKind != "" {
 		return []string{p.Traits().TemplateKind}, nil
 	}
-	return bootimage.TemplateKinds(), nil
+	return nil, nil
 }
 
 // clusterAPIAccess decides whether the Cluster API controllers may run, from what the operator's
