@@ -8,6 +8,7 @@ import (
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -227,7 +229,12 @@ func (r *ClusterAPIReconciler) clusterAPI() inputs.ClusterAPI {
 func (r *ClusterAPIReconciler) Register(ctx context.Context, mgr ctrl.Manager) error {
 	all := func(ctx context.Context, _ client.Object) []reconcile.Request { return r.objects(ctx) }
 	none := func(context.Context, client.Object) []reconcile.Request { return nil }
-	changes := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+	// An owner reference decides too (a MachineSet a MachineDeployment took over is left alone):
+	// nothing else brings that change, no owner being requeued on a timer.
+	owners := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return !equality.Semantic.DeepEqual(e.ObjectOld.GetOwnerReferences(), e.ObjectNew.GetOwnerReferences())
+	}}
+	changes := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}, owners)
 	if r.Kind == bootimage.KindMachineDeployment {
 		// The end of a rollout is a status change.
 		changes = predicate.ResourceVersionChangedPredicate{}

@@ -55,7 +55,9 @@ type stubInformer struct {
 	removed chan toolscache.ResourceEventHandlerRegistration
 }
 
-type stubRegistration struct{ toolscache.ResourceEventHandlerRegistration }
+type stubRegistration struct {
+	toolscache.ResourceEventHandlerRegistration
+}
 
 func (i stubInformer) AddEventHandlerWithOptions(toolscache.ResourceEventHandler, toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
 	return &stubRegistration{}, nil
