@@ -66,8 +66,8 @@ type MachineConfigurationReconciler struct {
 	ClusterAPIReader client.Reader
 	// ClusterAPIProblem says what keeps the Cluster API controllers from running; nil or "" when nothing.
 	ClusterAPIProblem func() string
-	// Lacking says which kinds the controllers watch when served are not, and what they do
-	// without; nil when none.
+	// Lacking says what the controllers do without (a kind they watch when served that is not,
+	// a Machine API controller stopped and retried), and what that means; nil when nothing.
 	Lacking func() []string
 
 	// counts holds the progress counts during a wave (bootimage.CountsHold).
