@@ -102,6 +102,11 @@ type gated struct {
 	optional map[Optional]bool
 	// stopped says why a run that had started stopped; "" once it runs again.
 	stopped string
+	// failed says why the last run failed (its caches never synced); kept until a run outlives
+	// the cache sync timeout, so a run that fails again does not unsay and say it each time.
+	failed string
+	// started is when the current run started.
+	started time.Time
 }
 
 // New returns a gate of mgr's controllers that tells changed when what runs changes.
@@ -206,8 +211,9 @@ func (g *Gate) Lacking() []string {
 	return out
 }
 
-// Stopped says why controllers that ran stopped and wait to run again, "" when none did. Without
-// a Hint, those whose CRD went are Missing's to say, not its.
+// Stopped says why controllers stopped, "" when none did: a run that failed (said until a later
+// run outlives the cache sync timeout), or one that ran and waits to run again. Without a Hint,
+// those whose CRD went are Missing's to say, not its.
 func (g *Gate) Stopped() string {
 	if g == nil {
 		return ""
@@ -217,7 +223,10 @@ func (g *Gate) Stopped() string {
 	var out []string
 	for _, c := range g.controllers {
 		served := g.served[c.GroupVersion.WithResource(c.Resource)]
-		if c.stop == nil && c.stopped != "" && (served || g.Hint != "") {
+		switch {
+		case c.failed != "":
+			out = append(out, c.failed)
+		case c.stop == nil && c.stopped != "" && (served || g.Hint != ""):
 			out = append(out, c.stopped)
 		}
 	}
@@ -314,8 +323,15 @@ func (g *Gate) check(ctx context.Context, log logr.Logger, c *gated, served func
 	}
 	ready := ok && (c.Ready == nil || c.Ready(ctx))
 	if running && !ready {
+		// What stops it now says why (Ready's own report): an earlier failure is past.
+		g.mu.Lock()
+		c.failed = ""
+		g.mu.Unlock()
 		log.Info("Stopping controller: it may no longer run", "kind", c.Kind)
 		g.halt(ctx, c, "")
+		return true
+	}
+	if running && g.outlived(c) {
 		return true
 	}
 	if running {
@@ -347,6 +363,22 @@ func (g *Gate) check(ctx context.Context, log logr.Logger, c *gated, served func
 	return true
 }
 
+// outlived clears the failure of c's earlier run once the current one has lived past the cache
+// sync timeout (its caches synced), and reports whether it did.
+func (g *Gate) outlived(c *gated) bool {
+	timeout := g.mgr.GetControllerOptions().CacheSyncTimeout
+	if timeout == 0 {
+		timeout = 2 * time.Minute // controller-runtime's default
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if c.failed == "" || time.Since(c.started) <= timeout {
+		return false
+	}
+	c.failed = ""
+	return true
+}
+
 // dropInformer removes the main cache's informer of an optional kind no longer served: it would
 // list it in vain for ever.
 func (g *Gate) dropInformer(ctx context.Context, o Optional) {
@@ -360,7 +392,7 @@ func (g *Gate) dropInformer(ctx context.Context, o Optional) {
 func (g *Gate) start(c *gated) error {
 	scope, stop := context.WithCancel(context.Background())
 	g.mu.Lock()
-	c.stop, c.optional, c.stopped = stop, map[Optional]bool{}, ""
+	c.stop, c.optional, c.stopped, c.started = stop, map[Optional]bool{}, "", time.Now()
 	g.mu.Unlock()
 	if err := c.Setup(scoped{Manager: g.mgr, scope: scope, gate: g, c: c}); err != nil {
 		g.mu.Lock()
@@ -378,7 +410,7 @@ func (g *Gate) halt(ctx context.Context, c *gated, why string) {
 	stop := c.stop
 	c.stop = nil
 	if why != "" {
-		c.stopped = why
+		c.stopped, c.failed = why, ""
 	}
 	g.mu.Unlock()
 	if stop == nil {
@@ -399,8 +431,20 @@ func (g *Gate) failed(ctx context.Context, c *gated, scope context.Context, err 
 	if !current || scope.Err() != nil {
 		return
 	}
-	logf.FromContext(ctx).Error(err, "Controller stopped; it is started again at the next poll", "kind", c.Kind)
-	g.halt(ctx, c, fmt.Sprintf("The %s controller stopped and is retried: %v", c.Kind, err))
+	msg := fmt.Sprintf("The %s controller stopped and is retried: %v", c.Kind, err)
+	if strings.Contains(err.Error(), "caches to sync") {
+		// controller-runtime names whichever source it waited on when time ran out: the same
+		// fault would read as a new one at each retry.
+		msg = fmt.Sprintf("The %s controller stopped and is retried: its caches did not sync (a list that fails: a conversion webhook down, a rule revoked)", c.Kind)
+	}
+	g.mu.Lock()
+	again := c.failed == msg
+	c.failed = msg
+	g.mu.Unlock()
+	if !again {
+		logf.FromContext(ctx).Error(err, "Controller stopped; it is started again at the next poll", "kind", c.Kind)
+	}
+	g.halt(ctx, c, "")
 	g.notify()
 }
 

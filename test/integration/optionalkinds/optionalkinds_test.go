@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -366,6 +368,8 @@ var _ = Describe("Cluster API", func() {
 		alive(env, mgr)
 		Eventually(condition(c, status.ConditionBootImageUpdateDegraded)).Should(HaveField("Message", ContainSubstring("Cluster API MachineDeployments are not counted")))
 		Eventually(condition(c, status.ConditionBootImageUpdateDegraded)).Should(HaveField("Message", ContainSubstring("The Cluster API MachineDeployment controller stopped and is retried")))
+		// Each retry fails alike: said once, not unsaid and said again at each one.
+		Consistently(stoppedEvents(c), 3*env.CacheSyncTimeout, time.Second).Should(ConsistOf(int32(1)))
 		alive(env, mgr)
 		By("a second Cluster API MachineSet is updated all the same")
 		second := capiOwner(c, "w-1b")
@@ -373,6 +377,22 @@ var _ = Describe("Cluster API", func() {
 		alive(env, mgr)
 	})
 })
+
+// stoppedEvents returns the count of each Warning Event saying a Cluster API controller stopped
+// (the recorder counts an Event said again).
+func stoppedEvents(c client.Client) func() []int32 {
+	return func() []int32 {
+		events := &corev1.EventList{}
+		Expect(c.List(ctx, events)).To(Succeed())
+		var out []int32
+		for _, e := range events.Items {
+			if e.Reason == "ClusterAPIControllersNotStarted" && strings.Contains(e.Message, "stopped and is retried") {
+				out = append(out, e.Count)
+			}
+		}
+		return out
+	}
+}
 
 // capiOwnerOrErr creates owner name and its template, nil while the API refuses them.
 func capiOwnerOrErr(c client.Client, name string) *unstructured.Unstructured {
