@@ -217,9 +217,14 @@ func (w *wiring) bootImageSteps() (bootImages, error) {
 // addMachineAPI adds the MachineSet and ControlPlaneMachineSet controllers, run while their
 // CRDs are served.
 func (w *wiring) addMachineAPI(steps bootImages) error {
-	// A stopped controller's informer goes with it: it would list a kind gone in vain.
-	drop := func(obj client.Object) func(context.Context) {
-		return func(ctx context.Context) { _ = w.mgr.GetCache().RemoveInformer(ctx, obj) }
+	// The informer of a kind gone goes too: it would list in vain. Otherwise it stays, with its
+	// indexes and the other controllers' handlers (a Cluster API controller maps twins).
+	drop := func(obj client.Object) func(context.Context, bool) {
+		return func(ctx context.Context, gone bool) {
+			if gone {
+				_ = w.mgr.GetCache().RemoveInformer(ctx, obj)
+			}
+		}
 	}
 	if err := w.machineAPI.Add(crdgate.Controller{GroupVersion: machinev1beta1.GroupVersion, Resource: "machinesets", Kind: bootimage.KindMachineSet,
 		Setup: register(&MachineSetReconciler{steps}), Stopped: drop(&machinev1beta1.MachineSet{})}); err != nil {
@@ -246,7 +251,7 @@ func (w *wiring) addClusterAPI(steps bootImages) error {
 		r := &ClusterAPIReconciler{bootImages: steps, Kind: kind.kind, MachineAPI: w.machineAPI, Cache: w.capiCache, CAPI: w.capiClient, Copies: copies}
 		c := crdgate.Controller{GroupVersion: bootimage.ClusterAPIGroupVersion, Resource: kind.resource, Kind: clusterAPIKind(kind.kind), Setup: register(r), Ready: ready,
 			// Its informer goes with it: one that never synced would be read again.
-			Stopped: func(ctx context.Context) { _ = w.capiCache.RemoveInformer(ctx, r.newObject()) }}
+			Stopped: func(ctx context.Context, _ bool) { _ = w.capiCache.RemoveInformer(ctx, r.newObject()) }}
 		if err := w.clusterAPI.Add(c); err != nil {
 			return err
 		}

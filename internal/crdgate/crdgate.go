@@ -54,8 +54,9 @@ type Controller struct {
 	// Ready, when set, must also report true for the controller to run (a feature gate on, its
 	// rules held); it is asked at each poll, also while it runs: false stops it.
 	Ready func(context.Context) bool
-	// Stopped, when set, runs after each stop (to drop the informers of its own cache).
-	Stopped func(context.Context)
+	// Stopped, when set, runs after each stop (to drop informers that would list in vain); gone
+	// says its CRD is no longer served.
+	Stopped func(ctx context.Context, gone bool)
 }
 
 // Optional is a kind a controller watches while the API serves it and does without otherwise
@@ -318,7 +319,7 @@ func (g *Gate) check(ctx context.Context, log logr.Logger, c *gated, served func
 	g.mu.Unlock()
 	if running && !ok {
 		log.Info("Stopping controller: its CRD is no longer served", "kind", c.Kind, "resource", own.String())
-		g.halt(ctx, c, fmt.Sprintf("The %s controller stopped: the API no longer serves %s.%s; it starts again once it does", c.Kind, c.Resource, c.GroupVersion.Group))
+		g.halt(ctx, c, true, fmt.Sprintf("The %s controller stopped: the API no longer serves %s.%s; it starts again once it does", c.Kind, c.Resource, c.GroupVersion.Group))
 		return true
 	}
 	ready := ok && (c.Ready == nil || c.Ready(ctx))
@@ -328,7 +329,7 @@ func (g *Gate) check(ctx context.Context, log logr.Logger, c *gated, served func
 		c.failed = ""
 		g.mu.Unlock()
 		log.Info("Stopping controller: it may no longer run", "kind", c.Kind)
-		g.halt(ctx, c, "")
+		g.halt(ctx, c, false, "")
 		return true
 	}
 	if running && g.outlived(c) {
@@ -350,7 +351,7 @@ func (g *Gate) check(ctx context.Context, log logr.Logger, c *gated, served func
 			return false
 		}
 		log.Info("Restarting controller: kinds it watches when served came or went", "kind", c.Kind, "served", came, "gone", went)
-		g.halt(ctx, c, "")
+		g.halt(ctx, c, false, "")
 	}
 	if !ready {
 		return false
@@ -404,8 +405,8 @@ func (g *Gate) start(c *gated) error {
 	return nil
 }
 
-// halt ends c's current run, if any, saying why when why is set.
-func (g *Gate) halt(ctx context.Context, c *gated, why string) {
+// halt ends c's current run, if any, saying why when why is set; gone says its CRD went.
+func (g *Gate) halt(ctx context.Context, c *gated, gone bool, why string) {
 	g.mu.Lock()
 	stop := c.stop
 	c.stop = nil
@@ -418,7 +419,7 @@ func (g *Gate) halt(ctx context.Context, c *gated, why string) {
 	}
 	stop()
 	if c.Stopped != nil {
-		c.Stopped(ctx)
+		c.Stopped(ctx, gone)
 	}
 }
 
@@ -444,7 +445,7 @@ func (g *Gate) failed(ctx context.Context, c *gated, scope context.Context, err 
 	if !again {
 		logf.FromContext(ctx).Error(err, "Controller stopped; it is started again at the next poll", "kind", c.Kind)
 	}
-	g.halt(ctx, c, "")
+	g.halt(ctx, c, false, "")
 	g.notify()
 }
 

@@ -2,6 +2,7 @@ package crdgate
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	toolscache "k8s.io/client-go/tools/cache"
@@ -27,6 +28,20 @@ func (m scoped) Add(r manager.Runnable) error {
 
 // GetCache is the manager's cache, its handlers removed when the run ends.
 func (m scoped) GetCache() cache.Cache { return ScopeCache(m, m.Manager.GetCache()) }
+
+// GetFieldIndexer is the manager's, taking an index again as done: a controller set up again
+// registers its indexes again on informers that kept them.
+func (m scoped) GetFieldIndexer() client.FieldIndexer { return reindexer{m.Manager.GetFieldIndexer()} }
+
+type reindexer struct{ client.FieldIndexer }
+
+func (r reindexer) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	err := r.FieldIndexer.IndexField(ctx, obj, field, extract)
+	if err != nil && strings.Contains(err.Error(), "indexer conflict") {
+		return nil
+	}
+	return err
+}
 
 type scopedRunnable struct {
 	manager.Runnable
