@@ -8,15 +8,15 @@ import (
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -30,6 +30,13 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
+)
+
+// The kinds a Cluster API controller watches where the API serves them: the Clusters (their
+// pause), and the Machine API MachineSets (a twin's change of authority).
+var (
+	clusterAPIClusters = crdgate.Optional{GroupVersion: bootimage.ClusterAPIGroupVersion, Resource: "clusters", Kind: "Cluster"}
+	machineAPITwins    = crdgate.Optional{GroupVersion: machinev1beta1.GroupVersion, Resource: "machinesets", Kind: "MachineSet"}
 )
 
 // clusterAPIKind names the Cluster API controller of kind in the Cluster API CRD gate.
@@ -102,18 +109,18 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 		return res, nil
 	}
 	if d.Action == bootimage.Update {
-		// The copy just replaced cannot go before the grace period: look then, and keep a wave
-		// of updates free of collection.
-		return withRequeue(res, grace(ctx)), nil
+		// The copy just replaced cannot go before the grace period: the sweep takes it then, and
+		// a wave of updates stays free of collection.
+		return res, nil
 	}
 	// Whatever was decided: the copies of an owner deselected, in error or now of a
-	// MachineDeployment go too, once nothing uses them.
-	again, err := r.Copies.collect(ctx, owner.GetNamespace(), ownerCopies(r.Kind, owner.GetName(), ref.Kind))
-	if err != nil {
+	// MachineDeployment go too, once nothing uses them. Those kept (in use, too young, their
+	// owner paused) are the sweep's: no owner comes back on a timer of its own.
+	if err := r.Copies.collect(ctx, owner.GetNamespace(), ownerCopies(r.Kind, owner.GetName(), ref.Kind)); err != nil {
 		// The error's backoff retries it; a result beside an error is dropped.
 		return ctrl.Result{}, err
 	}
-	return withRequeue(res, again), nil
+	return res, nil
 }
 
 // withRequeue returns res coming back after at most after (0: as res says).
@@ -125,14 +132,14 @@ func withRequeue(res ctrl.Result, after time.Duration) ctrl.Result {
 }
 
 // gone collects the copies made for an owner that no longer exists, of every template kind of the
-// platform (its reference went with it); while its Machines still use one, it looks again later.
+// platform (its reference went with it); one its Machines still use is the sweep's.
 func (r *ClusterAPIReconciler) gone(ctx context.Context, key types.NamespacedName) (ctrl.Result, error) {
 	kinds, err := platformTemplateKinds(ctx, r.Client)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	again, err := r.Copies.collect(ctx, key.Namespace, ownerCopies(r.Kind, key.Name, kinds...))
-	return ctrl.Result{RequeueAfter: again}, err
+	err = r.Copies.collect(ctx, key.Namespace, ownerCopies(r.Kind, key.Name, kinds...))
+	return ctrl.Result{}, err
 }
 
 // sweepRequest is the request of the sweep of every copy in openshift-cluster-api: no object has
@@ -168,7 +175,9 @@ func (r *ClusterAPIReconciler) updateTemplate(ctx context.Context, owner, templa
 		return d, false, err
 	}
 	// Claimed first: an old copy reused is not collected before the owner names it.
-	r.Copies.claim(client.ObjectKeyFromObject(copied))
+	if err := r.Copies.claim(ctx, client.ObjectKeyFromObject(copied)); err != nil {
+		return d, false, err
+	}
 	created, err := capi.EnsureTemplate(ctx, r.Client, copied, d)
 	if errors.Is(err, capi.ErrTemplateConflict) {
 		return bootimage.TemplateConflict(d, copied.GetName()), false, nil
@@ -220,28 +229,34 @@ func (r *ClusterAPIReconciler) clusterAPI() inputs.ClusterAPI {
 func (r *ClusterAPIReconciler) Register(ctx context.Context, mgr ctrl.Manager) error {
 	all := func(ctx context.Context, _ client.Object) []reconcile.Request { return r.objects(ctx) }
 	none := func(context.Context, client.Object) []reconcile.Request { return nil }
-	changes := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+	// An owner reference decides too (a MachineSet a MachineDeployment took over is left alone):
+	// nothing else brings that change, no owner being requeued on a timer.
+	owners := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return !equality.Semantic.DeepEqual(e.ObjectOld.GetOwnerReferences(), e.ObjectNew.GetOwnerReferences())
+	}}
+	changes := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}, owners)
 	if r.Kind == bootimage.KindMachineDeployment {
 		// The end of a rollout is a status change.
 		changes = predicate.ResourceVersionChangedPredicate{}
 	}
 	name := "clusterapi-" + map[string]string{bootimage.KindMachineSet: "machineset", bootimage.KindMachineDeployment: "machinedeployment"}[r.Kind]
-	// Set up again after it stopped (guardedClusterAPI), under the same name.
-	b := r.reg.controller(mgr, name, r.Kind, controller.Options{MaxConcurrentReconciles: machineSetWorkers, SkipNameValidation: ptr.To(true)}).
-		WatchesRawSource(source.Kind[client.Object](r.Cache, r.newObject(), &handler.EnqueueRequestForObject{}, inNamespace(bootimage.ClusterAPINamespace), changes))
+	// Through the gate's scope: the handlers go when the controller stops.
+	capi := crdgate.ScopeCache(mgr, r.Cache)
+	b := r.reg.controller(mgr, name, r.Kind, controller.Options{MaxConcurrentReconciles: machineSetWorkers}).
+		WatchesRawSource(source.Kind[client.Object](capi, r.newObject(), &handler.EnqueueRequestForObject{}, inNamespace(bootimage.ClusterAPINamespace), changes))
 	if r.Kind == bootimage.KindMachineSet {
 		// One sweep of the namespace is enough.
 		b = b.WatchesRawSource(source.Func(sweeps))
 	}
-	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: string(bootimage.ClusterAPIGroup), Kind: "Cluster"}); err == nil {
+	if crdgate.Watch(mgr, clusterAPIClusters) {
 		paused := changed(func(o, n *unstructured.Unstructured) bool {
 			was, _, _ := unstructured.NestedBool(o.Object, "spec", "paused")
 			is, _, _ := unstructured.NestedBool(n.Object, "spec", "paused")
 			return was == is
 		})
-		b = b.WatchesRawSource(source.Kind[client.Object](r.Cache, clusterAPIObject("Cluster"), handler.EnqueueRequestsFromMapFunc(all), inNamespace(bootimage.ClusterAPINamespace), paused))
+		b = b.WatchesRawSource(source.Kind[client.Object](capi, clusterAPIObject("Cluster"), handler.EnqueueRequestsFromMapFunc(all), inNamespace(bootimage.ClusterAPINamespace), paused))
 	}
-	if r.Kind == bootimage.KindMachineSet && !r.MachineAPI.Waiting(bootimage.KindMachineSet) {
+	if r.Kind == bootimage.KindMachineSet && crdgate.Watch(mgr, machineAPITwins) {
 		twin := func(_ context.Context, ms client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: bootimage.ClusterAPINamespace, Name: ms.GetName()}}}
 		}
@@ -259,7 +274,7 @@ func (r *ClusterAPIReconciler) Register(ctx context.Context, mgr ctrl.Manager) e
 			if err != nil {
 				return ctrl.Result{}, err
 			}
-			_, err = r.Copies.collect(ctx, req.Namespace, copies{kinds: kinds})
+			err = r.Copies.collect(ctx, req.Namespace, copies{kinds: kinds})
 			return ctrl.Result{}, err
 		}
 		return objects.Reconcile(ctx, req)
@@ -271,6 +286,11 @@ func (r *ClusterAPIReconciler) objects(ctx context.Context) []reconcile.Request 
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(bootimage.ClusterAPIGroupVersion.WithKind(r.Kind + "List"))
 	if err := r.CAPI.List(ctx, list, client.InNamespace(bootimage.ClusterAPINamespace), client.UnsafeDisableDeepCopy); err != nil {
+		if crdgate.IsNotSynced(err) {
+			// Said once by the status; each cluster-wide change would say it again here.
+			logf.FromContext(ctx).V(1).Info("Cannot list Cluster API objects", "kind", r.Kind, "reason", err.Error())
+			return nil
+		}
 		logf.FromContext(ctx).Error(err, "Listing Cluster API objects", "kind", r.Kind)
 		return nil
 	}

@@ -10,16 +10,12 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 )
@@ -48,40 +44,38 @@ func clusterAPIReads(templateKinds []string) []status.Rule {
 }
 
 // platformTemplateKinds are the Cluster API template kinds of the cluster's platform, read from
-// Infrastructure through c; every registered platform's while the platform is unknown. Nothing of
-// another platform's kinds is read: a Role may grant the cluster's own kinds only.
+// Infrastructure through c: none while Infrastructure is missing (nothing is decided then; the
+// rules are reviewed again at each poll) or on a platform without one. Nothing of another
+// platform's kinds is read or asked for: a Role may grant the cluster's own kinds only.
 func platformTemplateKinds(ctx context.Context, c client.Reader) ([]string, error) {
 	infra := &configv1.Infrastructure{}
 	if err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err != nil {
-		if apierrors.IsNotFound(err) {
-			return bootimage.TemplateKinds(), nil
-		}
-		return nil, err
+		return nil, client.IgnoreNotFound(err)
 	}
 	if p, ok := bootimage.PlatformFor(bootimage.PlatformOf(infra)); ok && p.Traits().TemplateKind != "" {
 		return []string{p.Traits().TemplateKind}, nil
 	}
-	return bootimage.TemplateKinds(), nil
+	return nil, nil
 }
 
-// clusterAPIAccess decides whether the Cluster API controllers may start, from what the
-// operator's own identity may do in openshift-cluster-api (one SelfSubjectRulesReview a poll,
-// SelfSubjectAccessReviews only for what an incomplete review leaves open), and holds what stops
-// them, for the status.
+// clusterAPIAccess decides whether the Cluster API controllers may run, from what the operator's
+// own identity may do in openshift-cluster-api (one SelfSubjectRulesReview a poll of their gate,
+// while they wait and while they run, SelfSubjectAccessReviews only for what an incomplete review
+// leaves open), and holds what stops them, for the status.
 type clusterAPIAccess struct {
 	client  client.Client
 	changed chan event.GenericEvent
 
 	mu sync.Mutex
-	// denied names the missing rules; stopped why a started controller stopped. "" when neither.
-	denied, stopped string
+	// denied names the missing rules, "" when none are.
+	denied string
 }
 
-// Problem is what keeps the Cluster API controllers from running, "" when nothing does.
+// Problem is what the rules keep the Cluster API controllers from, "" when nothing.
 func (a *clusterAPIAccess) Problem() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return strings.Join(slices.DeleteFunc([]string{a.denied, a.stopped}, func(s string) bool { return s == "" }), "; ")
+	return a.denied
 }
 
 // allowed reviews the identity's rules and reports whether every rule of clusterAPIReads is held.
@@ -102,13 +96,10 @@ func (a *clusterAPIAccess) allowed(ctx context.Context) bool {
 	a.mu.Lock()
 	was := a.denied
 	a.denied = msg
-	if msg == "" {
-		a.stopped = ""
-	}
 	a.mu.Unlock()
 	if msg != was {
 		if msg != "" {
-			logf.FromContext(ctx).Info("Not starting the Cluster API controllers", "reason", msg)
+			logf.FromContext(ctx).Info("The Cluster API controllers cannot run", "reason", msg)
 		}
 		a.notify()
 	}
@@ -153,67 +144,9 @@ func grants(r authorizationv1.ResourceRule, want status.Rule) bool {
 	return has(r.Verbs, want.Verb) && has(r.APIGroups, want.Group) && has(r.Resources, want.Resource) && len(r.ResourceNames) == 0
 }
 
-// failed records that a started Cluster API controller stopped with err.
-func (a *clusterAPIAccess) failed(ctx context.Context, controller string, err error) {
-	logf.FromContext(ctx).Error(err, "Cluster API controller stopped; it is started again once its caches can sync", "controller", controller)
-	a.mu.Lock()
-	a.stopped = fmt.Sprintf("The %s controller stopped and is retried: %v", controller, err)
-	a.mu.Unlock()
-	a.notify()
-}
-
 func (a *clusterAPIAccess) notify() {
 	select {
 	case a.changed <- event.GenericEvent{Object: &operatorv1.MachineConfiguration{ObjectMeta: metav1.ObjectMeta{Name: kube.MachineConfigurationName}}}:
 	default:
 	}
-}
-
-// guardedManager registers runnables that cannot stop the manager: a controller-runtime
-// controller whose caches do not sync returns an error from Start, and a runnable's error stops
-// every other one. The Cluster API controllers are registered through it.
-type guardedManager struct {
-	manager.Manager
-	stopped func(ctx context.Context, err error)
-}
-
-func (m guardedManager) Add(r manager.Runnable) error {
-	return m.Manager.Add(guardedRunnable{Runnable: r, stopped: m.stopped})
-}
-
-type guardedRunnable struct {
-	manager.Runnable
-	stopped func(ctx context.Context, err error)
-}
-
-// Start runs the runnable and reports, instead of returning, an error it stops with.
-func (g guardedRunnable) Start(ctx context.Context) error {
-	if err := g.Runnable.Start(ctx); err != nil && ctx.Err() == nil {
-		g.stopped(ctx, err)
-	}
-	return nil
-}
-
-// NeedLeaderElection keeps the runnable's own answer: a controller runs only while leading.
-func (g guardedRunnable) NeedLeaderElection() bool {
-	if le, ok := g.Runnable.(manager.LeaderElectionRunnable); ok {
-		return le.NeedLeaderElection()
-	}
-	return true
-}
-
-// guardedClusterAPI returns the gated controller of r, set up through a guarded manager: when it
-// stops, its informer is dropped, the stop is reported and the gate sets it up again later.
-func guardedClusterAPI(gate *crdgate.Gate, access *clusterAPIAccess, cache clusterAPICache, c crdgate.Controller, obj func() *unstructured.Unstructured) crdgate.Controller {
-	setup := c.Setup
-	c.Setup = func(mgr manager.Manager) error {
-		return setup(guardedManager{Manager: mgr, stopped: func(ctx context.Context, err error) {
-			if rmErr := cache.RemoveInformer(context.WithoutCancel(ctx), obj()); rmErr != nil {
-				logf.FromContext(ctx).Error(rmErr, "Cannot remove the informer of a stopped controller", "kind", c.Kind)
-			}
-			access.failed(ctx, c.Kind, err)
-			gate.Retry(c)
-		}})
-	}
-	return c
 }

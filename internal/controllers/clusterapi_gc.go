@@ -30,22 +30,28 @@ import (
 // owner is gone, and in a sweep of the whole namespace that catches what an event missed. It
 // reads only the Cluster API cache, so a steady state costs no request.
 //
-// A copy is never deleted while this operator's own writes use it. Between the reads and the
-// delete, this operator points an owner at a copy that already exists only after claiming it (an
-// old copy reused, as when an image comes back), under the lock the collector holds from its
-// reads to its deletes, and a claimed copy is kept for the grace period. Another writer pointing
-// an owner at an existing copy in that window is not guarded against. Cluster API's own controllers only
-// clone the template their owner names; one cloning, from a stale cache, a copy just deleted
-// fails and retries with the owner's current template. The delete is conditional on the UID
-// read, so a template recreated under the same name is not deleted.
+// This operator's own writes never point an owner at a copy being deleted: it claims a copy
+// before pointing an owner at it (an old copy reused, as when an image comes back), a claimed copy
+// is kept for the grace period, and a claim waits for a delete of that copy already under way (it
+// is then created afresh). No lock is held across an API call: the collector marks a copy as
+// being deleted, under the lock, only after finding it unclaimed. Another writer (an admin, GitOps)
+// pointing an owner at an unused copy between the collector's reads and its delete is not guarded
+// against: the owner then names a template that is gone, and its Machines cannot be created until
+// the next pass of its owner copies the template again. Cluster API's own controllers only clone
+// the template their owner names; one cloning, from a stale cache, a copy just deleted fails and
+// retries with the owner's current template. The delete is conditional on the UID read, so a
+// template recreated under the same name is not deleted.
 type templateCollector struct {
 	reader client.Reader // the Cluster API cache
 	writer client.Client
 	mapper apimeta.RESTMapper
 	clock  clock.PassiveClock
 
+	// mu guards claimed and deleting only, never an API call.
 	mu      sync.Mutex
 	claimed map[types.NamespacedName]time.Time
+	// deleting are the copies being deleted; each channel closes when its delete is done.
+	deleting map[types.NamespacedName]chan struct{}
 }
 
 // grace is how old an unused copy must be to go, and how often kept copies are looked at again.
@@ -53,14 +59,57 @@ func grace(ctx context.Context) time.Duration {
 	return cmp.Or(seams.From(ctx).TemplateGCGrace, bootimage.TemplateGCGrace)
 }
 
-// claim marks the copy of key as about to be pointed at: kept for the grace period.
-func (g *templateCollector) claim(key types.NamespacedName) {
+// claim marks the copy of key as about to be pointed at: kept for the grace period. A delete of
+// it under way is waited for, so the copy is then created again.
+func (g *templateCollector) claim(ctx context.Context, key types.NamespacedName) error {
 	g.mu.Lock()
+	for g.deleting[key] != nil {
+		done := g.deleting[key]
+		g.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		g.mu.Lock()
+	}
 	defer g.mu.Unlock()
 	if g.claimed == nil {
 		g.claimed = map[types.NamespacedName]time.Time{}
 	}
 	g.claimed[key] = g.clock.Now()
+	return nil
+}
+
+// startDelete marks the copy of key as being deleted, unless it is claimed; done ends it.
+func (g *templateCollector) startDelete(key types.NamespacedName) (done func(), ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.claimed[key].IsZero() || g.deleting[key] != nil {
+		return nil, false
+	}
+	if g.deleting == nil {
+		g.deleting = map[types.NamespacedName]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	g.deleting[key] = ch
+	return func() {
+		g.mu.Lock()
+		delete(g.deleting, key)
+		g.mu.Unlock()
+		close(ch)
+	}, true
+}
+
+// forget drops the claims older than cutoff.
+func (g *templateCollector) forget(cutoff time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for key, at := range g.claimed {
+		if at.Before(cutoff) {
+			delete(g.claimed, key)
+		}
+	}
 }
 
 // copies selects the copies to look at: those made for owner ("<Kind>/<name>"), or every copy
@@ -76,26 +125,18 @@ func ownerCopies(kind, name string, kinds ...string) copies {
 	return copies{owner: kind + "/" + name, kinds: kinds}
 }
 
-// collect deletes the copies of sel in namespace that may go, and says when to look again when
-// some are kept (in use, too young, or their owner paused); 0 when none is left.
-func (g *templateCollector) collect(ctx context.Context, namespace string, sel copies) (time.Duration, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	wait := grace(ctx)
-	cutoff := g.clock.Now().Add(-wait)
-	for key, at := range g.claimed {
-		if at.Before(cutoff) {
-			delete(g.claimed, key)
-		}
-	}
-	kept := false
+// collect deletes the copies of sel in namespace that may go; those kept (in use, too young,
+// claimed, their owner paused) are looked at again by the next sweep.
+func (g *templateCollector) collect(ctx context.Context, namespace string, sel copies) error {
+	cutoff := g.clock.Now().Add(-grace(ctx))
+	g.forget(cutoff)
 	for _, kind := range sel.kinds {
 		mapping, err := g.mapper.RESTMapping(schema.GroupKind{Group: bootimage.InfrastructureGroup, Kind: kind})
 		if apimeta.IsNoMatchError(err) {
 			continue
 		}
 		if err != nil {
-			return 0, err
+			return err
 		}
 		labels := map[string]string{bootimage.TemplateCopyLabel: "true"}
 		if owner, name, ok := strings.Cut(sel.owner, "/"); ok {
@@ -104,7 +145,7 @@ func (g *templateCollector) collect(ctx context.Context, namespace string, sel c
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(mapping.GroupVersionKind.GroupVersion().WithKind(kind + "List"))
 		if err := g.reader.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels(labels)); err != nil {
-			return 0, err
+			return err
 		}
 		// The label selects; the owner annotation decides.
 		mine := slices.DeleteFunc(list.Items, func(t unstructured.Unstructured) bool {
@@ -118,33 +159,37 @@ func (g *templateCollector) collect(ctx context.Context, namespace string, sel c
 		if len(bootimage.DeletableTemplates(mine, bootimage.TemplateUse{}, cutoff)) > 0 {
 			use, err := g.templateUse(ctx, namespace, strings.TrimSuffix(kind, "Template"), mapping.GroupVersionKind.Version)
 			if err != nil {
-				return 0, err
+				return err
 			}
 			deletable = bootimage.DeletableTemplates(mine, use, cutoff)
 		}
 		for i := range mine {
-			t := &mine[i]
-			if !slices.Contains(deletable, t.GetName()) || !g.claimed[client.ObjectKeyFromObject(t)].IsZero() {
-				kept = true
-				continue
+			if err := g.deleteUnused(ctx, &mine[i], deletable); err != nil {
+				return err
 			}
-			if why, err := g.ownerPaused(ctx, t); err != nil || why != "" {
-				kept = true
-				if err != nil {
-					return 0, err
-				}
-				continue
-			}
-			if err := capi.DeleteTemplate(ctx, g.writer, t); err != nil {
-				return 0, fmt.Errorf("deleting unused template copy %s: %w", t.GetName(), err)
-			}
-			logf.FromContext(ctx).Info("Deleted unused template copy", "template", t.GetName(), "owner", t.GetAnnotations()[bootimage.TemplateOwnerAnnotation])
 		}
 	}
-	if kept {
-		return wait, nil
+	return nil
+}
+
+// deleteUnused deletes t when it is among deletable, unclaimed and its owner not paused.
+func (g *templateCollector) deleteUnused(ctx context.Context, t *unstructured.Unstructured, deletable []string) error {
+	if !slices.Contains(deletable, t.GetName()) {
+		return nil
 	}
-	return 0, nil
+	if why, err := g.ownerPaused(ctx, t); err != nil || why != "" {
+		return err
+	}
+	done, ok := g.startDelete(client.ObjectKeyFromObject(t))
+	if !ok {
+		return nil
+	}
+	defer done()
+	if err := capi.DeleteTemplate(ctx, g.writer, t); err != nil {
+		return fmt.Errorf("deleting unused template copy %s: %w", t.GetName(), err)
+	}
+	logf.FromContext(ctx).Info("Deleted unused template copy", "template", t.GetName(), "owner", t.GetAnnotations()[bootimage.TemplateOwnerAnnotation])
+	return nil
 }
 
 // ownerPaused says why the owner a copy was made for is paused, "" when it is not or is gone:

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
@@ -65,6 +66,9 @@ type MachineConfigurationReconciler struct {
 	ClusterAPIReader client.Reader
 	// ClusterAPIProblem says what keeps the Cluster API controllers from running; nil or "" when nothing.
 	ClusterAPIProblem func() string
+	// Lacking says what the controllers do without (a kind they watch when served that is not,
+	// a Machine API controller stopped and retried), and what that means; nil when nothing.
+	Lacking func() []string
 
 	// counts holds the progress counts during a wave (bootimage.CountsHold).
 	counts bootimage.CountsHold
@@ -108,16 +112,15 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 		return ctrl.Result{}, err
 	}
 
-	pools, osImageStream, err := kube.OSStreamInputs(ctx, r.Client)
+	// Counted on the version of the selection the status is composed with.
+	sel := selection(mc, platform, gates)
+	p, unsyncedKinds, err := r.progress(ctx, bootImages, sel)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	osStreams := bootimage.NewCluster(bootimage.ClusterObjects{Pools: pools, OSImageStream: osImageStream}).OSStreamsKey()
-	// Counted on the version of the selection the status is composed with.
-	sel := selection(mc, platform, gates)
-	p, err := r.progress(ctx, inputs.Version(bootImages, sel.Status, osStreams))
-	if err != nil {
-		return ctrl.Result{}, err
+	unsynced, unavailable := len(unsyncedKinds) > 0, unsyncedKinds
+	if r.Lacking != nil {
+		unavailable = append(r.Lacking(), unavailable...)
 	}
 	problem, err := r.streamProblem(ctx, bootImages, platform)
 	if err != nil {
@@ -131,7 +134,7 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	st := composeMachineConfigurationStatus(machineConfigurationInputs{
 		MC: mc, Infrastructure: infra, Gates: gates, Selection: sel, MachineAPIMissing: r.MachineAPI.Missing(),
 		ClusterVersion: cv, BootImages: bootImages, Progress: p,
-		StreamProblem: problem, ClusterAPIProblem: clusterAPIProblem, Now: metav1.Now(),
+		StreamProblem: problem, ClusterAPIProblem: clusterAPIProblem, Unavailable: unavailable, Now: metav1.Now(),
 	})
 	want, skewOn := st.Want, st.SkewOn
 	r.announceSupport(ctx, want)
@@ -148,6 +151,10 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	r.Metrics.setUpgradeBlocked(guard.Blocked)
 	if err := r.Status.ReportGuard(ctx, mc, guard, p.LeftBehind()); err != nil {
 		return ctrl.Result{}, err
+	}
+	if unsynced {
+		// A cache that has not synced says nothing when it does: look again.
+		return withRequeue(ctrl.Result{RequeueAfter: requeue}, unsyncedRetry), nil
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
@@ -240,32 +247,60 @@ func (r *MachineConfigurationReconciler) streamProblem(ctx context.Context, boot
 	return warning{status.ReasonInvalidSelection, problem}, nil
 }
 
-// progress tallies the current decisions of the listed objects.
-func (r *MachineConfigurationReconciler) progress(ctx context.Context, inputs string) (bootimage.Progress, error) {
+// unsyncedRetry is how soon the status is composed again while a cache it reads has not synced.
+const unsyncedRetry = 30 * time.Second
+
+// uncountedList lists into list; a kind not served has no objects, and one whose cache has not
+// synced is said, in uncounted, and not counted rather than waited for.
+func (r *MachineConfigurationReconciler) uncountedList(ctx context.Context, c client.Reader, list client.ObjectList, namespace, what string, uncounted *[]string) error {
+	// Only the keys are read: the cached objects, not copies.
+	err := c.List(ctx, list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy)
+	if crdgate.IsNotSynced(err) {
+		*uncounted = append(*uncounted, what+" are not counted: "+err.Error())
+		return nil
+	}
+	if meta.IsNoMatchError(err) {
+		return nil
+	}
+	return err
+}
+
+// progress tallies the current decisions of the listed objects taken on the inputs of the
+// selection sel, and says which kinds it could not read, their caches not synced.
+func (r *MachineConfigurationReconciler) progress(ctx context.Context, bootImages *corev1.ConfigMap, sel bootimage.Effective) (bootimage.Progress, []string, error) {
 	var p bootimage.Progress
-	// A kind whose CRD is not served has no objects; listing it would wait for a cache that
-	// cannot sync. Only the keys are read: the cached objects, not copies.
+	var uncounted []string
+	pools, osImageStream, err := kube.OSStreamInputs(ctx, r.Client)
+	if crdgate.IsNotSynced(err) {
+		// Counted without them; the decisions wait for them.
+		uncounted = append(uncounted, "OS streams cannot be read: "+err.Error())
+	} else if err != nil {
+		return p, nil, err
+	}
+	osStreams := bootimage.NewCluster(bootimage.ClusterObjects{Pools: pools, OSImageStream: osImageStream}).OSStreamsKey()
+	version := inputs.Version(bootImages, sel.Status, osStreams)
+	// A kind whose controller does not run is not listed: its CRD may not be served.
 	sets := &machinev1beta1.MachineSetList{}
 	if !r.MachineAPI.Waiting(bootimage.KindMachineSet) {
-		if err := r.Client.List(ctx, sets, client.InNamespace(kube.MachineAPINamespace), client.UnsafeDisableDeepCopy); err != nil && !meta.IsNoMatchError(err) {
-			return p, err
+		if err := r.uncountedList(ctx, r.Client, sets, kube.MachineAPINamespace, "MachineSets", &uncounted); err != nil {
+			return p, nil, err
 		}
 	}
 	cpmsList := &machinev1.ControlPlaneMachineSetList{}
 	if !r.MachineAPI.Waiting(cpmsKind) {
-		if err := r.Client.List(ctx, cpmsList, client.InNamespace(kube.MachineAPINamespace), client.UnsafeDisableDeepCopy); err != nil && !meta.IsNoMatchError(err) {
-			return p, err
+		if err := r.uncountedList(ctx, r.Client, cpmsList, kube.MachineAPINamespace, "ControlPlaneMachineSets", &uncounted); err != nil {
+			return p, nil, err
 		}
 	}
 	p.MachineSets.Total = len(sets.Items)
-	msDecisions := r.Tracker.Decisions(bootimage.KindMachineSet, inputs)
+	msDecisions := r.Tracker.Decisions(bootimage.KindMachineSet, version)
 	for _, ms := range sets.Items {
 		if d, ok := msDecisions[client.ObjectKeyFromObject(&ms)]; ok {
 			p.Add(d)
 		}
 	}
 	p.ControlPlaneMachineSets.Total = len(cpmsList.Items)
-	cpmsDecisions := r.Tracker.Decisions(bootimage.KindControlPlaneMachineSet, inputs)
+	cpmsDecisions := r.Tracker.Decisions(bootimage.KindControlPlaneMachineSet, version)
 	for _, c := range cpmsList.Items {
 		if d, ok := cpmsDecisions[client.ObjectKeyFromObject(&c)]; ok {
 			p.Add(d)
@@ -275,21 +310,20 @@ func (r *MachineConfigurationReconciler) progress(ctx context.Context, inputs st
 		if r.ClusterAPI == nil || r.ClusterAPI.Waiting(clusterAPIKind(kind)) {
 			continue
 		}
-		// Only the keys are read: the cached objects, not copies.
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(bootimage.ClusterAPIGroupVersion.WithKind(kind + "List"))
-		if err := r.ClusterAPIReader.List(ctx, list, client.InNamespace(bootimage.ClusterAPINamespace), client.UnsafeDisableDeepCopy); err != nil && !meta.IsNoMatchError(err) {
-			return p, err
+		if err := r.uncountedList(ctx, r.ClusterAPIReader, list, bootimage.ClusterAPINamespace, "Cluster API "+kind+"s", &uncounted); err != nil {
+			return p, nil, err
 		}
 		p.ClusterAPI.Total += len(list.Items)
-		decisions := r.Tracker.Decisions(kind, inputs)
+		decisions := r.Tracker.Decisions(kind, version)
 		for i := range list.Items {
 			if d, ok := decisions[client.ObjectKeyFromObject(&list.Items[i])]; ok {
 				p.Add(d)
 			}
 		}
 	}
-	return p, nil
+	return p, uncounted, nil
 }
 
 // releaseVersion is coreos-bootimages' releaseVersion, "" without the ConfigMap.

@@ -36,6 +36,9 @@ type machineConfigurationInputs struct {
 	// ClusterAPIProblem what keeps the Cluster API controllers from running; zero when nothing.
 	StreamProblem     warning
 	ClusterAPIProblem string
+	// Unavailable says which kinds the controllers do without (not served, or not synced), and
+	// what that means; empty when none.
+	Unavailable []string
 	// Now is the lastTransitionTime of a condition that changes status.
 	Now metav1.Time
 }
@@ -95,6 +98,9 @@ func composeMachineConfigurationStatus(in machineConfigurationInputs) machineCon
 	}
 	if in.ClusterAPIProblem != "" {
 		warnings = append(warnings, warning{ReasonClusterAPINotStarted, in.ClusterAPIProblem})
+	}
+	for _, u := range in.Unavailable {
+		warnings = append(warnings, warning{ReasonKindNotAvailable, u})
 	}
 	// A refused AMI copy is a missing right, as a missing RBAC rule is: said once for the cluster.
 	if refusal := p.CopyRefusal(); refusal != "" {

@@ -7,6 +7,11 @@ package controllers
 // that the Cluster API controllers wait: for an RBAC rule, or after they stopped.
 const ReasonClusterAPINotStarted = "ClusterAPIControllersNotStarted"
 
+// ReasonKindNotAvailable is the reason of the Warning Event (and the Degraded message) saying
+// that a kind the controllers can do without is not served, or that its cache has not synced, and
+// what they do meanwhile.
+const ReasonKindNotAvailable = "KindNotAvailable"
+
 // Event reasons of the feature gate reporter.
 const (
 	ReasonFeatureGatesRead    = "FeatureGatesRead"

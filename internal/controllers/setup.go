@@ -1,14 +1,21 @@
 // Package controllers holds the operator's reconcilers: the Machine API MachineSet and
 // ControlPlaneMachineSet boot image reconcilers, the Cluster API MachineSet and MachineDeployment
 // reconcilers with their template copy collector, the MachineConfiguration status reconciler and
-// the feature gate reporter. Embedders reach them only through controllers.AddToManager, which checks the manager
-// first; the status writer, the CRD gate and the vSphere imports are packages of their own.
+// the feature gate reporter. Embedders reach them only through controllers.AddToManager, which
+// checks the manager first; the status writer, the CRD gates and the vSphere imports are packages
+// of their own. Every boot image controller runs behind a CRD gate (package crdgate): the Machine
+// API's and Cluster API's kinds, and the kinds they watch when served (MachineConfigPool,
+// OSImageStream, Cluster, the Machine API twins), may come and go without stopping the process;
+// the rest (MachineConfiguration, Infrastructure, FeatureGate, ClusterVersion, the ConfigMap and
+// Secrets) it cannot work without.
 package controllers
 
 import (
 	"context"
 	"crypto/x509"
 	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	_ "github.com/bootimage-operator/bootimage-operator/bootimage/platforms"
@@ -21,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -115,7 +123,9 @@ type wiring struct {
 	machineAPI, clusterAPI *crdgate.Gate
 	access                 *clusterAPIAccess
 	capiCache              clusterAPICache
-	capiClient             client.Client
+	// client and capiClient read the main cache and the Cluster API cache, never waiting on an
+	// informer that has not synced (crdgate.SyncedReader).
+	client, capiClient client.Client
 }
 
 func newWiring(mgr ctrl.Manager, deps Deps, reg registration) (*wiring, error) {
@@ -131,9 +141,13 @@ func newWiring(mgr ctrl.Manager, deps Deps, reg registration) (*wiring, error) {
 	}
 	w.clusterAPI.Logger, w.clusterAPI.Hint = deps.Logger, "Cluster API is not installed"
 	w.access = &clusterAPIAccess{client: mgr.GetClient(), changed: w.tracker.Changed}
-	if w.capiCache, w.capiClient, err = newClusterAPICache(mgr); err != nil {
+	var capiClient client.Client
+	if w.capiCache, capiClient, err = newClusterAPICache(mgr); err != nil {
 		return nil, err
 	}
+	gates := []*crdgate.Gate{w.machineAPI, w.clusterAPI}
+	w.client = &crdgate.SyncedReader{Client: mgr.GetClient(), Cache: mgr.GetCache(), Gates: gates}
+	w.capiClient = &crdgate.SyncedReader{Client: capiClient, Cache: w.capiCache, Gates: gates, All: true}
 	return w, nil
 }
 
@@ -141,7 +155,7 @@ func newWiring(mgr ctrl.Manager, deps Deps, reg registration) (*wiring, error) {
 func (w *wiring) machineConfiguration() *MachineConfigurationReconciler {
 	mgr, deps := w.mgr, w.deps
 	return &MachineConfigurationReconciler{
-		Client:   mgr.GetClient(),
+		Client:   w.client,
 		Gates:    deps.Gates,
 		Recorder: deps.Recorder,
 		Metrics:  deps.Metrics,
@@ -156,7 +170,16 @@ func (w *wiring) machineConfiguration() *MachineConfigurationReconciler {
 		ClusterAPI:       w.clusterAPI,
 		ClusterAPIReader: w.capiClient,
 		// What keeps the Cluster API controllers from running, for the status.
-		ClusterAPIProblem: w.access.Problem,
+		ClusterAPIProblem: func() string {
+			return strings.Join(slices.DeleteFunc([]string{w.access.Problem(), w.clusterAPI.Stopped()}, func(s string) bool { return s == "" }), "; ")
+		},
+		Lacking: func() []string {
+			lacking := append(w.machineAPI.Lacking(), w.clusterAPI.Lacking()...)
+			if stopped := w.machineAPI.Stopped(); stopped != "" {
+				lacking = append(lacking, stopped)
+			}
+			return slices.Compact(slices.Sorted(slices.Values(lacking)))
+		},
 		Status: &status.Writer{
 			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: deps.Recorder, Clock: deps.Clock, ClusterOperator: deps.ClusterOperator,
 			ContestedWrites: deps.ContestedWrites,
@@ -184,29 +207,40 @@ func (w *wiring) bootImageSteps() (bootImages, error) {
 	if vcenters != nil {
 		clouds[configv1.VSpherePlatformType] = vcenters
 	}
-	inputs := clusterInputs{Client: mgr.GetClient(), Gates: deps.Gates, Clouds: clouds, Streams: w.streams, Namespace: deps.Namespace}
+	inputs := clusterInputs{Client: w.client, Gates: deps.Gates, Clouds: clouds, Streams: w.streams, Namespace: deps.Namespace}
 	return bootImages{
-		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Inputs: inputs, Recorder: deps.Recorder, Tracker: w.tracker,
+		Client: w.client, Reader: mgr.GetAPIReader(), Inputs: inputs, Recorder: deps.Recorder, Tracker: w.tracker,
 		Metrics: deps.Metrics, Clock: deps.Clock, Templates: templates, reg: w.reg, copies: &copyLog{},
 	}, nil
 }
 
-// addMachineAPI adds the MachineSet and ControlPlaneMachineSet controllers, started once their
+// addMachineAPI adds the MachineSet and ControlPlaneMachineSet controllers, run while their
 // CRDs are served.
 func (w *wiring) addMachineAPI(steps bootImages) error {
-	if err := w.machineAPI.Add(crdgate.Controller{GroupVersion: machinev1beta1.GroupVersion, Resource: "machinesets", Kind: bootimage.KindMachineSet, Setup: register(&MachineSetReconciler{steps})}); err != nil {
+	// The informer of a kind gone goes too: it would list in vain. Otherwise it stays, with its
+	// indexes and the other controllers' handlers (a Cluster API controller maps twins).
+	drop := func(obj client.Object) func(context.Context, bool) {
+		return func(ctx context.Context, gone bool) {
+			if gone {
+				_ = w.mgr.GetCache().RemoveInformer(ctx, obj)
+			}
+		}
+	}
+	if err := w.machineAPI.Add(crdgate.Controller{GroupVersion: machinev1beta1.GroupVersion, Resource: "machinesets", Kind: bootimage.KindMachineSet,
+		Setup: register(&MachineSetReconciler{steps}), Stopped: drop(&machinev1beta1.MachineSet{})}); err != nil {
 		return err
 	}
-	if err := w.machineAPI.Add(crdgate.Controller{GroupVersion: machinev1.GroupVersion, Resource: "controlplanemachinesets", Kind: cpmsKind, Setup: register(&ControlPlaneMachineSetReconciler{steps})}); err != nil {
+	if err := w.machineAPI.Add(crdgate.Controller{GroupVersion: machinev1.GroupVersion, Resource: "controlplanemachinesets", Kind: cpmsKind,
+		Setup: register(&ControlPlaneMachineSetReconciler{steps}), Stopped: drop(&machinev1.ControlPlaneMachineSet{})}); err != nil {
 		return err
 	}
 	return w.mgr.Add(w.machineAPI)
 }
 
-// addClusterAPI adds the Cluster API MachineSet and MachineDeployment controllers, started once
+// addClusterAPI adds the Cluster API MachineSet and MachineDeployment controllers, run while
 // their CRDs are served, gate ManagedBootImagesAWSCAPI is on and the identity may read what they
-// watch, and never fatal: one that stops (caches that cannot sync) is reported and started again
-// later.
+// watch (asked again at each poll of the gate), and never fatal: one that stops (its kind gone,
+// a rule revoked, caches that cannot sync) is reported and started again once it can run.
 func (w *wiring) addClusterAPI(steps bootImages) error {
 	ready := func(ctx context.Context) bool {
 		g, err := w.deps.Gates.Current(ctx)
@@ -215,8 +249,10 @@ func (w *wiring) addClusterAPI(steps bootImages) error {
 	copies := &templateCollector{reader: w.capiClient, writer: w.mgr.GetClient(), mapper: w.mgr.GetRESTMapper(), clock: w.deps.Clock}
 	for _, kind := range []struct{ kind, resource string }{{bootimage.KindMachineSet, "machinesets"}, {bootimage.KindMachineDeployment, "machinedeployments"}} {
 		r := &ClusterAPIReconciler{bootImages: steps, Kind: kind.kind, MachineAPI: w.machineAPI, Cache: w.capiCache, CAPI: w.capiClient, Copies: copies}
-		c := crdgate.Controller{GroupVersion: bootimage.ClusterAPIGroupVersion, Resource: kind.resource, Kind: clusterAPIKind(kind.kind), Setup: register(r), Ready: ready}
-		if err := w.clusterAPI.Add(guardedClusterAPI(w.clusterAPI, w.access, w.capiCache, c, r.newObject)); err != nil {
+		c := crdgate.Controller{GroupVersion: bootimage.ClusterAPIGroupVersion, Resource: kind.resource, Kind: clusterAPIKind(kind.kind), Setup: register(r), Ready: ready,
+			// Its informer goes with it: one that never synced would be read again.
+			Stopped: func(ctx context.Context, _ bool) { _ = w.capiCache.RemoveInformer(ctx, r.newObject()) }}
+		if err := w.clusterAPI.Add(c); err != nil {
 			return err
 		}
 	}
@@ -262,6 +298,10 @@ func (r registration) controller(mgr ctrl.Manager, name, kind string, opts contr
 			l = l.WithValues(kind, klog.KRef(req.Namespace, req.Name))
 		}
 		return l.WithValues("namespace", req.Namespace, "name", req.Name)
+	}
+	if crdgate.Gated(mgr) {
+		// A gate sets a controller up again each time it starts it.
+		opts.SkipNameValidation = ptr.To(true)
 	}
 	if opts.ReconciliationTimeout == 0 {
 		opts.ReconciliationTimeout = reconcileTimeout

@@ -18,6 +18,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
+	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 )
 
@@ -56,16 +57,26 @@ func watchClusterInputs(b *builder.TypedBuilder[reconcile.Request], namespace st
 		Watches(&corev1.Secret{}, secrets, builder.WithPredicates(inNamespace(kube.MachineAPINamespace), changed(func(o, n *corev1.Secret) bool { return equality.Semantic.DeepEqual(o.Data, n.Data) })))
 }
 
+// The kinds that choose the OS stream of an unlabelled object, watched where the API serves them
+// (crdgate.Watch): a watch of a kind not served would never sync, and stop its controller.
+var (
+	machineConfigPools = crdgate.Optional{GroupVersion: mcfgv1.GroupVersion, Resource: "machineconfigpools", Kind: "MachineConfigPool",
+		Without: "no pool chooses an OS stream: unlabelled objects take the cluster default"}
+	// Served from 5.0 on: its absence before is normal, and not said.
+	osImageStreams = crdgate.Optional{GroupVersion: mcfgv1.GroupVersion, Resource: "osimagestreams", Kind: "OSImageStream"}
+)
+
 // watchOSStreams adds to b what chooses the OS stream of an unlabelled object, mapped by all: a
-// MachineConfigPool's spec.osImageStream, and, where the cluster serves it (5.0 and later),
-// OSImageStream cluster's default stream. A watch of a kind not served would never sync.
+// MachineConfigPool's spec.osImageStream and OSImageStream cluster's default stream, each while
+// the API serves it.
 func watchOSStreams(b *builder.TypedBuilder[reconcile.Request], mgr ctrl.Manager, allObjects handler.MapFunc) *builder.TypedBuilder[reconcile.Request] {
 	all := handler.EnqueueRequestsFromMapFunc(allObjects)
-	b = b.Watches(&mcfgv1.MachineConfigPool{}, all, builder.WithPredicates(changed(func(o, n *mcfgv1.MachineConfigPool) bool {
-		return o.Spec.OSImageStream == n.Spec.OSImageStream
-	})))
-	gvk := mcfgv1.GroupVersion.WithKind("OSImageStream")
-	if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+	if crdgate.Watch(mgr, machineConfigPools) {
+		b = b.Watches(&mcfgv1.MachineConfigPool{}, all, builder.WithPredicates(changed(func(o, n *mcfgv1.MachineConfigPool) bool {
+			return o.Spec.OSImageStream == n.Spec.OSImageStream
+		})))
+	}
+	if !crdgate.Watch(mgr, osImageStreams) {
 		return b
 	}
 	return b.Watches(&mcfgv1.OSImageStream{}, all, builder.WithPredicates(named("", kube.OSImageStreamName), changed(func(o, n *mcfgv1.OSImageStream) bool {

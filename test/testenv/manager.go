@@ -45,7 +45,9 @@ func (e *Env) StartOperator(opts controllers.Options) (*Manager, error) {
 
 // StartOperatorWithHooks is StartOperator with the operator's test seams.
 func (e *Env) StartOperatorWithHooks(hooks seams.Hooks, opts controllers.Options) (*Manager, error) {
-	mgr, err := ctrl.NewManager(e.Config, ManagerOptions(hooks))
+	mgrOpts := ManagerOptions(hooks)
+	mgrOpts.Controller.CacheSyncTimeout = e.CacheSyncTimeout
+	mgr, err := ctrl.NewManager(e.Config, mgrOpts)
 	if err != nil {
 		return nil, err
 	}

@@ -49,7 +49,10 @@ type Env struct {
 	Config *rest.Config
 	Client client.Client
 	Scheme *runtime.Scheme
-	env    *envtest.Environment
+	// CacheSyncTimeout, when set, is how long the operators started on it let a controller wait
+	// for its caches (controller-runtime's default, 2 minutes, otherwise).
+	CacheSyncTimeout time.Duration
+	env              *envtest.Environment
 }
 
 // Start builds the binaries when missing, starts kube-apiserver and etcd, installs the CRDs and

@@ -13,6 +13,7 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
@@ -87,6 +88,46 @@ var _ = Describe("The operator inside the machine-config-controller, with Cluste
 		Expect(exited).To(BeFalse(), "the manager runs on")
 	})
 
+	It("stops the Cluster API controllers when their rules are revoked after start, says so, and resumes once they are restored", func() {
+		grantEmbedded(env.Client, func(client.Object) {})
+		mgr := asMCCWith(env, hooks, opts)
+		Eventually(capiTemplate).ShouldNot(Equal(oldTemplate))
+
+		By("revoking the Cluster API Role's rules while running")
+		role := &rbacv1.Role{}
+		for _, o := range embeddedObjects() {
+			if r, ok := o.(*rbacv1.Role); ok && clusterAPIRole(r) {
+				role = r
+			}
+		}
+		Expect(role.Name).NotTo(BeEmpty())
+		granted := role.Rules
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(role), role)).To(Succeed())
+		role.Rules = nil
+		Expect(env.Client.Update(ctx, role)).To(Succeed())
+		Eventually(eventsOf(env.Client, reasonClusterAPINotStarted)).Should(ContainElement(
+			ContainSubstring("{apiGroups: [cluster.x-k8s.io], resources: [machinesets], verbs: [list]}")))
+		statusFollows(env.Client)
+
+		By("restoring them: a new Cluster API MachineSet is updated")
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(role), role)).To(Succeed())
+		role.Rules = granted
+		Expect(env.Client.Update(ctx, role)).To(Succeed())
+		second := fixtures.ClusterAPIOwner("MachineSet", "w-1b", "w-1b-0")
+		Expect(fixtures.Create(ctx, env.Client, fixtures.AWSMachineTemplate("w-1b-0", fixtures.OldAWSAMI), second)).To(Succeed())
+		Eventually(func() string {
+			got := &unstructured.Unstructured{}
+			got.SetGroupVersionKind(second.GroupVersionKind())
+			Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(second), got)).To(Succeed())
+			name, _, _ := unstructured.NestedString(got.Object, "spec", "template", "spec", "infrastructureRef", "name")
+			return name
+		}).ShouldNot(Equal("w-1b-0"))
+		statusFollows(env.Client)
+		exited, err := mgr.Exited()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(exited).To(BeFalse(), "the manager runs on")
+	})
+
 	It("updates a Cluster API MachineSet under the documented embedded RBAC", func() {
 		grantEmbedded(env.Client, func(client.Object) {})
 		mgr := asMCCWith(env, hooks, opts)
@@ -139,3 +180,21 @@ var _ = Describe("The operator inside the machine-config-controller, with Cluste
 		Expect(exited).To(BeFalse())
 	})
 })
+
+// statusFollows changes MachineConfiguration/cluster's spec (its log level, which nothing here
+// reads) and waits for the operator to write the status of that generation.
+func statusFollows(c client.Client) {
+	GinkgoHelper()
+	mc := &operatorv1.MachineConfiguration{}
+	Expect(c.Get(ctx, client.ObjectKey{Name: "cluster"}, mc)).To(Succeed())
+	level := operatorv1.Debug
+	if mc.Spec.LogLevel == operatorv1.Debug {
+		level = operatorv1.Normal
+	}
+	Expect(c.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"logLevel":"`+string(level)+`"}}`)))).To(Succeed())
+	Eventually(func() int64 {
+		got := &operatorv1.MachineConfiguration{}
+		Expect(c.Get(ctx, client.ObjectKey{Name: "cluster"}, got)).To(Succeed())
+		return got.Status.ObservedGeneration
+	}).Should(Equal(mc.Generation), "status written for the new generation")
+}
