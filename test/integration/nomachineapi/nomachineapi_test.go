@@ -81,7 +81,7 @@ var _ = Describe("A cluster without the Machine API CRDs", func() {
 				machine = append(machine, crd)
 			}
 		}
-		Expect(machine).To(HaveLen(2))
+		Expect(machine).To(HaveLen(3), "MachineSets, Machines and the ControlPlaneMachineSet")
 		_, err = envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{CRDs: machine})
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(func() error {
