@@ -28,7 +28,7 @@ func (in clusterInputs) loader() inputs.Loader {
 	return inputs.Loader{
 		Reader: in.Client, Gates: in.Gates, Namespace: in.Namespace,
 		Clouds: in.Clouds, Streams: in.Streams,
-		Selection: inputs.SelectionStatus, Complete: true,
+		Selection: inputs.SelectionStatus, Complete: true, InPlace: true,
 	}
 }
 

@@ -65,6 +65,10 @@ type Loader struct {
 	// cluster. Files may simply not carry an object: a user-data Secret they lack is not checked
 	// (UserData returns nil) rather than reported missing.
 	Complete bool
+	// InPlace says Reader is a cache whose objects may be read where they are: the cluster-wide
+	// inputs are read without a copy (nothing reads them but the decisions, which never write
+	// them), so a wave of N decisions does not copy the coreos-bootimages ConfigMap N times.
+	InPlace bool
 }
 
 // Inputs are the cluster-wide inputs of the decisions.
@@ -86,7 +90,7 @@ type Inputs struct {
 func (l Loader) Load(ctx context.Context) (Inputs, error) {
 	var in Inputs
 	var err error
-	if in.MachineConfiguration, err = GetOptional(ctx, l.Reader, client.ObjectKey{Name: kube.MachineConfigurationName}, &operatorv1.MachineConfiguration{}); err != nil {
+	if in.MachineConfiguration, err = GetOptional(ctx, l.Reader, client.ObjectKey{Name: kube.MachineConfigurationName}, &operatorv1.MachineConfiguration{}, l.getOptions()...); err != nil {
 		return in, err
 	}
 	mc := in.MachineConfiguration
@@ -95,10 +99,10 @@ func (l Loader) Load(ctx context.Context) (Inputs, error) {
 		return in, nil
 	}
 	objs := bootimage.ClusterObjects{Clouds: l.Clouds, Streams: l.Streams}
-	if objs.Infrastructure, err = GetOptional(ctx, l.Reader, client.ObjectKey{Name: "cluster"}, &configv1.Infrastructure{}); err != nil {
+	if objs.Infrastructure, err = GetOptional(ctx, l.Reader, client.ObjectKey{Name: "cluster"}, &configv1.Infrastructure{}, l.getOptions()...); err != nil {
 		return in, err
 	}
-	if objs.ClusterVersion, err = GetOptional(ctx, l.Reader, client.ObjectKey{Name: "version"}, &configv1.ClusterVersion{}); err != nil {
+	if objs.ClusterVersion, err = GetOptional(ctx, l.Reader, client.ObjectKey{Name: "version"}, &configv1.ClusterVersion{}, l.getOptions()...); err != nil {
 		return in, err
 	}
 	if objs.BootImages, err = l.BootImages(ctx); err != nil {
@@ -152,7 +156,7 @@ func (l Loader) BootImages(ctx context.Context) (*corev1.ConfigMap, error) {
 	if ns == "" {
 		ns = kube.MCONamespace
 	}
-	return GetOptional(ctx, l.Reader, client.ObjectKey{Namespace: ns, Name: kube.BootImagesConfigMapName}, &corev1.ConfigMap{})
+	return GetOptional(ctx, l.Reader, client.ObjectKey{Namespace: ns, Name: kube.BootImagesConfigMapName}, &corev1.ConfigMap{}, l.getOptions()...)
 }
 
 // UserData reads the user-data Secret providerSpec names, in openshift-machine-api; nil when the
@@ -193,9 +197,9 @@ func ControlPlaneArch(ctx context.Context, r client.Reader) (string, error) {
 }
 
 // GetOptional gets key into obj, returning nil when it does not exist.
-func GetOptional[T client.Object](ctx context.Context, r client.Reader, key client.ObjectKey, obj T) (T, error) {
+func GetOptional[T client.Object](ctx context.Context, r client.Reader, key client.ObjectKey, obj T, opts ...client.GetOption) (T, error) {
 	var none T
-	err := r.Get(ctx, key, obj)
+	err := r.Get(ctx, key, obj, opts...)
 	if apierrors.IsNotFound(err) {
 		return none, nil
 	}
@@ -203,4 +207,12 @@ func GetOptional[T client.Object](ctx context.Context, r client.Reader, key clie
 		return none, err
 	}
 	return obj, nil
+}
+
+// getOptions are the options of the loader's reads (InPlace).
+func (l Loader) getOptions() []client.GetOption {
+	if l.InPlace {
+		return []client.GetOption{client.UnsafeDisableDeepCopy}
+	}
+	return nil
 }
