@@ -60,14 +60,26 @@ type Change struct {
 	To   string    `json:"to"`
 	At   time.Time `json:"at"`
 	By   string    `json:"by"`
-	// Revert puts the object's spec back as it was before the change (paths as in
-	// Decision.ProviderSpecPatch); empty when the change cannot be undone.
+	// Revert puts the object's spec back as it was before the change: for a Machine API object,
+	// paths as in Decision.ProviderSpecPatch; for a Cluster API one, paths from the object's root
+	// (its infrastructureRef name, tested to be the copy the change wrote). Empty when the change
+	// cannot be undone.
 	Revert []PatchOp `json:"revert,omitempty"`
+	// Template is, for a Cluster API object, the infrastructure machine templates the change
+	// moved it between: its machines are told apart by the template they were cloned from, and
+	// the collector keeps Template.From while the change is pending. Absent for the Machine API.
+	Template *TemplateChange `json:"template,omitempty"`
 	// Outcome is Verified or Failed once a machine said so; "" while pending.
 	Outcome string `json:"outcome,omitempty"`
 	// Machine and Error are the machine that verified or failed the change, and its error.
 	Machine string `json:"machine,omitempty"`
 	Error   string `json:"error,omitempty"`
+}
+
+// TemplateChange is a Cluster API object's move from one infrastructure machine template to a copy.
+type TemplateChange struct {
+	From string `json:"from"`
+	To   string `json:"to"`
 }
 
 // State is c's Decision.Verification.
@@ -168,9 +180,14 @@ func ClearHoldOp() PatchOp {
 
 func escapePointer(s string) string { return strings.NewReplacer("~", "~0", "/", "~1").Replace(s) }
 
-// ClearCommand is the one command that clears a hold.
+// ClearCommand is the one command that clears a hold. A Cluster API kind is qualified by its
+// group: oc resolves machineset to the Machine API's.
 func ClearCommand(d Decision) string {
-	return fmt.Sprintf("oc annotate %s/%s -n %s %s-", strings.ToLower(d.Kind), d.Name, d.Namespace, HoldAnnotation)
+	resource := strings.ToLower(d.Kind)
+	if d.APIGroup != "" {
+		resource += "." + d.APIGroup
+	}
+	return fmt.Sprintf("oc annotate %s/%s -n %s %s-", resource, d.Name, d.Namespace, HoldAnnotation)
 }
 
 // Held returns d as the Skip BootImageHeld when d updates to the target obj holds, and d

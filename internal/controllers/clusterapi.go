@@ -78,6 +78,10 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 		return ctrl.Result{}, err
 	}
 	template, cluster, obj := read.Template, read.Cluster, read.Object
+	v, err := r.verifyMove(ctx, in, owner, obj, bootimage.PausedBecause(owner, cluster) != "")
+	if err != nil || v.wrote {
+		return ctrl.Result{}, err
+	}
 	d, next, retry, err := r.decide(ctx, in, owner, &obj)
 	if retry != nil || err != nil {
 		return orZero(retry), err
@@ -103,7 +107,8 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 		m.Denied = bootimage.Denial{Target: d.Target, Version: denialVersion, Message: d.Message}
 		r.Tracker.Remember(r.Kind, key, m)
 	}
-	res := r.whileGatesUnknown(in, r.done(ctx, owner, d, in.version))
+	d = verified(d, v, in.cluster.Verification.Enabled)
+	res := withRecheck(r.whileGatesUnknown(in, r.done(ctx, owner, d, in.version)), d, in.cluster.Canaries, v)
 	ref, err := bootimage.InfrastructureRef(owner)
 	if err != nil || bootimage.PausedBecause(owner, cluster) != "" {
 		return res, nil
@@ -192,8 +197,10 @@ func (r *ClusterAPIReconciler) updateTemplate(ctx context.Context, owner, templa
 	if created {
 		logf.FromContext(ctx).Info("Created template copy", "template", copied.GetName(), "from", template.GetName())
 	}
-	patch, err := bootimage.InfrastructureRefPatch(owner.GetResourceVersion(), template.GetName(), copied.GetName(),
-		bootimage.AnnotationPatchOp(owner.GetAnnotations(), bootimage.AttemptsAnnotation, next.String()))
+	// The change rides in the same patch as the move, so it is never lost between the two.
+	ops := append([]bootimage.PatchOp{bootimage.AnnotationPatchOp(owner.GetAnnotations(), bootimage.AttemptsAnnotation, next.String())},
+		r.moveOps(owner, d, template.GetName(), copied.GetName())...)
+	patch, err := bootimage.InfrastructureRefPatch(owner.GetResourceVersion(), template.GetName(), copied.GetName(), ops...)
 	if err != nil {
 		return d, false, err
 	}
@@ -244,6 +251,7 @@ func (r *ClusterAPIReconciler) Register(ctx context.Context, mgr ctrl.Manager) e
 	capi := crdgate.ScopeCache(mgr, r.Cache)
 	b := r.reg.controller(mgr, name, r.Kind, controller.Options{MaxConcurrentReconciles: machineSetWorkers}).
 		WatchesRawSource(source.Kind[client.Object](capi, r.newObject(), &handler.EnqueueRequestForObject{}, inNamespace(bootimage.ClusterAPINamespace), changes))
+	b = r.watchMachines(b, capi, mgr.GetRESTMapper())
 	if r.Kind == bootimage.KindMachineSet {
 		// One sweep of the namespace is enough.
 		b = b.WatchesRawSource(source.Func(sweeps))

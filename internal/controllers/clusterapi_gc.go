@@ -231,6 +231,7 @@ func (g *templateCollector) templateUse(ctx context.Context, namespace, machineK
 			if ref, err := bootimage.InfrastructureRef(&l.Items[i]); err == nil {
 				use.Owners = append(use.Owners, ref)
 			}
+			use.Owners = append(use.Owners, restoreUse(&l.Items[i])...)
 		}
 	}
 	infra := schema.GroupVersion{Group: bootimage.InfrastructureGroup, Version: version}

@@ -51,26 +51,43 @@ type verification struct {
 // verify reads the machines created since the object's newest change for evidence, records a
 // verdict, and restores the object on evidence against its image (see bootimage.Verify).
 func (s bootImages) verify(ctx context.Context, in loadedInputs, sub verifySubject) (verification, error) {
-	h, err := bootimage.HistoryOf(sub.obj.Annotations)
-	if err != nil {
-		logf.FromContext(ctx).Error(err, "Cannot read the boot image history; the next update starts a new one")
-		return verification{}, nil
-	}
-	c, ok := h.Newest()
-	if !ok || !in.cluster.Verification.Enabled || c.By != bootimage.ByOperator {
-		return verification{state: stateOf(h, in.cluster.Verification.Enabled)}, nil
-	}
-	if c.Outcome != "" {
-		return verification{state: c.State()}, nil
+	h, v, pending := s.pending(ctx, in, sub.obj)
+	if !pending {
+		return v, nil
 	}
 	sub.platform = in.cluster.Platform
 	machines := &machinev1beta1.MachineList{}
 	if err := s.Client.List(ctx, machines, client.InNamespace(sub.obj.Namespace), client.MatchingLabelsSelector{Selector: sub.machines}, client.UnsafeDisableDeepCopy); err != nil {
 		return verification{}, err
 	}
-	imageFailure := machineImageFailure(in.cluster.Platform)
+	return s.judge(ctx, in, sub, h, machineEvidence(in.cluster.Platform, machines.Items))
+}
+
+// pending reads obj's history; pending is true when its newest change is the operator's, not yet
+// verified or failed, and verification is on. Otherwise v is the state to report.
+func (s bootImages) pending(ctx context.Context, in loadedInputs, obj bootimage.Object) (h bootimage.History, v verification, pending bool) {
+	h, err := bootimage.HistoryOf(obj.Annotations)
+	if err != nil {
+		logf.FromContext(ctx).Error(err, "Cannot read the boot image history; the next update starts a new one")
+		return nil, verification{}, false
+	}
+	c, ok := h.Newest()
+	if !ok || !in.cluster.Verification.Enabled || c.By != bootimage.ByOperator {
+		return h, verification{state: stateOf(h, in.cluster.Verification.Enabled)}, false
+	}
+	if c.Outcome != "" {
+		return h, verification{state: c.State()}, false
+	}
+	return h, verification{}, true
+}
+
+// judge reads machines, the object's, for evidence about the newest change of h: a verdict is
+// recorded, evidence against the image restores the object, and nothing yet says when to look
+// again.
+func (s bootImages) judge(ctx context.Context, in loadedInputs, sub verifySubject, h bootimage.History, machines []bootimage.Machine) (verification, error) {
+	c, _ := h.Newest()
 	now := s.Clock.Now()
-	v := bootimage.Verify(c, machineEvidence(in.cluster.Platform, machines.Items), imageFailure, in.cluster.Verification.Deadline, now)
+	v := bootimage.Verify(c, machines, machineImageFailure(in.cluster.Platform), in.cluster.Verification.Deadline, now)
 	switch v.Outcome {
 	case bootimage.Verified:
 		c.Outcome, c.Machine = bootimage.Verified, v.Machine

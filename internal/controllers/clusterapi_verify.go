@@ -1,0 +1,153 @@
+package controllers
+
+import (
+	"context"
+	"regexp"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
+)
+
+// machineLabel is the label Cluster API puts on the Machines (and infrastructure machines) of an
+// object of r's kind, naming it.
+func (r *ClusterAPIReconciler) machineLabel() string {
+	if r.Kind == bootimage.KindMachineDeployment {
+		return bootimage.ClusterAPIDeploymentNameLabel
+	}
+	return bootimage.ClusterAPISetNameLabel
+}
+
+// verifyMove verifies owner's newest change, a move to a template copy, by the Machines whose
+// infrastructure machine was cloned from that copy, as the Machine API objects' are verified
+// (bootimage.Verify); a restore points owner back at the template the change replaced. Nothing of
+// a paused owner is written.
+func (r *ClusterAPIReconciler) verifyMove(ctx context.Context, in loadedInputs, owner *unstructured.Unstructured, obj bootimage.Object, paused bool) (verification, error) {
+	h, v, pending := r.pending(ctx, in, obj)
+	c, _ := h.Newest()
+	if !pending || paused || c.Template == nil {
+		if pending {
+			v.state = bootimage.Pending
+		}
+		return v, nil
+	}
+	if ref, err := bootimage.InfrastructureRef(owner); err != nil || ref.Name != c.Template.To {
+		// Someone pointed it elsewhere since: its machines no longer say anything of the change.
+		return verification{state: bootimage.Pending}, nil
+	}
+	machines, err := r.machinesOf(ctx, owner, h, machineImageFailure(in.cluster.Platform))
+	if err != nil {
+		return verification{}, err
+	}
+	// Revert's paths are from the owner's root.
+	return r.judge(ctx, in, verifySubject{live: owner, obj: obj}, h, machines)
+}
+
+// machinesOf reads, from the Cluster API cache, owner's Machines and their infrastructure
+// machines, reduced for the newest change of h.
+func (r *ClusterAPIReconciler) machinesOf(ctx context.Context, owner *unstructured.Unstructured, h bootimage.History, imageFailure *regexp.Regexp) ([]bootimage.Machine, error) {
+	c, _ := h.Newest()
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(bootimage.ClusterAPIGroupVersion.WithKind("MachineList"))
+	if err := r.CAPI.List(ctx, list, client.InNamespace(owner.GetNamespace()), client.MatchingLabels{r.machineLabel(): owner.GetName()}); err != nil {
+		return nil, err
+	}
+	out := make([]bootimage.Machine, 0, len(list.Items))
+	for i := range list.Items {
+		m := &list.Items[i]
+		infra, err := r.infrastructureMachine(ctx, m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, bootimage.ClusterAPIMachine(m, infra, c, imageFailure))
+	}
+	return out, nil
+}
+
+// infrastructureMachine reads the infrastructure machine Machine m names; nil when it names none,
+// its kind is not served or it is not found.
+func (r *ClusterAPIReconciler) infrastructureMachine(ctx context.Context, m *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	ref, _, _ := unstructured.NestedStringMap(m.Object, "spec", "infrastructureRef")
+	if ref["kind"] == "" || ref["name"] == "" {
+		return nil, nil
+	}
+	mapping, err := r.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: bootimage.InfrastructureGroup, Kind: ref["kind"]})
+	if err != nil {
+		return nil, nil
+	}
+	infra := &unstructured.Unstructured{}
+	infra.SetGroupVersionKind(mapping.GroupVersionKind)
+	err = r.CAPI.Get(ctx, client.ObjectKey{Namespace: m.GetNamespace(), Name: ref["name"]}, infra)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return infra, err
+}
+
+// moveOps are the operations an update of owner to d, from template from to the copy to, adds
+// beside its attempts: the change in the history, and the removal of a hold the stream has moved
+// past. The attempts operation has created the annotations when owner had none.
+func (r *ClusterAPIReconciler) moveOps(owner *unstructured.Unstructured, d bootimage.Decision, from, to string) []bootimage.PatchOp {
+	annotations := owner.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	h, _ := bootimage.HistoryOf(annotations)
+	h = h.With(bootimage.TemplateMove(d, from, to, r.Clock.Now().UTC()))
+	ops := []bootimage.PatchOp{h.PatchOp(annotations)}
+	if bootimage.HoldCleared(d, bootimage.Object{Annotations: owner.GetAnnotations()}) {
+		ops = append(ops, bootimage.ClearHoldOp())
+	}
+	return ops
+}
+
+// watchMachines has the Machines and infrastructure machines of the Cluster API cache bring their
+// owner back while it has a change to verify. It watches their metadata, which the collector
+// holds already, so the watch costs no informer of its own; a kind not served is not watched.
+func (r *ClusterAPIReconciler) watchMachines(b *builder.Builder, capi cache.Cache, mapper apimeta.RESTMapper) *builder.Builder {
+	kinds := []schema.GroupKind{{Group: string(bootimage.ClusterAPIGroup), Kind: "Machine"}}
+	for _, t := range bootimage.TemplateKinds() {
+		kinds = append(kinds, schema.GroupKind{Group: bootimage.InfrastructureGroup, Kind: strings.TrimSuffix(t, "Template")})
+	}
+	for _, gk := range kinds {
+		mapping, err := mapper.RESTMapping(gk)
+		if err != nil {
+			continue
+		}
+		gvk := mapping.GroupVersionKind
+		if gk.Kind == "Machine" {
+			gvk = bootimage.ClusterAPIGroupVersion.WithKind("Machine")
+		}
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(gvk)
+		b = b.WatchesRawSource(source.Kind[client.Object](capi, m, handler.EnqueueRequestsFromMapFunc(r.machineToOwner), inNamespace(bootimage.ClusterAPINamespace)))
+	}
+	return b
+}
+
+// machineToOwner maps a Machine or infrastructure machine to the object of r's kind it was made
+// for, while that has a change to verify.
+func (r *ClusterAPIReconciler) machineToOwner(ctx context.Context, m client.Object) []reconcile.Request {
+	name := m.GetLabels()[r.machineLabel()]
+	if name == "" {
+		return nil
+	}
+	key := types.NamespacedName{Namespace: m.GetNamespace(), Name: name}
+	owner := r.newObject()
+	if r.CAPI.Get(ctx, key, owner) != nil || !pendingChange(owner) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: key}}
+}
