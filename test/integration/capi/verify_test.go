@@ -38,7 +38,9 @@ var _ = Describe("Boot image verification of Cluster API MachineSets", Ordered, 
 		mgr     *testenv.Manager
 		metrics *prometheus.Registry
 	)
-	const copyGrace = 2 * time.Second
+	// copyGrace is the grace of unused copies, the period of the sweep and how soon an owner
+	// whose copies are kept is taken again.
+	copyGrace := 2 * time.Second
 	start := func() {
 		GinkgoHelper()
 		var err error
@@ -220,6 +222,15 @@ spec:
 	})
 
 	It("takes a capacity failure as no evidence, and a machine that joins as proof", func() {
+		// Without a pass every copyGrace, only the Machines' watch brings the owner back.
+		Expect(mgr.Stop()).To(Succeed())
+		copyGrace = bootimage.TemplateGCGrace
+		start()
+		DeferCleanup(func() {
+			Expect(mgr.Stop()).To(Succeed())
+			copyGrace = 2 * time.Second
+			start()
+		})
 		owner, copied := updated("v-ok", installed("v-ok-0a1b2c3d"))
 		newMachine("v-ok-1", "v-ok", copied, map[string]any{"phase": "Failed"}, launchFailed(awsNoCapacity))
 		Expect(quiet(owner)).To(BeEmpty(), "a capacity failure restores nothing")
