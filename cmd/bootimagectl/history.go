@@ -13,6 +13,7 @@ import (
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -23,19 +24,23 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 )
 
-// managedObject is a Machine API object whose boot image the operator writes, as history and
-// restore read it.
+// managedObject is an object whose boot image the operator writes, as history and restore read
+// it: a Machine API one, or a Cluster API one (APIGroup set; history only).
 type managedObject struct {
-	Kind string `json:"kind"`
-	Name string `json:"name"`
-	obj  client.Object
+	Kind      string `json:"kind"`
+	APIGroup  string `json:"apiGroup,omitempty"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	obj       client.Object
 	// providerSpec is its providerSpec.value, and prefix where that sits, for JSON Patch.
 	providerSpec []byte
 	prefix       string
 	History      bootimage.History `json:"history"`
 }
 
-// objectRef parses kind/name as kubectl spells them: machineset/NAME, controlplanemachineset/cluster.
+// objectRef parses kind/name as kubectl spells them: machineset/NAME, controlplanemachineset/cluster,
+// and for Cluster API objects machineset.cluster.x-k8s.io/NAME or
+// machinedeployment.cluster.x-k8s.io/NAME, whose kind it returns qualified (Kind.group).
 func objectRef(arg string) (kind, name string, err error) {
 	kind, name, ok := strings.Cut(arg, "/")
 	switch strings.ToLower(kind) {
@@ -43,20 +48,36 @@ func objectRef(arg string) (kind, name string, err error) {
 		kind = bootimage.KindMachineSet
 	case "controlplanemachineset", "controlplanemachinesets", "cpms":
 		kind = bootimage.KindControlPlaneMachineSet
+	case "machineset.cluster.x-k8s.io", "machinesets.cluster.x-k8s.io":
+		kind = bootimage.KindMachineSet + "." + string(bootimage.ClusterAPIGroup)
+	case "machinedeployment.cluster.x-k8s.io", "machinedeployments.cluster.x-k8s.io", "machinedeployment", "machinedeployments", "md":
+		kind = bootimage.KindMachineDeployment + "." + string(bootimage.ClusterAPIGroup)
 	default:
 		ok = false
 	}
 	if !ok || name == "" {
-		return "", "", fmt.Errorf("%q: give machineset/NAME or controlplanemachineset/cluster (Machine API objects of %s)", arg, kube.MachineAPINamespace)
+		return "", "", fmt.Errorf("%q: give machineset/NAME or controlplanemachineset/cluster (Machine API objects of %s), or machineset.cluster.x-k8s.io/NAME or machinedeployment.cluster.x-k8s.io/NAME (Cluster API objects of %s)", arg, kube.MachineAPINamespace, bootimage.ClusterAPINamespace)
 	}
 	return kind, name, nil
 }
 
-// readManaged reads the object kind/name of openshift-machine-api and its history.
+// readManaged reads the object kind/name and its history: of openshift-machine-api, or of
+// openshift-cluster-api for a qualified (Cluster API) kind.
 func readManaged(ctx context.Context, c client.Reader, kind, name string) (managedObject, error) {
+	if k, group, capi := strings.Cut(kind, "."); capi {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(bootimage.ClusterAPIGroupVersion.WithKind(k))
+		m := managedObject{Kind: k, APIGroup: group, Namespace: bootimage.ClusterAPINamespace, Name: name, obj: u}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: name}, u); err != nil {
+			return m, err
+		}
+		var err error
+		m.History, err = bootimage.HistoryOf(u.GetAnnotations())
+		return m, err
+	}
 	key := types.NamespacedName{Namespace: kube.MachineAPINamespace, Name: name}
 	// The Machine API objects live there only; -n is accepted for the kubectl habit.
-	m := managedObject{Kind: kind, Name: name}
+	m := managedObject{Kind: kind, Namespace: kube.MachineAPINamespace, Name: name}
 	if kind == bootimage.KindMachineSet {
 		ms := &machinev1beta1.MachineSet{}
 		if err := c.Get(ctx, key, ms); err != nil {
@@ -81,14 +102,20 @@ func readManaged(ctx context.Context, c client.Reader, kind, name string) (manag
 	return m, err
 }
 
-// namespaceFlag accepts -n as kubectl does, for the one namespace the objects live in.
+// namespaceFlag accepts -n as kubectl does, for the one namespace each API's objects live in.
 func namespaceFlag(cmd *cobra.Command) *string {
-	return cmd.Flags().StringP("namespace", "n", kube.MachineAPINamespace, "The object's namespace: "+kube.MachineAPINamespace+", the only one the Machine API uses.")
+	return cmd.Flags().StringP("namespace", "n", "", "The object's namespace: "+kube.MachineAPINamespace+", the only one the Machine API uses, or "+bootimage.ClusterAPINamespace+" for a Cluster API object (the default).")
 }
 
-// checkNamespace refuses a namespace the object cannot be in.
-func checkNamespace(ns string) error {
-	if ns != kube.MachineAPINamespace {
+// checkNamespace refuses a namespace an object of kind (qualified for Cluster API) cannot be in.
+func checkNamespace(ns, kind string) error {
+	switch {
+	case ns == "":
+	case strings.Contains(kind, "."):
+		if ns != bootimage.ClusterAPINamespace {
+			return unusable("namespace %q: the Cluster API objects are in %s", ns, bootimage.ClusterAPINamespace)
+		}
+	case ns != kube.MachineAPINamespace:
 		return unusable("namespace %q: the Machine API objects are in %s", ns, kube.MachineAPINamespace)
 	}
 	return nil
@@ -111,12 +138,12 @@ the hold, if any. It writes nothing.`,
 			if err := checkOutput(output, "table", "json", "yaml"); err != nil {
 				return err
 			}
-			if err := checkNamespace(*namespace); err != nil {
-				return err
-			}
 			kind, name, err := objectRef(args[0])
 			if err != nil {
 				return unusable("%v", err)
+			}
+			if err := checkNamespace(*namespace, kind); err != nil {
+				return err
 			}
 			c, err := liveClient(cluster)
 			if err != nil {
@@ -178,8 +205,9 @@ func printHistory(w io.Writer, m managedObject, output string) error {
 	case holdErr != nil:
 		fmt.Fprintf(w, "\nHold: unreadable: %v\n", holdErr)
 	case held:
-		fmt.Fprintf(w, "\nHold: %s is not written to this object (%s at %s) until the stream moves past it or the hold is cleared:\n  oc annotate %s/%s -n %s %s-\n",
-			hold.Target, hold.By, hold.At.UTC().Format(time.RFC3339), strings.ToLower(m.Kind), m.Name, kube.MachineAPINamespace, bootimage.HoldAnnotation)
+		clear := bootimage.ClearCommand(bootimage.Decision{Kind: m.Kind, APIGroup: m.APIGroup, Namespace: m.Namespace, Name: m.Name})
+		fmt.Fprintf(w, "\nHold: %s is not written to this object (%s at %s) until the stream moves past it or the hold is cleared:\n  %s\n",
+			hold.Target, hold.By, hold.At.UTC().Format(time.RFC3339), clear)
 	}
 	return nil
 }
@@ -210,12 +238,12 @@ cannot be read or written.`,
   bootimagectl restore machineset/worker-us-east-1a --apply`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkNamespace(*namespace); err != nil {
-				return err
-			}
 			kind, name, err := objectRef(args[0])
 			if err != nil {
 				return unusable("%v", err)
+			}
+			if err := checkNamespace(*namespace, kind); err != nil {
+				return err
 			}
 			c, err := liveClient(cluster)
 			if err != nil {
@@ -231,6 +259,9 @@ cannot be read or written.`,
 
 // runRestore plans, and with apply writes, the restore of kind/name.
 func runRestore(ctx context.Context, c client.Client, kind, name string, apply bool, now time.Time, w io.Writer) error {
+	if strings.Contains(kind, ".") {
+		return unusable("%s/%s: restore by hand is built for Machine API objects only; for a Cluster API object, point spec.template.spec.infrastructureRef.name back at the template its history names (bootimagectl history %s/%s -o yaml) and place the hold", strings.ToLower(kind), name, strings.ToLower(kind), name)
+	}
 	m, err := readManaged(ctx, c, kind, name)
 	if err != nil {
 		return unusable("%v", err)

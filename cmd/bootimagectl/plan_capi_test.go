@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -252,5 +254,34 @@ var _ = Describe("bootimagectl plan on a cluster with Cluster API objects", Orde
 		Expect(live.Items).To(Equal(parsePlan(out).Items))
 		Expect(live.Items).To(ContainElement(And(HaveField("Name", "md"), HaveField("Action", bootimage.Update), HaveField("Rolls", HaveValue(Equal(3))))))
 		Expect(live.Summary).To(Equal(bootimage.Summary{Update: 2, NoChange: 1, Skip: 1}))
+	})
+
+	It("shows the history and the hold of a Cluster API object, and says restore by hand is not built for it", func() {
+		owner := &unstructured.Unstructured{}
+		owner.SetGroupVersionKind(bootimage.ClusterAPIGroupVersion.WithKind(bootimage.KindMachineSet))
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: bootimage.ClusterAPINamespace, Name: "capi-only"}, owner)).To(Succeed())
+		at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+		moved := bootimage.TemplateMove(bootimage.Decision{Current: "ami-old", Target: "ami-new"}, "w-1a-old", "capi-only-0123456789", at)
+		moved.Outcome, moved.Machine, moved.Error = bootimage.Failed, "capi-only-x1", "InvalidAMIID.NotFound"
+		h := bootimage.History{moved, {From: "ami-new", To: "ami-old", At: at, By: bootimage.ByRestore}}
+		raw, err := json.Marshal(h)
+		Expect(err).NotTo(HaveOccurred())
+		hold, err := json.Marshal(bootimage.Hold{Target: "ami-new", Restored: "ami-old", Machine: "capi-only-x1", By: bootimage.ByRestore, At: at})
+		Expect(err).NotTo(HaveOccurred())
+		owner.SetAnnotations(map[string]string{bootimage.HistoryAnnotation: string(raw), bootimage.HoldAnnotation: string(hold)})
+		Expect(env.Client.Update(ctx, owner)).To(Succeed())
+
+		code, out, stderr := runCLI("history", "machineset.cluster.x-k8s.io/capi-only", "--kubeconfig", kubeconfig)
+		Expect(stderr).To(BeEmpty())
+		Expect(code).To(Equal(0))
+		Expect(out).To(MatchRegexp(`(?m)^\S+ +operator +ami-old +ami-new +Failed +capi-only-x1 +InvalidAMIID.NotFound\n\S+ +restore +ami-new +ami-old +- +- +-\n`))
+		Expect(out).To(ContainSubstring("oc annotate machineset.cluster.x-k8s.io/capi-only -n openshift-cluster-api " + bootimage.HoldAnnotation + "-"))
+
+		_, out, _ = runCLI("history", "machineset.cluster.x-k8s.io/capi-only", "--kubeconfig", kubeconfig, "-o", "json")
+		Expect(out).To(ContainSubstring(`"from": "w-1a-old"`), "the template a restore points it back at")
+
+		code, _, stderr = runCLI("restore", "machineset.cluster.x-k8s.io/capi-only", "--kubeconfig", kubeconfig)
+		Expect(code).To(Equal(exitUnusable))
+		Expect(stderr).To(ContainSubstring("restore by hand is built for Machine API objects only"))
 	})
 })
