@@ -51,8 +51,40 @@ func (r *ClusterAPIReconciler) verifyMove(ctx context.Context, in loadedInputs, 
 	if err != nil {
 		return verification{}, err
 	}
+	gone, err := r.templateGone(ctx, owner, c.Template.From)
+	if err != nil {
+		return verification{}, err
+	}
+	if gone {
+		// A restore would point the owner at nothing: a failure is recorded and said, not undone.
+		c.Revert = nil
+		h = h.WithNewest(c)
+	}
 	// Revert's paths are from the owner's root.
 	return r.judge(ctx, in, verifySubject{live: owner, obj: obj}, h, machines)
+}
+
+// templateGone reports whether the template name, of the kind owner names, is not found in the
+// Cluster API cache (deleted by someone since the change).
+func (r *ClusterAPIReconciler) templateGone(ctx context.Context, owner *unstructured.Unstructured, name string) (bool, error) {
+	ref, err := bootimage.InfrastructureRef(owner)
+	if err != nil {
+		return false, err
+	}
+	mapping, err := r.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind})
+	if apimeta.IsNoMatchError(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	t := &unstructured.Unstructured{}
+	t.SetGroupVersionKind(mapping.GroupVersionKind)
+	err = r.CAPI.Get(ctx, client.ObjectKey{Namespace: owner.GetNamespace(), Name: name}, t)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	return false, err
 }
 
 // machinesOf reads, from the Cluster API cache, owner's Machines and their infrastructure
