@@ -31,7 +31,7 @@ const awsNoCapacity = "failed to run instance: InsufficientInstanceCapacity: We 
 // Issue 47, the Cluster API half: the Machines cloned from a new template copy verify it, or put
 // the owner back on the template it replaced. On a control plane of its own; ordered only to
 // share it and one operator; each spec makes its own objects and runs alone.
-var _ = Describe("Boot image verification of Cluster API MachineSets", Ordered, func() {
+var _ = Describe("Boot image verification of Cluster API MachineSets and MachineDeployments", Ordered, func() {
 	var (
 		c       client.Client
 		own     *testenv.Env
@@ -52,7 +52,8 @@ var _ = Describe("Boot image verification of Cluster API MachineSets", Ordered, 
 	BeforeAll(func() {
 		own = testenv.StartForSpecs(testenv.Options{CAPI: true})
 		c = own.Client
-		Expect(fixtures.Create(ctx, c, append(fixtures.ClusterAPIOnAWS(fixtures.ClusterAPIManager(operatorv1.MachineSets, operatorv1.All)),
+		managers := []operatorv1.MachineManager{fixtures.ClusterAPIManager(operatorv1.MachineSets, operatorv1.All), fixtures.ClusterAPIManager(bootimage.MachineDeployments, operatorv1.All)}
+		Expect(fixtures.Create(ctx, c, append(fixtures.ClusterAPIOnAWS(managers...),
 			fixtures.BootImagesConfigMap(fixtures.Stream(), fixtures.ReleaseVersion))...)).To(Succeed())
 		start()
 		DeferCleanup(func() { _ = mgr.Stop() })
@@ -103,11 +104,14 @@ var _ = Describe("Boot image verification of Cluster API MachineSets", Ordered, 
 		Expect(c.Create(ctx, fixtures.AWSMachineTemplate(name, fixtures.OldAWSAMI))).To(Succeed())
 		return name
 	}
-	// newMachine creates Machine name of MachineSet owner with its AWSMachine, cloned from
-	// template, each with status (nil for none).
-	newMachine := func(name, owner, template string, machineStatus, infraStatus map[string]any) {
+	// newOwnedMachine creates Machine name with its AWSMachine, both labelled ownerLabels and
+	// cloned from template, each with status (nil for none).
+	newOwnedMachine := func(name string, ownerLabels map[string]any, template string, machineStatus, infraStatus map[string]any) {
 		GinkgoHelper()
-		labels := map[string]any{bootimage.ClusterAPISetNameLabel: owner, "cluster.x-k8s.io/cluster-name": "demo"}
+		labels := map[string]any{"cluster.x-k8s.io/cluster-name": "demo"}
+		for k, v := range ownerLabels {
+			labels[k] = v
+		}
 		infra := fixtures.ClusterAPIObject(`
 apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
 kind: AWSMachine
@@ -134,6 +138,11 @@ spec:
 				Expect(c.Status().Update(ctx, o.obj)).To(Succeed())
 			}
 		}
+	}
+	// newMachine creates Machine name of MachineSet owner (see newOwnedMachine).
+	newMachine := func(name, owner, template string, machineStatus, infraStatus map[string]any) {
+		GinkgoHelper()
+		newOwnedMachine(name, map[string]any{bootimage.ClusterAPISetNameLabel: owner}, template, machineStatus, infraStatus)
 	}
 	launchFailed := func(message string) map[string]any {
 		return map[string]any{"failureReason": "CreateError", "failureMessage": message, "conditions": []any{map[string]any{
@@ -265,5 +274,25 @@ spec:
 		Eventually(historyOf(owner)).Should(ConsistOf(HaveField("Outcome", bootimage.Verified)))
 		Eventually(exists(earlier.GetName())).Should(Satisfy(apierrors.IsNotFound), "no restore needs it once verified")
 		Expect(exists(copied)()).To(Succeed())
+	})
+
+	It("restores a MachineDeployment when a Machine of one of its MachineSets fails on the new image", func() {
+		md := fixtures.ClusterAPIOwner("MachineDeployment", "v-md", installed("v-md-0a1b2c3d"))
+		Expect(c.Create(ctx, md)).To(Succeed())
+		md = getIn(md)
+		Expect(unstructured.SetNestedField(md.Object, map[string]any{"observedGeneration": md.GetGeneration(), "replicas": int64(2)}, "status")).To(Succeed())
+		Expect(c.Status().Update(ctx, md)).To(Succeed())
+		Eventually(refOf(md)).ShouldNot(Equal("v-md-0a1b2c3d"))
+		copied := refOf(md)()
+		Expect(historyOf(md)()).To(ConsistOf(HaveField("Template", Equal(&bootimage.TemplateChange{From: "v-md-0a1b2c3d", To: copied}))))
+
+		newOwnedMachine("v-md-1", map[string]any{bootimage.ClusterAPIDeploymentNameLabel: "v-md", bootimage.ClusterAPISetNameLabel: "v-md-7c9f8"}, copied,
+			map[string]any{"phase": "Failed"}, launchFailed(awsAMINotFound))
+		Eventually(refOf(md)).Should(Equal("v-md-0a1b2c3d"))
+		Expect(historyOf(md)()).To(HaveExactElements(
+			And(HaveField("Outcome", bootimage.Failed), HaveField("Machine", "v-md-1")), HaveField("By", bootimage.ByRestore)))
+		Eventually(func() []string { return eventsIn(c, "MachineDeployment", "v-md") }).Should(ContainElement(
+			HavePrefix("BootImageRestored: Restored boot image " + fixtures.OldAWSAMI + " after machine v-md-1 failed on " + fixtures.NewAWSAMIUSEast1)))
+		Expect(getIn(md).GetAnnotations()).To(HaveKey(bootimage.HoldAnnotation))
 	})
 })
