@@ -43,10 +43,6 @@ func (r *ClusterAPIReconciler) verifyMove(ctx context.Context, in loadedInputs, 
 		}
 		return v, nil
 	}
-	if ref, err := bootimage.InfrastructureRef(owner); err != nil || ref.Name != c.Template.To {
-		// Someone pointed it elsewhere since: its machines no longer say anything of the change.
-		return verification{state: bootimage.Pending}, nil
-	}
 	machines, err := r.machinesOf(ctx, owner, h, machineImageFailure(in.cluster.Platform))
 	if err != nil {
 		return verification{}, err
@@ -55,13 +51,14 @@ func (r *ClusterAPIReconciler) verifyMove(ctx context.Context, in loadedInputs, 
 	if err != nil {
 		return verification{}, err
 	}
-	if gone {
-		// A restore would point the owner at nothing: a failure is recorded and said, not undone.
+	if ref, err := bootimage.InfrastructureRef(owner); gone || err != nil || ref.Name != c.Template.To {
+		// A restore would point the owner at nothing, or undo someone's move since: a failure is
+		// recorded and said, not undone.
 		c.Revert = nil
 		h = h.WithNewest(c)
 	}
-	// Revert's paths are from the owner's root.
-	return r.judge(ctx, in, verifySubject{live: owner, obj: obj}, h, machines)
+	// Revert's paths are from the owner's root; its image is its template's.
+	return r.judge(ctx, in, verifySubject{live: owner, obj: obj, platform: in.cluster.Platform}, h, machines)
 }
 
 // templateGone reports whether the template name, of the kind owner names, is not found in the
