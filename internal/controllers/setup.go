@@ -131,6 +131,10 @@ type wiring struct {
 func newWiring(mgr ctrl.Manager, deps Deps, reg registration) (*wiring, error) {
 	w := &wiring{mgr: mgr, deps: deps, reg: reg, tracker: NewTracker(), streams: &bootimage.StreamCache{}}
 	deps.Metrics.exportDecisions(w.tracker)
+	// The decisions' loader (clusterInputs, InPlace) lists the control-plane Nodes through it.
+	if err := kube.IndexControlPlaneNodes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
 	var err error
 	if w.machineAPI, err = crdgate.New(mgr, w.tracker.Changed); err != nil {
 		return nil, err

@@ -67,7 +67,8 @@ type Loader struct {
 	Complete bool
 	// InPlace says Reader is a cache whose objects may be read where they are: the cluster-wide
 	// inputs are read without a copy (nothing reads them but the decisions, which never write
-	// them), so a wave of N decisions does not copy the coreos-bootimages ConfigMap N times.
+	// them), so a wave of N decisions does not copy the coreos-bootimages ConfigMap N times; and
+	// it has kube.ControlPlaneNodeIndex.
 	InPlace bool
 }
 
@@ -113,7 +114,11 @@ func (l Loader) Load(ctx context.Context) (Inputs, error) {
 		objs.Gates = gates
 	}
 	objs.GatesError = gatesErr
-	if objs.ControlPlaneArch, err = ControlPlaneArch(ctx, l.Reader); err != nil {
+	nodes := l.Reader
+	if l.InPlace {
+		nodes = kube.ControlPlaneIndexed{Reader: l.Reader}
+	}
+	if objs.ControlPlaneArch, err = ControlPlaneArch(ctx, nodes); err != nil {
 		return in, err
 	}
 	if objs.Pools, objs.OSImageStream, err = kube.OSStreamInputs(ctx, l.Reader); err != nil {

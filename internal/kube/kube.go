@@ -71,6 +71,19 @@ func NewScheme() *runtime.Scheme {
 // fallback is the answer when no such node says.
 func ControlPlaneArch(ctx context.Context, c client.Reader, fallback string) (string, error) {
 	var labels []map[string]string
+	if indexed, ok := c.(ControlPlaneIndexed); ok {
+		// One list of the control-plane Nodes through the index, not a match of every Node's
+		// labels per role on every decision.
+		nodes := &metav1.PartialObjectMetadataList{}
+		nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+		if err := indexed.Reader.List(ctx, nodes, client.MatchingFields{ControlPlaneNodeIndex: "true"}, client.UnsafeDisableDeepCopy); err != nil {
+			return "", fmt.Errorf("listing Nodes: %w", err)
+		}
+		for _, n := range nodes.Items {
+			labels = append(labels, n.Labels)
+		}
+		return bootimage.ControlPlaneArch(labels, fallback), nil
+	}
 	for _, role := range bootimage.ControlPlaneRoles {
 		hasRole, err := k8slabels.NewRequirement(role, selection.Exists, nil)
 		if err != nil {
@@ -86,6 +99,27 @@ func ControlPlaneArch(ctx context.Context, c client.Reader, fallback string) (st
 		}
 	}
 	return bootimage.ControlPlaneArch(labels, fallback), nil
+}
+
+// ControlPlaneNodeIndex indexes the cached Nodes' metadata by whether they carry a control-plane
+// role label ("true").
+const ControlPlaneNodeIndex = "bootimage.controlPlaneNode"
+
+// ControlPlaneIndexed is a cache reader that has ControlPlaneNodeIndex (IndexControlPlaneNodes).
+type ControlPlaneIndexed struct{ client.Reader }
+
+// IndexControlPlaneNodes registers ControlPlaneNodeIndex on the Nodes' metadata.
+func IndexControlPlaneNodes(ctx context.Context, indexer client.FieldIndexer) error {
+	node := &metav1.PartialObjectMetadata{}
+	node.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
+	return indexer.IndexField(ctx, node, ControlPlaneNodeIndex, func(o client.Object) []string {
+		for _, role := range bootimage.ControlPlaneRoles {
+			if _, ok := o.GetLabels()[role]; ok {
+				return []string{"true"}
+			}
+		}
+		return nil
+	})
 }
 
 // OSStreamInputs reads what chooses the OS stream of objects without the osstream label: the
