@@ -121,6 +121,20 @@ func checkNamespace(ns, kind string) error {
 	return nil
 }
 
+// resolveObject parses KIND/NAME, checks the namespace given for it, and connects to the cluster.
+func resolveObject(cluster *clusterFlags, arg, namespace string) (c client.Client, kind, name string, err error) {
+	if kind, name, err = objectRef(arg); err != nil {
+		return nil, "", "", unusable("%v", err)
+	}
+	if err := checkNamespace(namespace, kind); err != nil {
+		return nil, "", "", err
+	}
+	if c, err = liveClient(cluster); err != nil {
+		return nil, "", "", unusable("%v", err)
+	}
+	return c, kind, name, nil
+}
+
 func newHistoryCommand(cluster *clusterFlags, stdout io.Writer) *cobra.Command {
 	var output string
 	var namespace *string
@@ -138,16 +152,9 @@ the hold, if any. It writes nothing.`,
 			if err := checkOutput(output, "table", "json", "yaml"); err != nil {
 				return err
 			}
-			kind, name, err := objectRef(args[0])
+			c, kind, name, err := resolveObject(cluster, args[0], *namespace)
 			if err != nil {
-				return unusable("%v", err)
-			}
-			if err := checkNamespace(*namespace, kind); err != nil {
 				return err
-			}
-			c, err := liveClient(cluster)
-			if err != nil {
-				return unusable("%v", err)
 			}
 			m, err := readManaged(cmd.Context(), c, kind, name)
 			if err != nil {
@@ -238,16 +245,9 @@ cannot be read or written.`,
   bootimagectl restore machineset/worker-us-east-1a --apply`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			kind, name, err := objectRef(args[0])
+			c, kind, name, err := resolveObject(cluster, args[0], *namespace)
 			if err != nil {
-				return unusable("%v", err)
-			}
-			if err := checkNamespace(*namespace, kind); err != nil {
 				return err
-			}
-			c, err := liveClient(cluster)
-			if err != nil {
-				return unusable("%v", err)
 			}
 			return runRestore(cmd.Context(), c, kind, name, apply, time.Now(), stdout)
 		},

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -25,3 +27,12 @@ var _ = BeforeSuite(func() {
 	env = testenv.StartForSpecs(testenv.Options{CAPI: true})
 	k8s = env.Client
 })
+
+// stored reads obj as the API server holds it now.
+func stored(c client.Client, obj *unstructured.Unstructured) *unstructured.Unstructured {
+	GinkgoHelper()
+	got := &unstructured.Unstructured{}
+	got.SetGroupVersionKind(obj.GroupVersionKind())
+	Expect(c.Get(context.Background(), client.ObjectKeyFromObject(obj), got)).To(Succeed())
+	return got
+}

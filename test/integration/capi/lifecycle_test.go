@@ -62,13 +62,7 @@ var _ = Describe("Cluster API template copies through their life", Ordered, func
 		DeferCleanup(func() { _ = mgr.Stop() })
 	})
 
-	getIn := func(obj *unstructured.Unstructured) *unstructured.Unstructured {
-		GinkgoHelper()
-		got := &unstructured.Unstructured{}
-		got.SetGroupVersionKind(obj.GroupVersionKind())
-		Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
-		return got
-	}
+	getIn := func(obj *unstructured.Unstructured) *unstructured.Unstructured { return stored(c, obj) }
 	refOf := func(owner *unstructured.Unstructured) func() string {
 		return func() string {
 			return fmt.Sprint(field(getIn(owner).Object, "spec", "template", "spec", "infrastructureRef", "name"))

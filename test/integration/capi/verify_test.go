@@ -59,13 +59,7 @@ var _ = Describe("Boot image verification of Cluster API MachineSets and Machine
 		DeferCleanup(func() { _ = mgr.Stop() })
 	})
 
-	getIn := func(obj *unstructured.Unstructured) *unstructured.Unstructured {
-		GinkgoHelper()
-		got := &unstructured.Unstructured{}
-		got.SetGroupVersionKind(obj.GroupVersionKind())
-		Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
-		return got
-	}
+	getIn := func(obj *unstructured.Unstructured) *unstructured.Unstructured { return stored(c, obj) }
 	refOf := func(owner *unstructured.Unstructured) func() string {
 		return func() string {
 			name, _, _ := unstructured.NestedString(getIn(owner).Object, "spec", "template", "spec", "infrastructureRef", "name")
