@@ -73,16 +73,17 @@ func ControlPlaneArch(ctx context.Context, c client.Reader, fallback string) (st
 	var labels []map[string]string
 	if indexed, ok := c.(ControlPlaneIndexed); ok {
 		// One list of the control-plane Nodes through the index, not a match of every Node's
-		// labels per role on every decision.
+		// labels per role on every decision. A reader without the index (the API server's
+		// client) lists by role below.
 		nodes := &metav1.PartialObjectMetadataList{}
 		nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
-		if err := indexed.Reader.List(ctx, nodes, client.MatchingFields{ControlPlaneNodeIndex: "true"}, client.UnsafeDisableDeepCopy); err != nil {
-			return "", fmt.Errorf("listing Nodes: %w", err)
+		if err := indexed.Reader.List(ctx, nodes, client.MatchingFields{ControlPlaneNodeIndex: "true"}, client.UnsafeDisableDeepCopy); err == nil {
+			for _, n := range nodes.Items {
+				labels = append(labels, n.Labels)
+			}
+			return bootimage.ControlPlaneArch(labels, fallback), nil
 		}
-		for _, n := range nodes.Items {
-			labels = append(labels, n.Labels)
-		}
-		return bootimage.ControlPlaneArch(labels, fallback), nil
+		c = indexed.Reader
 	}
 	for _, role := range bootimage.ControlPlaneRoles {
 		hasRole, err := k8slabels.NewRequirement(role, selection.Exists, nil)
