@@ -251,7 +251,10 @@ func (r *ClusterAPIReconciler) Register(ctx context.Context, mgr ctrl.Manager) e
 	capi := crdgate.ScopeCache(mgr, r.Cache)
 	b := r.reg.controller(mgr, name, r.Kind, controller.Options{MaxConcurrentReconciles: machineSetWorkers}).
 		WatchesRawSource(source.Kind[client.Object](capi, r.newObject(), &handler.EnqueueRequestForObject{}, inNamespace(bootimage.ClusterAPINamespace), changes))
-	b = r.watchMachines(b, capi, mgr.GetRESTMapper())
+	b, err := r.watchMachines(ctx, b, capi, mgr)
+	if err != nil {
+		return err
+	}
 	if r.Kind == bootimage.KindMachineSet {
 		// One sweep of the namespace is enough.
 		b = b.WatchesRawSource(source.Func(sweeps))

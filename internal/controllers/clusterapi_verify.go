@@ -3,11 +3,11 @@ package controllers
 import (
 	"context"
 	"regexp"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -143,11 +143,18 @@ func (r *ClusterAPIReconciler) moveOps(owner *unstructured.Unstructured, d booti
 }
 
 // watchMachines has the Machines and infrastructure machines of the Cluster API cache bring their
-// owner back while it has a change to verify. It watches their metadata, which the collector
-// holds already, so the watch costs no informer of its own; a kind not served is not watched.
-func (r *ClusterAPIReconciler) watchMachines(b *builder.Builder, capi cache.Cache, mapper apimeta.RESTMapper) *builder.Builder {
+// owner back while it has a change to verify. It watches the objects the verify step reads (the
+// collector holds their metadata besides); a kind not served is not watched,
+// nor another platform's infrastructure machines (a Role may grant the cluster's own kinds only,
+// and a watch it forbids would never sync).
+func (r *ClusterAPIReconciler) watchMachines(ctx context.Context, b *builder.Builder, capi cache.Cache, mgr ctrl.Manager) (*builder.Builder, error) {
+	mapper := mgr.GetRESTMapper()
+	templateKinds, err := platformTemplateKinds(ctx, mgr.GetAPIReader())
+	if err != nil {
+		return nil, err
+	}
 	kinds := []schema.GroupKind{{Group: string(bootimage.ClusterAPIGroup), Kind: "Machine"}}
-	for _, t := range bootimage.TemplateKinds() {
+	for _, t := range templateKinds {
 		kinds = append(kinds, schema.GroupKind{Group: bootimage.InfrastructureGroup, Kind: strings.TrimSuffix(t, "Template")})
 	}
 	for _, gk := range kinds {
@@ -159,11 +166,13 @@ func (r *ClusterAPIReconciler) watchMachines(b *builder.Builder, capi cache.Cach
 		if gk.Kind == "Machine" {
 			gvk = bootimage.ClusterAPIGroupVersion.WithKind("Machine")
 		}
-		m := &metav1.PartialObjectMetadata{}
+		// The objects the verify step reads, not their metadata: an event of another informer of
+		// the kind could come before this one holds the change, and nothing would come after.
+		m := &unstructured.Unstructured{}
 		m.SetGroupVersionKind(gvk)
 		b = b.WatchesRawSource(source.Kind[client.Object](capi, m, handler.EnqueueRequestsFromMapFunc(r.machineToOwner), inNamespace(bootimage.ClusterAPINamespace)))
 	}
-	return b
+	return b, nil
 }
 
 // machineToOwner maps a Machine or infrastructure machine to the object of r's kind it was made
