@@ -1,11 +1,13 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -16,7 +18,9 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
+	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 )
 
@@ -59,9 +63,9 @@ func platformTemplateKinds(ctx context.Context, c client.Reader) ([]string, erro
 }
 
 // clusterAPIAccess decides whether the Cluster API controllers may run, from what the operator's
-// own identity may do in openshift-cluster-api (one SelfSubjectRulesReview a poll of their gate,
-// while they wait and while they run, SelfSubjectAccessReviews only for what an incomplete review
-// leaves open), and holds what stops them, for the status.
+// own identity may do in openshift-cluster-api (one SelfSubjectRulesReview a poll of their gate
+// while they wait, one every accessRecheckPolls polls while they run, SelfSubjectAccessReviews
+// only for what an incomplete review leaves open), and holds what stops them, for the status.
 type clusterAPIAccess struct {
 	client  client.Client
 	changed chan event.GenericEvent
@@ -69,6 +73,19 @@ type clusterAPIAccess struct {
 	mu sync.Mutex
 	// denied names the missing rules, "" when none are.
 	denied string
+	// granted is when a review last found every rule held; zero after one that did not.
+	granted time.Time
+}
+
+// accessRecheckPolls: while every rule is held, the rules are reviewed again only every this
+// many polls of the gate (10 minutes at the default poll), so an idle operator sends one review
+// per 10 minutes, not two a minute; a revoked rule is noticed that late. While a rule is
+// missing, every poll reviews, so a restored one resumes at once.
+const accessRecheckPolls = 20
+
+// recheckAfter is how long a review that found every rule held stands.
+func recheckAfter(ctx context.Context) time.Duration {
+	return accessRecheckPolls * cmp.Or(seams.From(ctx).CRDPollInterval, crdgate.DefaultPollInterval)
 }
 
 // Problem is what the rules keep the Cluster API controllers from, "" when nothing.
@@ -80,6 +97,12 @@ func (a *clusterAPIAccess) Problem() string {
 
 // allowed reviews the identity's rules and reports whether every rule of clusterAPIReads is held.
 func (a *clusterAPIAccess) allowed(ctx context.Context) bool {
+	a.mu.Lock()
+	standing := a.denied == "" && !a.granted.IsZero() && time.Since(a.granted) < recheckAfter(ctx)
+	a.mu.Unlock()
+	if standing {
+		return true
+	}
 	missing, err := a.missing(ctx)
 	msg := ""
 	switch {
@@ -96,6 +119,10 @@ func (a *clusterAPIAccess) allowed(ctx context.Context) bool {
 	a.mu.Lock()
 	was := a.denied
 	a.denied = msg
+	a.granted = time.Time{}
+	if msg == "" {
+		a.granted = time.Now()
+	}
 	a.mu.Unlock()
 	if msg != was {
 		if msg != "" {
