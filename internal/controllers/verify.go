@@ -116,11 +116,7 @@ func stateOf(h bootimage.History, enabled bool) string {
 // recordVerified stores h, whose newest change a machine verified, with optimistic locking.
 func (s bootImages) recordVerified(ctx context.Context, sub verifySubject, h bootimage.History) error {
 	c, _ := h.Newest()
-	patch, err := bootimage.Decision{}.JSONPatch(sub.prefix, sub.live.GetResourceVersion(), h.PatchOp(sub.obj.Annotations))
-	if err != nil {
-		return err
-	}
-	if err := s.Client.Patch(ctx, sub.live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(status.FieldManager)); err != nil {
+	if err := s.recordOutcome(ctx, sub, h); err != nil {
 		return fmt.Errorf("recording the verified boot image of %s %s: %w", sub.obj.Kind, client.ObjectKeyFromObject(sub.live), err)
 	}
 	logf.FromContext(ctx).Info("Boot image verified", "image", c.To, "machine", c.Machine)
