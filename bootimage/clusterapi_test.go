@@ -404,23 +404,6 @@ var _ = Describe("Template copies", func() {
 	)
 })
 
-var _ = Describe("Progress with Cluster API objects", func() {
-	It("counts them for skew like MachineSets, and leaves out those another API is in charge of", func() {
-		var p bootimage.Progress
-		p.MachineSets.Total, p.ClusterAPI.Total = 1, 3
-		p.Add(bootimage.Decision{Kind: bootimage.KindMachineSet, Name: "worker-a", Action: bootimage.Skip, Reason: bootimage.ReasonAuthorityClusterAPI})
-		p.Add(bootimage.Decision{Kind: bootimage.KindMachineSet, APIGroup: "cluster.x-k8s.io", Name: "worker-a", Action: bootimage.NoChange})
-		p.Add(bootimage.Decision{Kind: bootimage.KindMachineDeployment, APIGroup: "cluster.x-k8s.io", Name: "workers", Action: bootimage.Skip, Reason: bootimage.ReasonCustomImage})
-		Expect(p.Pass("4.20.3")).To(BeNil(), "one Cluster API object is not decided yet")
-		p.Add(bootimage.Decision{Kind: bootimage.KindMachineSet, APIGroup: "cluster.x-k8s.io", Name: "worker-b", Action: bootimage.Error, Reason: bootimage.ReasonInvalidTemplate})
-		pass := p.Pass("4.20.3")
-		Expect(pass).NotTo(BeNil())
-		Expect(pass.LeftBehind).To(Equal([]string{"MachineDeployment.cluster.x-k8s.io/workers"}))
-		Expect(pass.Errors).To(Equal(1))
-		Expect(p.Counts()).To(HaveSuffix("| Reconciled 2 of 3 CAPI MachineSets and MachineDeployments (1 skipped, 1 failed)"))
-	})
-})
-
 // awsInfrastructure is an AWS Infrastructure/cluster in region.
 func awsInfrastructure(region string) *configv1.Infrastructure {
 	return &configv1.Infrastructure{Status: configv1.InfrastructureStatus{PlatformStatus: &configv1.PlatformStatus{Type: configv1.AWSPlatformType, AWS: &configv1.AWSPlatformStatus{Region: region}}}}

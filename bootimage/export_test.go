@@ -1,10 +1,8 @@
 package bootimage
 
 // What the specs of bootimage_test read of the package's internals.
-var CompareRHCOSVersions = compareRHCOSVersions
 
 const CopiedFromAnnotation = copiedFromAnnotation
-const CountsRefresh = countsRefresh
 
 var CurrentImageOf = currentImageOf
 var ParseBootImages = parseBootImages

@@ -43,9 +43,9 @@ func (r RHCOSRelease) Compare(o RHCOSRelease) int {
 	return cmp.Or(cmp.Compare(r.Major, o.Major), cmp.Compare(r.Minor, o.Minor))
 }
 
-// compareRHCOSVersions orders two RHCOS releases on major.Minor, then on the rest of the string
+// CompareRHCOSVersions orders two RHCOS releases on major.Minor, then on the rest of the string
 // (the build date); an unparseable one sorts first, so the oldest known release stays the claim.
-func compareRHCOSVersions(a, b string) int {
+func CompareRHCOSVersions(a, b string) int {
 	ra, okA := ParseRHCOSRelease(a)
 	rb, okB := ParseRHCOSRelease(b)
 	if !okA || !okB {

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 )
 
@@ -24,7 +25,7 @@ func afterGrace(ctx context.Context, c client.Reader, p Plan, now time.Time) (Pl
 	mc := &operatorv1.MachineConfiguration{}
 	degraded := ""
 	if err := c.Get(ctx, client.ObjectKey{Name: kube.MachineConfigurationName}, mc); err == nil {
-		if cond := meta.FindStatusCondition(mc.Status.Conditions, bootimage.ConditionBootImageUpdateDegraded); cond != nil {
+		if cond := meta.FindStatusCondition(mc.Status.Conditions, status.ConditionBootImageUpdateDegraded); cond != nil {
 			degraded = cond.Message
 		}
 	} else if client.IgnoreNotFound(err) != nil {

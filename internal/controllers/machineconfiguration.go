@@ -70,8 +70,8 @@ type MachineConfigurationReconciler struct {
 	// a Machine API controller stopped and retried), and what that means; nil when nothing.
 	Lacking func() []string
 
-	// counts holds the progress counts during a wave (bootimage.CountsHold).
-	counts bootimage.CountsHold
+	// counts holds the progress counts during a wave (status.CountsHold).
+	counts status.CountsHold
 	// lastWarnings and lastSupport are what was last announced, so each is announced once.
 	lastWarnings, lastSupport string
 
@@ -267,8 +267,8 @@ func (r *MachineConfigurationReconciler) uncountedList(ctx context.Context, c cl
 
 // progress tallies the current decisions of the listed objects taken on the inputs of the
 // selection sel, and says which kinds it could not read, their caches not synced.
-func (r *MachineConfigurationReconciler) progress(ctx context.Context, bootImages *corev1.ConfigMap, sel bootimage.Effective) (bootimage.Progress, []string, error) {
-	var p bootimage.Progress
+func (r *MachineConfigurationReconciler) progress(ctx context.Context, bootImages *corev1.ConfigMap, sel bootimage.Effective) (status.Progress, []string, error) {
+	var p status.Progress
 	var uncounted []string
 	pools, osImageStream, err := kube.OSStreamInputs(ctx, r.Client)
 	if crdgate.IsNotSynced(err) {

@@ -31,7 +31,7 @@ type machineConfigurationInputs struct {
 	BootImages     *corev1.ConfigMap
 	// Progress tallies the current decisions: those taken on the version (inputs.Version) of
 	// Selection.
-	Progress bootimage.Progress
+	Progress status.Progress
 	// StreamProblem is what is wrong with the stream itself (streamProblem), and
 	// ClusterAPIProblem what keeps the Cluster API controllers from running; zero when nothing.
 	StreamProblem     warning
@@ -87,7 +87,7 @@ func composeMachineConfigurationStatus(in machineConfigurationInputs) machineCon
 	if _, err := bootimage.VerificationOf(mc.Annotations); err != nil {
 		problems = append(slices.Clone(problems), err.Error()+": boot images are verified with the defaults")
 	}
-	set(bootimage.ConfigurationCondition(mc.Generation, problems))
+	set(status.ConfigurationCondition(mc.Generation, problems))
 	set(status.SupportCondition(mc.Generation, platform, in.Gates, in.MachineAPIMissing))
 
 	var warnings []warning
@@ -109,9 +109,9 @@ func composeMachineConfigurationStatus(in machineConfigurationInputs) machineCon
 	if in.ClusterVersion == nil {
 		warnings = append(warnings, warning{ReasonClusterVersionMissing, "ClusterVersion/version not found: the operator cannot tell whether the cluster is updating, nor which release it was installed with"})
 	}
-	progressing, degraded := bootimage.ProgressConditions(mc.Generation, p, messages(warnings))
+	progressing, degraded := status.ProgressConditions(mc.Generation, p, messages(warnings))
 	set(progressing)
-	set(bootimage.KeepDegraded(mc.Status.Conditions, degraded, p))
+	set(status.KeepDegraded(mc.Status.Conditions, degraded, p))
 
 	skewOn := in.Gates.Enabled(featuregates.BootImageSkewEnforcement)
 	if skewOn {

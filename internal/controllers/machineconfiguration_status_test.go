@@ -48,7 +48,7 @@ func TestComposeMachineConfigurationStatus(t *testing.T) {
 			Gates:          gates(false),
 			ClusterVersion: fixtures.ClusterVersion(fixtures.ReleaseVersion, true),
 			BootImages:     fixtures.BootImagesConfigMap(fixtures.Stream(), fixtures.ReleaseVersion),
-			Progress:       bootimage.Progress{MachineSets: bootimage.Tally{Total: 1, Decided: 1, Reconciled: 1}},
+			Progress:       status.Progress{MachineSets: status.Tally{Total: 1, Decided: 1, Reconciled: 1}},
 			Now:            now,
 		}
 		if change != nil {
@@ -85,7 +85,7 @@ func TestComposeMachineConfigurationStatus(t *testing.T) {
 		return func(in *machineConfigurationInputs) { in.Infrastructure = fixtures.Infrastructure(p) }
 	}
 	degradedWas := func(in *machineConfigurationInputs) {
-		in.MC.Status.Conditions = []metav1.Condition{{Type: bootimage.ConditionBootImageUpdateDegraded, Status: metav1.ConditionTrue, Reason: bootimage.ReasonCloudLookupFailed,
+		in.MC.Status.Conditions = []metav1.Condition{{Type: status.ConditionBootImageUpdateDegraded, Status: metav1.ConditionTrue, Reason: bootimage.ReasonCloudLookupFailed,
 			Message: "MachineSet a: cloud lookup failed", ObservedGeneration: 1, LastTransitionTime: earlier}}
 	}
 
@@ -140,35 +140,35 @@ func TestComposeMachineConfigurationStatus(t *testing.T) {
 						t.Errorf("condition %s: lastTransitionTime %v, observedGeneration %d", c.Type, c.LastTransitionTime, c.ObservedGeneration)
 					}
 				}
-				if c := condition(t, got, bootimage.ConditionConfigurationDegraded); c.Status != metav1.ConditionFalse {
+				if c := condition(t, got, status.ConditionConfigurationDegraded); c.Status != metav1.ConditionFalse {
 					t.Errorf("ConfigurationDegraded %s: %s", c.Status, c.Message)
 				}
 			},
 		}},
 		{"Degraded kept while its objects are undecided on the new inputs", inputs(func(in *machineConfigurationInputs) {
 			degradedWas(in)
-			in.Progress = bootimage.Progress{MachineSets: bootimage.Tally{Total: 1}}
+			in.Progress = status.Progress{MachineSets: status.Tally{Total: 1}}
 		}), []func(*testing.T, machineConfigurationStatus){
 			func(t *testing.T, got machineConfigurationStatus) {
-				c := condition(t, got, bootimage.ConditionBootImageUpdateDegraded)
+				c := condition(t, got, status.ConditionBootImageUpdateDegraded)
 				if c.Status != metav1.ConditionTrue || c.Message != "MachineSet a: cloud lookup failed" || !c.LastTransitionTime.Equal(&earlier) || c.ObservedGeneration != 2 {
 					t.Errorf("Degraded not kept: %+v", c)
 				}
-				if c := condition(t, got, bootimage.ConditionBootImageUpdateProgressing); c.Status != metav1.ConditionTrue {
+				if c := condition(t, got, status.ConditionBootImageUpdateProgressing); c.Status != metav1.ConditionTrue {
 					t.Errorf("Progressing %s, want True while undecided", c.Status)
 				}
 			},
 		}},
 		{"Degraded cleared once its objects are decided", inputs(degradedWas), []func(*testing.T, machineConfigurationStatus){
 			func(t *testing.T, got machineConfigurationStatus) {
-				if c := condition(t, got, bootimage.ConditionBootImageUpdateDegraded); c.Status != metav1.ConditionFalse || !c.LastTransitionTime.Equal(&now) {
+				if c := condition(t, got, status.ConditionBootImageUpdateDegraded); c.Status != metav1.ConditionFalse || !c.LastTransitionTime.Equal(&now) {
 					t.Errorf("Degraded %+v, want False since now", c)
 				}
 			},
 		}},
 		{"no ClusterVersion: Degraded, and a warning", inputs(func(in *machineConfigurationInputs) { in.ClusterVersion = nil }), []func(*testing.T, machineConfigurationStatus){
 			func(t *testing.T, got machineConfigurationStatus) {
-				if c := condition(t, got, bootimage.ConditionBootImageUpdateDegraded); c.Status != metav1.ConditionTrue {
+				if c := condition(t, got, status.ConditionBootImageUpdateDegraded); c.Status != metav1.ConditionTrue {
 					t.Errorf("Degraded %s, want True", c.Status)
 				}
 				if len(got.Warnings) != 1 || got.Warnings[0].reason != ReasonClusterVersionMissing {
@@ -202,7 +202,7 @@ func TestComposeMachineConfigurationStatus(t *testing.T) {
 				if !equality.Semantic.DeepEqual(reasons, want) {
 					t.Errorf("warnings %+v, want reasons %v", got.Warnings, want)
 				}
-				if c := condition(t, got, bootimage.ConditionConfigurationDegraded); c.Status != metav1.ConditionTrue {
+				if c := condition(t, got, status.ConditionConfigurationDegraded); c.Status != metav1.ConditionTrue {
 					t.Errorf("ConfigurationDegraded %s", c.Status)
 				}
 			},

@@ -190,7 +190,7 @@ func (w *wiring) machineConfiguration() *MachineConfigurationReconciler {
 		},
 		ClusterOperator: deps.ClusterOperator,
 		reg:             w.reg,
-		counts:          bootimage.CountsHold{Clock: deps.Clock},
+		counts:          status.CountsHold{Clock: deps.Clock},
 	}
 }
 

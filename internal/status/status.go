@@ -30,12 +30,13 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 )
 
-// Conditions this operator writes on MachineConfiguration/cluster; bootimage computes the first
-// three.
+// Conditions this operator writes on MachineConfiguration/cluster. The first two are the MCO's.
 const (
-	ConditionBootImageUpdateProgressing = bootimage.ConditionBootImageUpdateProgressing
-	ConditionBootImageUpdateDegraded    = bootimage.ConditionBootImageUpdateDegraded
-	ConditionConfigurationDegraded      = bootimage.ConditionConfigurationDegraded
+	ConditionBootImageUpdateProgressing = operatorv1.MachineConfigurationBootImageUpdateProgressing
+	ConditionBootImageUpdateDegraded    = operatorv1.MachineConfigurationBootImageUpdateDegraded
+	// ConditionConfigurationDegraded is True while part of spec.managedBootImages is overridden
+	// because it is not valid; its message says what to change.
+	ConditionConfigurationDegraded = "BootImageConfigurationDegraded"
 	// ConditionStatusWritten is False while the API rejects the status this operator computed;
 	// its message names the field and the API's answer.
 	ConditionStatusWritten = "BootImageStatusWritten"
@@ -300,7 +301,7 @@ func ownedStatusEqual(current, want *operatorv1.MachineConfiguration, withSkew b
 // from this status for the machine-config ClusterOperator.
 func (w *Writer) ReportGuard(ctx context.Context, mc *operatorv1.MachineConfiguration, guard bootimage.SkewGuard, leftBehind []string) error {
 	if guard.Blocked && !guard.Failing && len(leftBehind) > 0 {
-		guard.Message += fmt.Sprintf(" (MachineSets whose boot images the operator cannot update: %s)", strings.Join(leftBehind[:min(len(leftBehind), bootimage.MaxErrorsInMessage)], ", "))
+		guard.Message += fmt.Sprintf(" (MachineSets whose boot images the operator cannot update: %s)", strings.Join(leftBehind[:min(len(leftBehind), MaxErrorsInMessage)], ", "))
 	}
 	if guard.Blocked && w.ClusterOperator == "" {
 		guard.Message = strings.Replace(guard.Message, "Upgrades are blocked", "The boot image skew guard fails, which blocks upgrades where the MCO's status sync reads it (machine-config ClusterOperator)", 1)

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/manifests"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -128,10 +129,10 @@ var _ = Describe("The demo's tutorial", Ordered, func() {
 	agree := func(g Gomega, want map[string]string, planArgs ...string) {
 		mc := &operatorv1.MachineConfiguration{}
 		g.Expect(d.env.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, mc)).To(Succeed())
-		progressing := meta.FindStatusCondition(mc.Status.Conditions, bootimage.ConditionBootImageUpdateProgressing)
+		progressing := meta.FindStatusCondition(mc.Status.Conditions, status.ConditionBootImageUpdateProgressing)
 		g.Expect(progressing).NotTo(BeNil())
 		g.Expect(progressing.Status).To(Equal(metav1.ConditionFalse), "the operator has decided every object")
-		degraded := meta.FindStatusCondition(mc.Status.Conditions, bootimage.ConditionBootImageUpdateDegraded)
+		degraded := meta.FindStatusCondition(mc.Status.Conditions, status.ConditionBootImageUpdateDegraded)
 		g.Expect(degraded).NotTo(BeNil())
 
 		scraped, err := testenv.Scrape(metricsAddr, servingCA, token)
@@ -301,7 +302,7 @@ var _ = Describe("The demo's tutorial", Ordered, func() {
 		expectAgreement(map[string]string{worker1a: noChange, cpms: noChange, custom: skipCustom}, "--release-version", fixtures.ReleaseVersion)
 		mc := &operatorv1.MachineConfiguration{}
 		Expect(d.env.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, mc)).To(Succeed())
-		Expect(meta.IsStatusConditionTrue(mc.Status.Conditions, bootimage.ConditionBootImageUpdateDegraded)).To(BeTrue(), "ClusterVersion missing degrades")
+		Expect(meta.IsStatusConditionTrue(mc.Status.Conditions, status.ConditionBootImageUpdateDegraded)).To(BeTrue(), "ClusterVersion missing degrades")
 
 		By("rolling the stream meanwhile: the operator keeps updating, and the plan says so")
 		replaceAMI(fixtures.NewAWSAMIUSEast1, nextAMI)

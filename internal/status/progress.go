@@ -1,4 +1,4 @@
-package bootimage
+package status
 
 import (
 	"fmt"
@@ -6,19 +6,11 @@ import (
 	"strings"
 	"time"
 
-	operatorv1 "github.com/openshift/api/operator/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
-)
 
-// Conditions this operator writes on MachineConfiguration/cluster. The first two are the MCO's.
-const (
-	ConditionBootImageUpdateProgressing = operatorv1.MachineConfigurationBootImageUpdateProgressing
-	ConditionBootImageUpdateDegraded    = operatorv1.MachineConfigurationBootImageUpdateDegraded
-	// ConditionConfigurationDegraded is True while part of spec.managedBootImages is overridden
-	// because it is not valid; its message says what to change.
-	ConditionConfigurationDegraded = "BootImageConfigurationDegraded"
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
 )
 
 // MaxErrorsInMessage bounds the lists in condition messages on clusters with many broken objects.
@@ -66,41 +58,41 @@ type Tally struct{ Total, Decided, Reconciled, Skipped, Updating, Errored int }
 func (t Tally) Pending() bool { return t.Updating > 0 || t.Decided < t.Total }
 
 // Add counts d, a current decision, under its resource.
-func (p *Progress) Add(d Decision) {
+func (p *Progress) Add(d bootimage.Decision) {
 	t := &p.MachineSets
 	switch {
-	case d.Kind == KindControlPlaneMachineSet:
+	case d.Kind == bootimage.KindControlPlaneMachineSet:
 		t = &p.ControlPlaneMachineSets
-	case d.APIGroup == string(ClusterAPIGroup):
+	case d.APIGroup == string(bootimage.ClusterAPIGroup):
 		t = &p.ClusterAPI
 	}
 	t.Decided++
-	if d.Kind != KindControlPlaneMachineSet && d.Marketplace && d.BootImageVersion != "" && (d.Action == NoChange || d.Action == Update) {
-		if p.marketplaceRHCOS == "" || compareRHCOSVersions(d.BootImageVersion, p.marketplaceRHCOS) < 0 {
+	if d.Kind != bootimage.KindControlPlaneMachineSet && d.Marketplace && d.BootImageVersion != "" && (d.Action == bootimage.NoChange || d.Action == bootimage.Update) {
+		if p.marketplaceRHCOS == "" || bootimage.CompareRHCOSVersions(d.BootImageVersion, p.marketplaceRHCOS) < 0 {
 			p.marketplaceRHCOS = d.BootImageVersion
 		}
 	}
 	switch d.Action {
-	case NoChange:
+	case bootimage.NoChange:
 		t.Reconciled++
-	case Skip:
+	case bootimage.Skip:
 		t.Reconciled++
 		t.Skipped++
-		if d.LeftBehind() && d.Kind != KindControlPlaneMachineSet {
+		if d.LeftBehind() && d.Kind != bootimage.KindControlPlaneMachineSet {
 			p.leftBehind = append(p.leftBehind, leftBehindName(d))
 		}
-		if d.Reason == ReasonBootImageHeld {
+		if d.Reason == bootimage.ReasonBootImageHeld {
 			p.held = append(p.held, fmt.Sprintf("%s %s/%s: %s", d.Kind, d.Namespace, d.Name, d.Message))
 		}
-		if d.Reason == ReasonCopyNotPermitted {
+		if d.Reason == bootimage.ReasonCopyNotPermitted {
 			p.copyRefusals++
 			if p.copyRefusal == "" || d.Message < p.copyRefusal {
 				p.copyRefusal = d.Message
 			}
 		}
-	case Update:
+	case bootimage.Update:
 		t.Updating++
-	case Error:
+	case bootimage.Error:
 		t.Errored++
 		if d.ClusterLevel() { // said once, among the cluster's warnings
 			if p.clusterLevel == nil {
@@ -113,13 +105,13 @@ func (p *Progress) Add(d Decision) {
 	}
 }
 
-// HeldByCluster reports whether some object is in Error for reason, an error of the cluster's
-// inputs (Decision.ClusterLevel), which the cluster's warnings say once instead.
+// HeldByCluster reports whether some object is in bootimage.Error for reason, an error of the cluster's
+// inputs (bootimage.Decision.ClusterLevel), which the cluster's warnings say once instead.
 func (p Progress) HeldByCluster(reason string) bool { return p.clusterLevel[reason] }
 
 // leftBehindName names d's object in the skew guard's list: a Machine API MachineSet by its name,
 // a Cluster API object by kind.group/name.
-func leftBehindName(d Decision) string {
+func leftBehindName(d bootimage.Decision) string {
 	if d.APIGroup == "" {
 		return d.Name
 	}
@@ -137,11 +129,11 @@ func (p Progress) LeftBehind() []string {
 // Pass returns what the finished pass over the MachineSets, Machine API and Cluster API, and the
 // MachineDeployments achieved, nil while one is under way. releaseVersion is coreos-bootimages'
 // releaseVersion, "" when the ConfigMap is missing.
-func (p Progress) Pass(releaseVersion string) *SkewPass {
+func (p Progress) Pass(releaseVersion string) *bootimage.SkewPass {
 	if p.MachineSets.Pending() || p.ClusterAPI.Pending() {
 		return nil
 	}
-	return &SkewPass{LeftBehind: p.LeftBehind(), Errors: p.MachineSets.Errored + p.ClusterAPI.Errored, RHCOSVersion: p.marketplaceRHCOS, ReleaseVersion: releaseVersion}
+	return &bootimage.SkewPass{LeftBehind: p.LeftBehind(), Errors: p.MachineSets.Errored + p.ClusterAPI.Errored, RHCOSVersion: p.marketplaceRHCOS, ReleaseVersion: releaseVersion}
 }
 
 // Counts is the MCO's progress message, with the failed objects counted: of Total, Reconciled
@@ -163,15 +155,15 @@ func (t Tally) counts(resource string) string {
 }
 
 // ProgressConditions returns Progressing (True while any resource has an object pending) and
-// Degraded (True while an object is in Error or a cluster-wide warning says the inputs are wrong),
+// Degraded (True while an object is in bootimage.Error or a cluster-wide warning says the inputs are wrong),
 // with the MCO's counts in their messages, for a MachineConfiguration of generation.
 func ProgressConditions(generation int64, p Progress, warnings []string) (progressing, degraded metav1.Condition) {
 	counts := p.Counts()
-	progressing = metav1.Condition{Type: ConditionBootImageUpdateProgressing, Status: metav1.ConditionFalse, Reason: ReasonAsExpected, Message: counts, ObservedGeneration: generation}
+	progressing = metav1.Condition{Type: ConditionBootImageUpdateProgressing, Status: metav1.ConditionFalse, Reason: bootimage.ReasonAsExpected, Message: counts, ObservedGeneration: generation}
 	if p.MachineSets.Pending() || p.ControlPlaneMachineSets.Pending() || p.ClusterAPI.Pending() {
-		progressing.Status, progressing.Reason = metav1.ConditionTrue, ReasonBootImageUpdating
+		progressing.Status, progressing.Reason = metav1.ConditionTrue, bootimage.ReasonBootImageUpdating
 	}
-	degraded = metav1.Condition{Type: ConditionBootImageUpdateDegraded, Status: metav1.ConditionFalse, Reason: ReasonAsExpected, Message: counts, ObservedGeneration: generation}
+	degraded = metav1.Condition{Type: ConditionBootImageUpdateDegraded, Status: metav1.ConditionFalse, Reason: bootimage.ReasonAsExpected, Message: counts, ObservedGeneration: generation}
 	errs := append([]string(nil), p.errs...)
 	sort.Strings(errs)
 	var parts []string
@@ -185,9 +177,9 @@ func ProgressConditions(generation int64, p Progress, warnings []string) (progre
 	}
 	parts = append(parts, warnings...)
 	if len(parts) > 0 {
-		degraded.Status, degraded.Reason = metav1.ConditionTrue, ReasonBootImageUpdateFailed
+		degraded.Status, degraded.Reason = metav1.ConditionTrue, bootimage.ReasonBootImageUpdateFailed
 		if len(errs) == 0 && len(held) > 0 {
-			degraded.Reason = ReasonBootImageRestored
+			degraded.Reason = bootimage.ReasonBootImageRestored
 		}
 		degraded.Message = counts + " | " + strings.Join(parts, " | ")
 	}
@@ -221,16 +213,16 @@ func (p Progress) undecided() bool {
 // ConfigurationCondition returns BootImageConfigurationDegraded for the problems
 // EffectiveConfiguration found in spec.managedBootImages.
 func ConfigurationCondition(generation int64, problems []string) metav1.Condition {
-	cond := metav1.Condition{Type: ConditionConfigurationDegraded, Status: metav1.ConditionFalse, Reason: ReasonAsExpected, Message: "spec.managedBootImages is valid", ObservedGeneration: generation}
+	cond := metav1.Condition{Type: ConditionConfigurationDegraded, Status: metav1.ConditionFalse, Reason: bootimage.ReasonAsExpected, Message: "spec.managedBootImages is valid", ObservedGeneration: generation}
 	if len(problems) > 0 {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, ReasonInvalidSelection, strings.Join(problems, "; ")
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, bootimage.ReasonInvalidSelection, strings.Join(problems, "; ")
 	}
 	return cond
 }
 
 // CountsHold keeps the counts last written while a wave goes on, so a wave of N updates costs a
 // write when it starts and one when it ends, not one per object; on long waves the counts are
-// refreshed every CountsRefresh. Use one per status writer.
+// refreshed every countsRefresh. Use one per status writer.
 type CountsHold struct {
 	// Clock tells the time; nil is the real clock.
 	Clock clock.PassiveClock
