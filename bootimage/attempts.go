@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strings"
-	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
 )
@@ -17,107 +16,27 @@ const AttemptsAnnotation = "bootimage.openshift.io/update-attempts"
 // Attempts is the value of AttemptsAnnotation. Selection is the SelectionKey under which counting
 // began: choosing another selection starts a new count, an unrelated MachineConfiguration change
 // does not. (Opting out and back in to the same selection is seen by the operator, which then
-// ignores the count: see Memory.)
+// ignores the count: see Object.OptedOut.)
 type Attempts struct {
 	Target    string `json:"target"`
 	Count     int    `json:"count"`
 	Selection string `json:"selection"`
 }
 
-// Memory is what the operator remembers of one object between its decisions, besides the
-// annotation, and loses on restart: the attempts of its last patch (whoever reverts the object may
-// remove the annotation too), whether it was seen not selected since (the annotation's count then
-// no longer counts, so opting out and back in resumes updates, as the hot-loop message promises),
-// since when its cloud lookups fail, and since when its stream target has been unavailable. The
-// operator keeps one per object and hands it in with the object (Object.Memory); the methods
-// below return the next one. The zero Memory is an object seen for the first time, and what
-// bootimagectl, which remembers nothing, decides with.
-type Memory struct {
-	Patched  Attempts
-	OptedOut bool
-	// CloudFailingSince is when the object's cloud lookups began to fail; zero while they work.
-	CloudFailingSince time.Time
-	// Unavailable is the stream target the cloud does not have, and since when.
-	Unavailable      string
-	UnavailableSince time.Time
-	// Denied is the last update an admission policy refused for good.
-	Denied Denial
-}
-
-// Denial is an update an admission policy refused: to Target, of the object and inputs at
-// Version, and the decision's message, in the policy's words. The same update of the same object
-// on the same inputs is not sent again.
-type Denial struct {
-	Target, Version, Message string
-}
-
-// Refused returns d as the Skip DeniedByPolicy m remembers when d is the update that was refused
-// at version, and d otherwise.
-func (m Memory) Refused(d Decision, version string) Decision {
-	if d.Action != Update || m.Denied.Target != d.Target || m.Denied.Version != version {
-		return d
-	}
-	d.ProviderSpecPatch = nil
-	d.Action, d.Reason, d.Message = Skip, ReasonDeniedByPolicy, m.Denied.Message
-	return d
-}
-
 // Attempts returns how often o was already patched to target under selection: the larger count of
 // its memory and its annotation, which does not count once o was seen not selected since.
 func (o Object) Attempts(target, selection string) int {
 	persisted := 0
-	if !o.Memory.OptedOut {
+	if !o.OptedOut {
 		persisted = parseAttempts(o.Annotations).For(target, selection)
 	}
-	return max(o.Memory.Patched.For(target, selection), persisted)
+	return max(o.Patched.For(target, selection), persisted)
 }
 
 // NextAttempts returns the attempts to record with a patch of o to target on cluster.
 func (o Object) NextAttempts(cluster Cluster, target string) Attempts {
 	selection := o.selectionKey(cluster.Effective)
 	return Attempts{Target: target, Count: o.Attempts(target, selection) + 1, Selection: selection}
-}
-
-// Decided returns m after decision d: an object not selected starts counting afresh.
-func (m Memory) Decided(d Decision) Memory {
-	if d.Reason == ReasonNotSelected {
-		m.Patched, m.OptedOut = Attempts{}, true
-	}
-	return m
-}
-
-// Patch returns m after a patch that recorded next.
-func (m Memory) Patch(next Attempts) Memory {
-	m.Patched, m.OptedOut = next, false
-	return m
-}
-
-// CloudFailed returns m after a cloud lookup failed at now, and how long the lookups have failed.
-func (m Memory) CloudFailed(now time.Time) (Memory, time.Duration) {
-	if m.CloudFailingSince.IsZero() {
-		m.CloudFailingSince = now
-	}
-	return m, now.Sub(m.CloudFailingSince)
-}
-
-// CloudWorks returns m after the cloud lookups worked.
-func (m Memory) CloudWorks() Memory {
-	m.CloudFailingSince = time.Time{}
-	return m
-}
-
-// TargetUnavailable returns m after decision d, taken at now, and for how long d's target has
-// been unavailable in the cloud: 0 unless d is Skip TargetImageUnavailable; a new target starts a
-// new clock.
-func (m Memory) TargetUnavailable(d Decision, now time.Time) (Memory, time.Duration) {
-	if d.Action != Skip || d.Reason != ReasonTargetImageUnavailable {
-		m.Unavailable, m.UnavailableSince = "", time.Time{}
-		return m, 0
-	}
-	if m.Unavailable != d.Target {
-		m.Unavailable, m.UnavailableSince = d.Target, now
-	}
-	return m, now.Sub(m.UnavailableSince)
 }
 
 // SelectionKey identifies how the Machine API's resource is selected in the effective

@@ -129,7 +129,7 @@ var _ = Describe("Decide", func() {
 			o.UserData = &bootimage.UserData{SecretName: "worker-user-data", Found: true, Data: []byte(`{"ignition":{"version":"3.2.0","config":{"merge":[{"source":12}]}}}`)}
 		}), bootimage.Error, bootimage.ReasonInvalidUserData, "invalid Ignition 3.2.0 config"),
 		Entry("three patches remembered", configv1.AWSPlatformType, awsOld, mutate(func(c *bootimage.Cluster, o *bootimage.Object) {
-			o.Memory.Patched = bootimage.Attempts{Target: fixtures.NewAWSAMIUSEast1, Count: 3, Selection: bootimage.SelectionKey(c.Effective, o.Resource)}
+			o.Patched = bootimage.Attempts{Target: fixtures.NewAWSAMIUSEast1, Count: 3, Selection: bootimage.SelectionKey(c.Effective, o.Resource)}
 		}), bootimage.Error, bootimage.ReasonHotLoopDetected, "refusing to reconcile machineset worker-a, hot loop detected"),
 		Entry("three patches recorded", configv1.AWSPlatformType, awsOld, mutate(func(c *bootimage.Cluster, o *bootimage.Object) {
 			o.Annotations = map[string]string{bootimage.AttemptsAnnotation: bootimage.Attempts{Target: fixtures.NewAWSAMIUSEast1, Count: 3, Selection: bootimage.SelectionKey(c.Effective, o.Resource)}.String()}

@@ -74,8 +74,14 @@ type Object struct {
 	RollingOut bool
 	// UserData is the user-data Secret's stub; nil when it was not looked up.
 	UserData *UserData
-	// Memory is what the operator remembers of the object (hot loops, cloud failures).
-	Memory Memory
+	// Patched is the attempts of the operator's last patch of the object as it remembers them
+	// (whoever reverts the object may remove the annotation too); zero for bootimagectl, which
+	// remembers nothing.
+	Patched Attempts
+	// OptedOut is whether the operator saw the object not selected since that patch: the
+	// annotation's count then no longer counts, so opting out and back in resumes updates, as
+	// the hot-loop message promises.
+	OptedOut bool
 	// Problem, when set, is an Error InvalidTemplate: the object has no usable template.
 	Problem string
 }

@@ -169,7 +169,7 @@ var _ = Describe("vSphere decisions", func() {
 
 	It("keys the hot-loop guard on the release, since the template name does not change", func() {
 		d := decideVSphere(installed, func(c *bootimage.Cluster, o *bootimage.Object) {
-			o.Memory.Patched = bootimage.Attempts{Target: installed + "@" + release, Count: bootimage.HotLoopLimit, Selection: bootimage.SelectionKey(c.Effective, o.Resource)}
+			o.Patched = bootimage.Attempts{Target: installed + "@" + release, Count: bootimage.HotLoopLimit, Selection: bootimage.SelectionKey(c.Effective, o.Resource)}
 		})
 		Expect(d).To(And(HaveField("Action", bootimage.Error), HaveField("Reason", bootimage.ReasonHotLoopDetected), HaveField("Prepare", BeNil())))
 	})

@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
-	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
+	"github.com/bootimage-operator/bootimage-operator/internal/status"
 )
 
 // afterGrace turns each Skip TargetImageUnavailable of p into the Error the operator reports once

@@ -246,7 +246,7 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, clouds boot
 	out.Notes, out.degraded = in.notes(loaded, featureGate != nil, objects)
 
 	// decide runs the operator's decision for one object; refine applies the CPMS rules.
-	// The CLI remembers nothing between runs: the attempts annotation alone counts (zero Memory).
+	// The CLI remembers nothing between runs: the attempts annotation alone counts (no Object.Patched).
 	decide := func(obj bootimage.Object, refine func(bootimage.Decision, bootimage.Attempts) bootimage.Decision) error {
 		var err error
 		if obj.UserData, err = loader.UserData(ctx, obj.ProviderSpec); err != nil {

@@ -106,13 +106,14 @@ func (s bootImages) decide(ctx context.Context, in loadedInputs, live client.Obj
 	if obj.UserData, err = userData(ctx, s.Client, obj.ProviderSpec); err != nil {
 		return bootimage.Decision{}, bootimage.Attempts{}, nil, err
 	}
-	obj.Memory = s.Tracker.Memory(obj.Kind, key)
+	m := s.Tracker.Memory(obj.Kind, key)
+	m.into(obj)
 	d, err := bootimage.Decide(ctx, in.cluster, *obj)
 	if err != nil {
 		res, err := s.cloudFailed(ctx, in, live, *obj, d, err)
 		return d, bootimage.Attempts{}, &res, err
 	}
-	s.Tracker.Remember(obj.Kind, key, obj.Memory.CloudWorks().Decided(d))
+	s.Tracker.Remember(obj.Kind, key, m.cloudWorks().decided(d))
 	if d.Reason == bootimage.ReasonHotLoopDetected {
 		d.Message = status.WithSecondWriter(ctx, s.Reader, live, d.Message)
 	}
@@ -131,8 +132,9 @@ func (s bootImages) cloudFailed(ctx context.Context, in loadedInputs, live clien
 	}
 	retry, remembered := cloud.RetryAfter(err)
 	t := timings(ctx)
-	memory, failing := obj.Memory.CloudFailed(s.Clock.Now())
-	s.Tracker.Remember(obj.Kind, client.ObjectKeyFromObject(live), memory)
+	key := client.ObjectKeyFromObject(live)
+	m, failing := s.Tracker.Memory(obj.Kind, key).cloudFailed(s.Clock.Now())
+	s.Tracker.Remember(obj.Kind, key, m)
 	if failing < t.errorGrace {
 		if !remembered {
 			return ctrl.Result{}, err // the controller's backoff retries it
@@ -169,7 +171,7 @@ func (s bootImages) update(ctx context.Context, live client.Object, read *bootim
 		rule := status.Rule{Verb: "patch", Group: group, Resource: resourceOf(d.Kind), Namespace: key.Namespace}
 		return fmt.Errorf("patching boot image of %s %s: %w", d.Kind, key, status.Forbidden(err, rule))
 	}
-	s.Tracker.Remember(d.Kind, key, s.Tracker.Memory(d.Kind, key).Patch(next))
+	s.Tracker.Remember(d.Kind, key, s.Tracker.Memory(d.Kind, key).patch(next))
 	s.Metrics.countUpdate(d)
 	s.Templates.Recorded(vsphereimport.Waiter{Kind: d.Kind, Name: key})
 	logf.FromContext(ctx).Info("Updated boot image", "from", d.Current, "to", d.Target)
@@ -229,14 +231,14 @@ func (s bootImages) done(ctx context.Context, live client.Object, d bootimage.De
 // neither restarts the grace period nor disagrees with the plan.
 func (s bootImages) lasting(ctx context.Context, t cloudTimings, kind string, key types.NamespacedName, d bootimage.Decision) (bootimage.Decision, time.Duration) {
 	memory := s.Tracker.Memory(kind, key)
-	if d.Action == bootimage.Skip && d.Reason == bootimage.ReasonTargetImageUnavailable && memory.Unavailable != d.Target {
+	if d.Action == bootimage.Skip && d.Reason == bootimage.ReasonTargetImageUnavailable && memory.unavailable != d.Target {
 		if since, err := kube.FirstSaid(ctx, s.Reader, d); err == nil && !since.IsZero() && since.Before(s.Clock.Now()) {
-			memory.Unavailable, memory.UnavailableSince = d.Target, since
+			memory.unavailable, memory.unavailableSince = d.Target, since
 		} else if err != nil {
 			logf.FromContext(ctx).Error(err, "Cannot read when the target was first unavailable; the cloud grace period starts now")
 		}
 	}
-	memory, lasted := memory.TargetUnavailable(d, s.Clock.Now())
+	memory, lasted := memory.targetUnavailable(d, s.Clock.Now())
 	s.Tracker.Remember(kind, key, memory)
 	if d.Action != bootimage.Skip || d.Reason != bootimage.ReasonTargetImageUnavailable {
 		if d.CloudDependent() {

@@ -92,7 +92,7 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 	}
 	// A denial for good is sent again only once the object or the inputs changed.
 	key, denialVersion := client.ObjectKeyFromObject(owner), owner.GetResourceVersion()+"/"+in.version
-	d = r.Tracker.Memory(r.Kind, key).Refused(d, denialVersion)
+	d = r.Tracker.Memory(r.Kind, key).refused(d, denialVersion)
 	if d.Action == bootimage.Update {
 		var moved bool
 		if d, moved, err = r.updateTemplate(ctx, owner, template, d, next); err != nil {
@@ -104,7 +104,7 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 	}
 	if d.Reason == bootimage.ReasonDeniedByPolicy {
 		m := r.Tracker.Memory(r.Kind, key)
-		m.Denied = bootimage.Denial{Target: d.Target, Version: denialVersion, Message: d.Message}
+		m.denied = denial{target: d.Target, version: denialVersion, message: d.Message}
 		r.Tracker.Remember(r.Kind, key, m)
 	}
 	d = verified(d, v, in.cluster.Verification.Enabled)

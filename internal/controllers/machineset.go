@@ -26,7 +26,7 @@ const userDataSecretIndex = "spec.template.spec.providerSpec.value.userDataSecre
 // machineSetWorkers decide and patch MachineSets in parallel: a patch waits on the API server,
 // so a few in flight keep it busy without piling up. The reconciler holds no state of its own:
 // what it remembers of each object is in the Tracker, under its lock, and the work queue hands a
-// MachineSet to one worker at a time, so reading an object's Memory and storing the next one
+// MachineSet to one worker at a time, so reading an object's memory and storing the next one
 // cannot interleave with another worker's for that object. The template imports lock their own.
 const machineSetWorkers = 8
 

@@ -13,12 +13,11 @@ import (
 )
 
 // Tracker keeps the latest decision per object, shared by the reconcilers that decide and the one
-// that reports, and each object's bootimage.Memory (patch attempts, cloud failure clocks), which
-// the domain decides from and updates: the tracker only stores it.
+// that reports, and each object's memory (patch attempts, cloud failure clocks, a refused update).
 type Tracker struct {
 	mu        sync.Mutex
 	decisions map[trackerKey]trackedDecision
-	memory    map[trackerKey]bootimage.Memory
+	memory    map[trackerKey]memory
 	// Changed receives an event whenever a decision changes; the status reconciler watches it.
 	Changed chan event.GenericEvent
 }
@@ -40,7 +39,7 @@ type trackedDecision struct {
 func NewTracker() *Tracker {
 	return &Tracker{
 		decisions: map[trackerKey]trackedDecision{},
-		memory:    map[trackerKey]bootimage.Memory{},
+		memory:    map[trackerKey]memory{},
 		Changed:   make(chan event.GenericEvent, 1),
 	}
 }
@@ -119,7 +118,7 @@ func (t *Tracker) Latest(kind string) []bootimage.Decision {
 }
 
 // Memory returns what is remembered of an object; zero for one not seen yet.
-func (t *Tracker) Memory(kind string, name types.NamespacedName) bootimage.Memory {
+func (t *Tracker) Memory(kind string, name types.NamespacedName) memory {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.memory[trackerKey{kind, name}]
@@ -127,10 +126,10 @@ func (t *Tracker) Memory(kind string, name types.NamespacedName) bootimage.Memor
 
 // Remember stores m for an object. An object is reconciled by one worker at a time, so what it
 // read with Memory is still current when it stores.
-func (t *Tracker) Remember(kind string, name types.NamespacedName, m bootimage.Memory) {
+func (t *Tracker) Remember(kind string, name types.NamespacedName, m memory) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if m == (bootimage.Memory{}) {
+	if m == (memory{}) {
 		delete(t.memory, trackerKey{kind, name})
 		return
 	}
