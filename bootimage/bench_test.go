@@ -6,18 +6,23 @@ import (
 	"testing"
 
 	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
 
 // BenchmarkDecide500MachineSets decides a large cluster's MachineSets once, as a full resync
-// does: the stream is parsed once (StreamCache, as in the operator) and every decision reads it,
-// so this bounds the decisions' own cost of a relist.
+// does: the stream is parsed once (as the operator's inputs.StreamCache does) and every decision
+// reads it, so this bounds the decisions' own cost of a relist.
 func BenchmarkDecide500MachineSets(b *testing.B) {
 	cluster := fixtures.DecisionCluster(configv1.AWSPlatformType)
 	cluster.BootImages.ResourceVersion = "1"
-	cluster.Streams = &bootimage.StreamCache{}
+	streams, err := bootimage.ParseBootImages(cluster.BootImages)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cluster.ParseStreams = func(*corev1.ConfigMap) (*bootimage.Streams, error) { return streams, nil }
 	objs := make([]bootimage.Object, 500)
 	for i := range objs {
 		objs[i] = bootimage.MachineSetObject(fixtures.MachineSet(fmt.Sprintf("worker-%d", i), fixtures.AWSProviderSpec("us-east-1", fixtures.OldAWSAMI)))

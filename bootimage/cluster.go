@@ -19,8 +19,8 @@ type ClusterObjects struct {
 	Effective        operatorv1.ManagedBootImages
 	ControlPlaneArch string
 	// Clouds are the cloud lookups available; the platform's is the decisions' Cluster.Cloud.
-	Clouds  Clouds
-	Streams *StreamCache
+	Clouds       Clouds
+	ParseStreams func(*corev1.ConfigMap) (*Streams, error)
 	// Pools are the MachineConfigPools, and OSImageStream the cluster's OSImageStream (nil
 	// before 5.0): they give the OS stream of unlabelled objects.
 	Pools         []mcfgv1.MachineConfigPool
@@ -32,7 +32,7 @@ type ClusterObjects struct {
 func NewCluster(o ClusterObjects) Cluster {
 	c := Cluster{
 		Gates: o.Gates, GatesError: o.GatesError, Effective: o.Effective,
-		ControlPlaneArch: o.ControlPlaneArch, BootImages: o.BootImages, Streams: o.Streams,
+		ControlPlaneArch: o.ControlPlaneArch, BootImages: o.BootImages, ParseStreams: o.ParseStreams,
 	}
 	if infra := o.Infrastructure; infra != nil {
 		c.Infrastructure = infra

@@ -38,9 +38,9 @@ func Decide(ctx context.Context, cluster Cluster, obj Object) (Decision, error) 
 	if cluster.BootImages == nil {
 		return d.With(Error, ReasonStreamMissing, "%s", StreamMissingMessage), nil
 	}
-	parse := parseBootImages
-	if cluster.Streams != nil {
-		parse = cluster.Streams.Parse
+	parse := ParseBootImages
+	if cluster.ParseStreams != nil {
+		parse = cluster.ParseStreams
 	}
 	streams, err := parse(cluster.BootImages)
 	if err != nil {

@@ -5,7 +5,6 @@ package bootimage
 const CopiedFromAnnotation = copiedFromAnnotation
 
 var CurrentImageOf = currentImageOf
-var ParseBootImages = parseBootImages
 var RPMArch = kubeToRPMArch
 var RollingOut = rollingOut
 var Selected = isSelected

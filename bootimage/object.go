@@ -32,8 +32,9 @@ type Cluster struct {
 	ControlPlaneArch string
 	// BootImages is the coreos-bootimages ConfigMap; nil when missing.
 	BootImages *corev1.ConfigMap
-	// Streams, when set, parses BootImages (a StreamCache shared across decisions).
-	Streams *StreamCache
+	// ParseStreams, when set, parses BootImages instead of ParseBootImages: the operator's cache,
+	// shared across decisions, parses one ConfigMap version once.
+	ParseStreams func(*corev1.ConfigMap) (*Streams, error)
 	// Cloud looks the platform's images up, as the interface its folder defines (Clouds); nil
 	// when none is available, as offline.
 	Cloud any

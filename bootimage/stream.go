@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/coreos/stream-metadata-go/stream"
 	configv1 "github.com/openshift/api/config/v1"
@@ -39,10 +38,10 @@ func (s *Streams) Names() []string {
 	return slices.Sorted(maps.Keys(s.ByName))
 }
 
-// parseBootImages parses the coreos-bootimages ConfigMap with stream-metadata-go: each entry of
+// ParseBootImages parses the coreos-bootimages ConfigMap with stream-metadata-go: each entry of
 // the `streams` map when present, else the `stream` key as rhel-9. With `streams` there, `stream`
 // (a frozen copy of rhel-9) is not read: a labelled object never takes another key's images.
-func parseBootImages(cm *corev1.ConfigMap) (*Streams, error) {
+func ParseBootImages(cm *corev1.ConfigMap) (*Streams, error) {
 	out := &Streams{ReleaseVersion: cm.Data["releaseVersion"], ByName: map[string]*stream.Stream{}}
 	if raw, ok := cm.Data["streams"]; ok {
 		var byName map[string]json.RawMessage
@@ -87,31 +86,6 @@ func parseStream(raw []byte) (*stream.Stream, error) {
 		return nil, fmt.Errorf("CoreOS stream %q lists no architectures", st.Stream)
 	}
 	return &st, nil
-}
-
-// StreamCache remembers the last parsed coreos-bootimages ConfigMap, so deciding for every
-// MachineSet after a change parses the stream once, not once per MachineSet.
-type StreamCache struct {
-	mu      sync.Mutex
-	key     string
-	streams *Streams
-	err     error
-}
-
-// Parse returns ParseBootImages(cm), reusing the last result while cm's UID and resourceVersion
-// are the same.
-func (c *StreamCache) Parse(cm *corev1.ConfigMap) (*Streams, error) {
-	if cm.ResourceVersion == "" {
-		return parseBootImages(cm)
-	}
-	key := string(cm.UID) + "/" + cm.ResourceVersion
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.key != key {
-		c.streams, c.err = parseBootImages(cm)
-		c.key = key
-	}
-	return c.streams, c.err
 }
 
 // StreamProblem says what the streams lack for the cluster itself, "" when nothing: the control

@@ -325,7 +325,7 @@ func (in planInputs) notes(loaded inputs.Inputs, featureGate bool, objects planO
 	// As the operator: an entry of streams that does not parse is broken input, said and degrading
 	// whether or not an object boots that stream.
 	if objs.BootImages != nil {
-		if streams, err := (&bootimage.StreamCache{}).Parse(objs.BootImages); err == nil && len(streams.Invalid) > 0 {
+		if streams, err := bootimage.ParseBootImages(objs.BootImages); err == nil && len(streams.Invalid) > 0 {
 			degraded = true
 			for _, name := range slices.Sorted(maps.Keys(streams.Invalid)) {
 				notes = append(notes, streams.Invalid[name].Error())

@@ -17,7 +17,7 @@ type clusterInputs struct {
 	Gates  featuregates.Reader
 	// Clouds look the platforms' images up, vCenter templates included.
 	Clouds  bootimage.Clouds
-	Streams *bootimage.StreamCache
+	Streams *inputs.StreamCache
 	// Namespace holds the coreos-bootimages ConfigMap.
 	Namespace string
 }

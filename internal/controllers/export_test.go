@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/internal/inputs"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/migrations"
@@ -19,12 +20,12 @@ import (
 func NewReconcilersForTest(c client.Client, gates kube.GateSource, images bootimage.Clouds, recorder record.EventRecorder, tracker *Tracker) (*MachineSetReconciler, *MachineConfigurationReconciler) {
 	steps := bootImages{
 		Client:   c,
-		Inputs:   clusterInputs{Client: c, Gates: gates, Clouds: images, Streams: &bootimage.StreamCache{}, Namespace: kube.MCONamespace},
+		Inputs:   clusterInputs{Client: c, Gates: gates, Clouds: images, Streams: &inputs.StreamCache{}, Namespace: kube.MCONamespace},
 		Recorder: recorder, Tracker: tracker,
 		Clock: clock.RealClock{},
 	}
 	mc := &MachineConfigurationReconciler{
-		Client: c, Gates: gates, Recorder: recorder, Tracker: tracker, Streams: &bootimage.StreamCache{},
+		Client: c, Gates: gates, Recorder: recorder, Tracker: tracker, Streams: &inputs.StreamCache{},
 		Namespace:  kube.MCONamespace,
 		Migrations: migrations.Runner{Client: c, Reader: c, Recorder: recorder, Migrations: migrations.All},
 		Status:     &status.Writer{Client: c, Reader: c, Recorder: recorder, Clock: clock.RealClock{}},

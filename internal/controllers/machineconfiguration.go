@@ -49,7 +49,7 @@ type MachineConfigurationReconciler struct {
 	Metrics    *Metrics
 	Migrations migrations.Runner
 	Tracker    *Tracker
-	Streams    *bootimage.StreamCache
+	Streams    *inputs.StreamCache
 	// Status writes the status and the skew guard.
 	Status *status.Writer
 	// ClusterOperator, when set, names the ClusterOperator whose Upgradeable condition carries

@@ -40,6 +40,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
+	"github.com/bootimage-operator/bootimage-operator/internal/inputs"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
@@ -115,7 +116,7 @@ type wiring struct {
 	deps    Deps
 	reg     registration
 	tracker *Tracker
-	streams *bootimage.StreamCache
+	streams *inputs.StreamCache
 	// machineAPI and clusterAPI start their controllers once the CRDs are served. Cluster API has
 	// its own gate, also held by ManagedBootImagesAWSCAPI (the RBAC for openshift-cluster-api
 	// ships with that gate): most clusters never serve it, which is no reason to report the
@@ -129,7 +130,7 @@ type wiring struct {
 }
 
 func newWiring(mgr ctrl.Manager, deps Deps, reg registration) (*wiring, error) {
-	w := &wiring{mgr: mgr, deps: deps, reg: reg, tracker: NewTracker(), streams: &bootimage.StreamCache{}}
+	w := &wiring{mgr: mgr, deps: deps, reg: reg, tracker: NewTracker(), streams: &inputs.StreamCache{}}
 	deps.Metrics.exportDecisions(w.tracker)
 	// The decisions' loader (clusterInputs, InPlace) lists the control-plane Nodes through it.
 	if err := kube.IndexControlPlaneNodes(context.Background(), mgr.GetFieldIndexer()); err != nil {

@@ -56,9 +56,10 @@ type Loader struct {
 	Gates featuregates.Reader
 	// Namespace holds the coreos-bootimages ConfigMap; "" is kube.MCONamespace.
 	Namespace string
-	// Clouds and Streams are handed to the decisions as they are (bootimage.ClusterObjects).
+	// Clouds are handed to the decisions as they are, and Streams as the parser of the stream
+	// (bootimage.ClusterObjects).
 	Clouds  bootimage.Clouds
-	Streams *bootimage.StreamCache
+	Streams *StreamCache
 	// Selection is the configuration decided by.
 	Selection Selection
 	// Complete says Reader holds the whole cluster, so an object it lacks does not exist: true on a
@@ -99,7 +100,10 @@ func (l Loader) Load(ctx context.Context) (Inputs, error) {
 	if l.Selection == SelectionStatus && !in.InForce {
 		return in, nil
 	}
-	objs := bootimage.ClusterObjects{Clouds: l.Clouds, Streams: l.Streams}
+	objs := bootimage.ClusterObjects{Clouds: l.Clouds}
+	if l.Streams != nil {
+		objs.ParseStreams = l.Streams.Parse
+	}
 	if objs.Infrastructure, err = GetOptional(ctx, l.Reader, client.ObjectKey{Name: "cluster"}, &configv1.Infrastructure{}, l.getOptions()...); err != nil {
 		return in, err
 	}
