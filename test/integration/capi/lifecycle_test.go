@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -129,11 +130,11 @@ var _ = Describe("Cluster API template copies through their life", Ordered, func
 				o.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "MachineDeployment", Name: "d", UID: "u-1", Controller: ptr.To(true)}})
 			},
 			"l-kind": func(o *unstructured.Unstructured) {
-				Expect(c.Create(ctx, fixtures.ClusterAPIObject(`
+				Expect(client.IgnoreAlreadyExists(c.Create(ctx, fixtures.ClusterAPIObject(`
 apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
 kind: GCPMachineTemplate
 metadata: {name: l-kind-gcp, namespace: `+testenv.CAPINamespace+`}
-spec: {template: {spec: {instanceType: n2-standard-4, image: projects/rhcos-cloud/global/images/old}}}`))).To(Succeed())
+spec: {template: {spec: {instanceType: n2-standard-4, image: projects/rhcos-cloud/global/images/old}}}`)))).To(Succeed())
 				Expect(unstructured.SetNestedStringMap(o.Object, map[string]string{"apiGroup": bootimage.InfrastructureGroup, "kind": "GCPMachineTemplate", "name": "l-kind-gcp"},
 					"spec", "template", "spec", "infrastructureRef")).To(Succeed())
 			},
@@ -143,9 +144,13 @@ spec: {template: {spec: {instanceType: n2-standard-4, image: projects/rhcos-clou
 		for name, mutate := range change {
 			owner, installed := selectedOwner(name)
 			current := updated(owner, installed)
-			live := getIn(owner)
-			mutate(live)
-			Expect(c.Update(ctx, live)).To(Succeed())
+			// The operator may still be writing the owner (its history, a verification): retry on
+			// a conflict, as a person's edit would.
+			Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				live := getIn(owner)
+				mutate(live)
+				return c.Update(ctx, live)
+			})).To(Succeed())
 			Eventually(eventsOf(name)).Should(ContainElement(HavePrefix(reason[name]+": ")), name)
 			leaks[name] = leak{owner: owner, current: current, older: earlierCopy(name).GetName()}
 		}
