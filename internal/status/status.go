@@ -1,6 +1,7 @@
-// Package status writes this operator's part of MachineConfiguration/cluster status with
-// server-side apply, only when it changed, and backs off while a second writer rewrites it. It
-// also sets Upgradeable on a configured ClusterOperator for the boot image skew guard.
+// Package status computes and writes this operator's part of MachineConfiguration/cluster
+// status: the progress counts and conditions from the current decisions (progress.go), applied
+// with server-side apply only when they changed, backing off while a second writer rewrites them.
+// It also sets Upgradeable on a configured ClusterOperator for the boot image skew guard.
 package status
 
 import (
