@@ -128,3 +128,16 @@ func Platforms() []Platform {
 		return cmp.Compare(a.Traits().Type, b.Traits().Type)
 	})
 }
+
+// TemplateKinds are the infrastructure machine template kinds of the platforms managed on Cluster
+// API, sorted.
+func TemplateKinds() []string {
+	var kinds []string
+	for _, p := range platforms {
+		if k := p.Traits().TemplateKind; k != "" {
+			kinds = append(kinds, k)
+		}
+	}
+	slices.Sort(kinds)
+	return kinds
+}

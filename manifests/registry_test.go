@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 	_ "github.com/bootimage-operator/bootimage-operator/bootimage/platforms"
 )
 
@@ -120,13 +121,13 @@ func TestClusterAPIRoleIsTheRegistry(t *testing.T) {
 			roles++
 			var granted []string
 			for _, rule := range role.Rules {
-				if slices.Contains(rule.APIGroups, bootimage.InfrastructureGroup) {
+				if slices.Contains(rule.APIGroups, clusterapi.InfrastructureGroup) {
 					granted = append(granted, rule.Resources...)
 				}
 			}
 			slices.Sort(granted)
 			if !slices.Equal(slices.Compact(granted), want) {
-				t.Errorf("%s: Role %s grants %v in %s, the registry's template kinds need %v (make manifests writes them)", file, role.Name, granted, bootimage.InfrastructureGroup, want)
+				t.Errorf("%s: Role %s grants %v in %s, the registry's template kinds need %v (make manifests writes them)", file, role.Name, granted, clusterapi.InfrastructureGroup, want)
 			}
 		}
 		if roles != 1 {

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 	"github.com/bootimage-operator/bootimage-operator/cpms"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
@@ -66,7 +67,7 @@ func objectRef(arg string) (kind, name string, err error) {
 func readManaged(ctx context.Context, c client.Reader, kind, name string) (managedObject, error) {
 	if k, group, capi := strings.Cut(kind, "."); capi {
 		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(bootimage.ClusterAPIGroupVersion.WithKind(k))
+		u.SetGroupVersionKind(clusterapi.GroupVersion.WithKind(k))
 		m := managedObject{Kind: k, APIGroup: group, Namespace: bootimage.ClusterAPINamespace, Name: name, obj: u}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: name}, u); err != nil {
 			return m, err
@@ -293,7 +294,7 @@ func restorePatch(ctx context.Context, c client.Reader, m managedObject, now tim
 	if err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err != nil {
 		return nil, change, fmt.Errorf("reading Infrastructure/cluster for the platform: %w", err)
 	}
-	if current := bootimage.CurrentImage(bootimage.PlatformOf(infra), m.providerSpec); current != change.To {
+	if current := bootimage.CurrentImage(bootimage.PlatformOf(infra), bootimage.Object{ProviderSpec: m.providerSpec}); current != change.To {
 		return nil, change, fmt.Errorf("its boot image is %q, not %q which the newest change wrote: it was changed since, so undoing the change could undo that too", current, change.To)
 	}
 	annotations := m.obj.GetAnnotations()

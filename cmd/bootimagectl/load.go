@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 )
 
 // loadFiles reads every YAML or JSON document of paths (files, folders of *.yaml, *.yml and
@@ -155,14 +156,14 @@ var clusterAPIKinds = func() map[schema.GroupKind]bool {
 		m[schema.GroupKind{Group: string(bootimage.ClusterAPIGroup), Kind: k}] = true
 	}
 	for _, k := range bootimage.TemplateKinds() {
-		m[schema.GroupKind{Group: bootimage.InfrastructureGroup, Kind: k}] = true
+		m[schema.GroupKind{Group: clusterapi.InfrastructureGroup, Kind: k}] = true
 	}
 	return m
 }()
 
 // clusterAPIKindNames names clusterAPIKinds.
 var clusterAPIKindNames = string(bootimage.ClusterAPIGroup) + " MachineSet, MachineDeployment, Cluster; " +
-	bootimage.InfrastructureGroup + " " + strings.Join(bootimage.TemplateKinds(), ", ")
+	clusterapi.InfrastructureGroup + " " + strings.Join(bootimage.TemplateKinds(), ", ")
 
 var wanted = func() map[string]bool {
 	m := map[string]bool{}

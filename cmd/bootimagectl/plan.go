@@ -21,6 +21,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/vspherecloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
 	"github.com/bootimage-operator/bootimage-operator/cpms"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
@@ -259,7 +260,7 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, clouds boot
 		}
 		if d.Current == "" {
 			// Decisions taken before the image is read still show which image the object keeps.
-			d.Current = bootimage.CurrentImage(cluster.Platform, obj.ProviderSpec)
+			d.Current = bootimage.CurrentImage(cluster.Platform, obj)
 		}
 		if refine != nil {
 			d = refine(d, obj.NextAttempts(cluster, d.Target))
@@ -278,7 +279,7 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, clouds boot
 		for _, o := range objects.clusterAPI {
 			// As the operator: a paused object or Cluster is left alone.
 			paused := func(d bootimage.Decision, _ bootimage.Attempts) bootimage.Decision {
-				return bootimage.Paused(d, o.Owner, o.Cluster)
+				return clusterapi.Paused(d, o.Owner, o.Cluster)
 			}
 			if err := decide(o.Object, paused); err != nil {
 				return Plan{}, err

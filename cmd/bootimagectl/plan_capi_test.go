@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -189,7 +190,7 @@ var _ = Describe("bootimagectl plan on files with Cluster API objects", func() {
 	It("leaves the objects of a paused Cluster, and an object annotated paused, alone, as the operator does", func() {
 		write(fg.ManagedBootImagesAWSCAPI)
 		paused := capiOwner(bootimage.KindMachineSet, "annotated", "w-1a-old", map[string]any{})
-		paused = strings.Replace(paused, "metadata:\n", "metadata:\n  annotations: {"+bootimage.PausedAnnotation+": \"\"}\n", 1)
+		paused = strings.Replace(paused, "metadata:\n", "metadata:\n  annotations: {"+clusterapi.PausedAnnotation+": \"\"}\n", 1)
 		Expect(os.WriteFile(filepath.Join(dir, "annotated.yaml"), []byte(paused), 0o600)).To(Succeed())
 		code, out, _ := runCLI("plan", "-f", dir, "--aws-images", images, "-o", "json")
 		Expect(code).To(Equal(0), out)
@@ -258,10 +259,10 @@ var _ = Describe("bootimagectl plan on a cluster with Cluster API objects", Orde
 
 	It("shows the history and the hold of a Cluster API object, and says restore by hand is not built for it", func() {
 		owner := &unstructured.Unstructured{}
-		owner.SetGroupVersionKind(bootimage.ClusterAPIGroupVersion.WithKind(bootimage.KindMachineSet))
+		owner.SetGroupVersionKind(clusterapi.GroupVersion.WithKind(bootimage.KindMachineSet))
 		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: bootimage.ClusterAPINamespace, Name: "capi-only"}, owner)).To(Succeed())
 		at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-		moved := bootimage.TemplateMove(bootimage.Decision{Current: "ami-old", Target: "ami-new"}, "w-1a-old", "capi-only-0123456789", at)
+		moved := clusterapi.TemplateMove(bootimage.Decision{Current: "ami-old", Target: "ami-new"}, "w-1a-old", "capi-only-0123456789", at)
 		moved.Outcome, moved.Machine, moved.Error = bootimage.Failed, "capi-only-x1", "InvalidAMIID.NotFound"
 		h := bootimage.History{moved, {From: "ami-new", To: "ami-old", At: at, By: bootimage.ByRestore}}
 		raw, err := json.Marshal(h)

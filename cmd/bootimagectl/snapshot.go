@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 	"github.com/bootimage-operator/bootimage-operator/cpms"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 )
@@ -32,12 +33,12 @@ import (
 // their Clusters, and the templates of the registered platforms' kinds the API serves.
 func snapshotKinds(mapper apimeta.RESTMapper) ([]schema.GroupVersionKind, error) {
 	kinds := []schema.GroupVersionKind{
-		bootimage.ClusterAPIGroupVersion.WithKind(bootimage.KindMachineSet),
-		bootimage.ClusterAPIGroupVersion.WithKind(bootimage.KindMachineDeployment),
-		bootimage.ClusterAPIGroupVersion.WithKind("Cluster"),
+		clusterapi.GroupVersion.WithKind(bootimage.KindMachineSet),
+		clusterapi.GroupVersion.WithKind(bootimage.KindMachineDeployment),
+		clusterapi.GroupVersion.WithKind("Cluster"),
 	}
 	for _, kind := range bootimage.TemplateKinds() {
-		mapping, err := mapper.RESTMapping(schema.GroupKind{Group: bootimage.InfrastructureGroup, Kind: kind})
+		mapping, err := mapper.RESTMapping(schema.GroupKind{Group: clusterapi.InfrastructureGroup, Kind: kind})
 		if apimeta.IsNoMatchError(err) {
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 	_ "github.com/bootimage-operator/bootimage-operator/bootimage/platforms"
 	"github.com/bootimage-operator/bootimage-operator/manifests"
 )
@@ -62,7 +63,7 @@ func writeRegistry(root string) error {
 		machines = append(machines, strings.ToLower(strings.TrimSuffix(kind, "Template"))+"s")
 	}
 	rule := func(verbs string) *regexp.Regexp {
-		return regexp.MustCompile(`(- apiGroups: \[` + regexp.QuoteMeta(bootimage.InfrastructureGroup) + `\]\n  resources: \[)[^\]]*(\]\n  verbs: \[` + regexp.QuoteMeta(verbs) + `\]\n)`)
+		return regexp.MustCompile(`(- apiGroups: \[` + regexp.QuoteMeta(clusterapi.InfrastructureGroup) + `\]\n  resources: \[)[^\]]*(\]\n  verbs: \[` + regexp.QuoteMeta(verbs) + `\]\n)`)
 	}
 	for _, file := range []string{manifests.RBACFile, filepath.Join(manifests.EmbeddedDir, manifests.EmbeddedClusterAPIRoleFile)} {
 		err := rewrite(filepath.Join(root, "manifests", file), func(s string) string {

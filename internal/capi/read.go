@@ -9,14 +9,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 )
 
 // Template reads, through r, the infrastructure machine template owner names, as it is on the
 // server; nil when the reference is unreadable, its kind is not served or the template is not
 // found (the decision says so).
 func Template(ctx context.Context, mapper apimeta.RESTMapper, r client.Reader, owner *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	ref, err := bootimage.InfrastructureRef(owner)
+	ref, err := clusterapi.InfrastructureRef(owner)
 	if err != nil {
 		return nil, nil
 	}

@@ -1,7 +1,7 @@
 // Package capi makes the writes of a Cluster API boot image update that need the API server's
 // answer: create the template copy (or find the one an earlier pass made), recognise an owner
 // patch refused by its precondition, and delete a copy only if it is still the one decided on.
-// What to write is the domain's decision (bootimage.TemplateCopy, InfrastructureRefPatch,
+// What to write is the domain's decision (clusterapi.TemplateCopy, InfrastructureRefPatch,
 // DeletableTemplates).
 package capi
 
@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 )
 
 // ErrTemplateConflict: a template of the copy's name exists and is not that copy. It is never
@@ -25,7 +26,7 @@ var ErrTemplateConflict = errors.New("template conflict")
 
 // EnsureTemplate creates copy, made for d. When a template of its name exists already (an earlier
 // pass that stopped before pointing the owner at it), it is reused if it is the same copy
-// (bootimage.SameTemplateCopy), and is ErrTemplateConflict otherwise. It reports whether it
+// (clusterapi.SameTemplateCopy), and is ErrTemplateConflict otherwise. It reports whether it
 // created the template.
 func EnsureTemplate(ctx context.Context, c client.Client, copy *unstructured.Unstructured, d bootimage.Decision) (bool, error) {
 	err := c.Create(ctx, copy.DeepCopy())
@@ -40,7 +41,7 @@ func EnsureTemplate(ctx context.Context, c client.Client, copy *unstructured.Uns
 	if err := c.Get(ctx, client.ObjectKeyFromObject(copy), existing); err != nil {
 		return false, err
 	}
-	if !bootimage.SameTemplateCopy(existing, copy.GetKind(), d) {
+	if !clusterapi.SameTemplateCopy(existing, copy.GetKind(), d) {
 		return false, fmt.Errorf("%w: %s %s/%s exists and is not this operator's copy of that spec", ErrTemplateConflict, copy.GetKind(), copy.GetNamespace(), copy.GetName())
 	}
 	return false, nil

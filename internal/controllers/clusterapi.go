@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 	"github.com/bootimage-operator/bootimage-operator/internal/capi"
 	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
 	"github.com/bootimage-operator/bootimage-operator/internal/inputs"
@@ -35,7 +36,7 @@ import (
 // The kinds a Cluster API controller watches where the API serves them: the Clusters (their
 // pause), and the Machine API MachineSets (a twin's change of authority).
 var (
-	clusterAPIClusters = crdgate.Optional{GroupVersion: bootimage.ClusterAPIGroupVersion, Resource: "clusters", Kind: "Cluster"}
+	clusterAPIClusters = crdgate.Optional{GroupVersion: clusterapi.GroupVersion, Resource: "clusters", Kind: "Cluster"}
 	machineAPITwins    = crdgate.Optional{GroupVersion: machinev1beta1.GroupVersion, Resource: "machinesets", Kind: "MachineSet"}
 )
 
@@ -62,7 +63,7 @@ type ClusterAPIReconciler struct {
 // newObject returns an empty object of r's kind, for reads.
 func (r *ClusterAPIReconciler) newObject() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(bootimage.ClusterAPIGroupVersion.WithKind(r.Kind))
+	u.SetGroupVersionKind(clusterapi.GroupVersion.WithKind(r.Kind))
 	return u
 }
 
@@ -78,7 +79,7 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 		return ctrl.Result{}, err
 	}
 	template, cluster, obj := read.Template, read.Cluster, read.Object
-	v, err := r.verifyMove(ctx, in, owner, obj, bootimage.PausedBecause(owner, cluster) != "")
+	v, err := r.verifyMove(ctx, in, owner, obj, clusterapi.PausedBecause(owner, cluster) != "")
 	if err != nil || v.wrote {
 		return ctrl.Result{}, err
 	}
@@ -86,7 +87,7 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 	if retry != nil || err != nil {
 		return orZero(retry), err
 	}
-	d = bootimage.Paused(d, owner, cluster)
+	d = clusterapi.Paused(d, owner, cluster)
 	if d, retry, err = r.awsCopy(ctx, in, owner, obj, d); retry != nil || err != nil {
 		return orZero(retry), err
 	}
@@ -109,8 +110,8 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 	}
 	d = verified(d, v, in.cluster.Verification.Enabled)
 	res := withRecheck(r.whileGatesUnknown(in, r.done(ctx, owner, d, in.version)), d, in.cluster.Canaries, v)
-	ref, err := bootimage.InfrastructureRef(owner)
-	if err != nil || bootimage.PausedBecause(owner, cluster) != "" {
+	ref, err := clusterapi.InfrastructureRef(owner)
+	if err != nil || clusterapi.PausedBecause(owner, cluster) != "" {
 		return res, nil
 	}
 	if d.Action == bootimage.Update {
@@ -175,7 +176,7 @@ func sweeps(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reco
 // TemplateConflict, returned as the decision. moved says the owner's reference changed since it
 // was read: nothing was patched, decide again.
 func (r *ClusterAPIReconciler) updateTemplate(ctx context.Context, owner, template *unstructured.Unstructured, d bootimage.Decision, next bootimage.Attempts) (bootimage.Decision, bool, error) {
-	copied, err := bootimage.TemplateCopy(template, d)
+	copied, err := clusterapi.TemplateCopy(template, d)
 	if err != nil {
 		return d, false, err
 	}
@@ -185,10 +186,10 @@ func (r *ClusterAPIReconciler) updateTemplate(ctx context.Context, owner, templa
 	}
 	created, err := capi.EnsureTemplate(ctx, r.Client, copied, d)
 	if errors.Is(err, capi.ErrTemplateConflict) {
-		return bootimage.TemplateConflict(d, copied.GetName()), false, nil
+		return clusterapi.TemplateConflict(d, copied.GetName()), false, nil
 	}
 	if said := capi.DeniedByPolicy(err); said != "" {
-		return bootimage.DeniedByPolicy(d, said), false, nil
+		return clusterapi.DeniedByPolicy(d, said), false, nil
 	}
 	if err != nil {
 		rule := status.Rule{Verb: "create", Group: copied.GroupVersionKind().Group, Resource: strings.ToLower(copied.GetKind()) + "s", Namespace: copied.GetNamespace()}
@@ -200,7 +201,7 @@ func (r *ClusterAPIReconciler) updateTemplate(ctx context.Context, owner, templa
 	// The change rides in the same patch as the move, so it is never lost between the two.
 	ops := append([]bootimage.PatchOp{bootimage.AnnotationPatchOp(owner.GetAnnotations(), bootimage.AttemptsAnnotation, next.String())},
 		r.moveOps(owner, d, template.GetName(), copied.GetName())...)
-	patch, err := bootimage.InfrastructureRefPatch(owner.GetResourceVersion(), template.GetName(), copied.GetName(), ops...)
+	patch, err := clusterapi.InfrastructureRefPatch(owner.GetResourceVersion(), template.GetName(), copied.GetName(), ops...)
 	if err != nil {
 		return d, false, err
 	}
@@ -213,7 +214,7 @@ func (r *ClusterAPIReconciler) updateTemplate(ctx context.Context, owner, templa
 		return d, true, nil
 	}
 	if said := capi.DeniedByPolicy(err); said != "" {
-		return bootimage.DeniedByPolicy(d, said), false, nil
+		return clusterapi.DeniedByPolicy(d, said), false, nil
 	}
 	return d, false, err
 }
@@ -295,7 +296,7 @@ func (r *ClusterAPIReconciler) Register(ctx context.Context, mgr ctrl.Manager) e
 // objects returns a request for each object of r's kind in openshift-cluster-api.
 func (r *ClusterAPIReconciler) objects(ctx context.Context) []reconcile.Request {
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(bootimage.ClusterAPIGroupVersion.WithKind(r.Kind + "List"))
+	list.SetGroupVersionKind(clusterapi.GroupVersion.WithKind(r.Kind + "List"))
 	if err := r.CAPI.List(ctx, list, client.InNamespace(bootimage.ClusterAPINamespace), client.UnsafeDisableDeepCopy); err != nil {
 		if crdgate.IsNotSynced(err) {
 			// Said once by the status; each cluster-wide change would say it again here.

@@ -18,6 +18,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
@@ -42,7 +43,7 @@ func clusterAPIReads(templateKinds []string) []status.Rule {
 	}
 	add(capiGroup, "machinesets", "machinedeployments", "machines", "clusters")
 	for _, kind := range templateKinds {
-		add(bootimage.InfrastructureGroup, strings.ToLower(kind)+"s", strings.ToLower(strings.TrimSuffix(kind, "Template"))+"s")
+		add(clusterapi.InfrastructureGroup, strings.ToLower(kind)+"s", strings.ToLower(strings.TrimSuffix(kind, "Template"))+"s")
 	}
 	return rules
 }

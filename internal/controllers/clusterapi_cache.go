@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 )
 
 // clusterAPICache is the Cluster API controllers' own cache, of openshift-cluster-api only: the
@@ -50,6 +51,6 @@ func newClusterAPICache(mgr ctrl.Manager) (clusterAPICache, client.Client, error
 // clusterAPIObject returns an empty Cluster API object of kind, for reads.
 func clusterAPIObject(kind string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(bootimage.ClusterAPIGroupVersion.WithKind(kind))
+	u.SetGroupVersionKind(clusterapi.GroupVersion.WithKind(kind))
 	return u
 }

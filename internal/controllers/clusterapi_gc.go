@@ -20,13 +20,14 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 	"github.com/bootimage-operator/bootimage-operator/internal/capi"
 	"github.com/bootimage-operator/bootimage-operator/internal/inputs"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 )
 
 // templateCollector deletes the template copies this operator made that nothing uses any more
-// (bootimage.DeletableTemplates): after each pass of their owner, whatever it decided, when their
+// (clusterapi.DeletableTemplates): after each pass of their owner, whatever it decided, when their
 // owner is gone, and in a sweep of the whole namespace that catches what an event missed. It
 // reads only the Cluster API cache, so a steady state costs no request.
 //
@@ -56,7 +57,7 @@ type templateCollector struct {
 
 // grace is how old an unused copy must be to go, and how often kept copies are looked at again.
 func grace(ctx context.Context) time.Duration {
-	return cmp.Or(seams.From(ctx).TemplateGCGrace, bootimage.TemplateGCGrace)
+	return cmp.Or(seams.From(ctx).TemplateGCGrace, clusterapi.TemplateGCGrace)
 }
 
 // claim marks the copy of key as about to be pointed at: kept for the grace period. A delete of
@@ -131,16 +132,16 @@ func (g *templateCollector) collect(ctx context.Context, namespace string, sel c
 	cutoff := g.clock.Now().Add(-grace(ctx))
 	g.forget(cutoff)
 	for _, kind := range sel.kinds {
-		mapping, err := g.mapper.RESTMapping(schema.GroupKind{Group: bootimage.InfrastructureGroup, Kind: kind})
+		mapping, err := g.mapper.RESTMapping(schema.GroupKind{Group: clusterapi.InfrastructureGroup, Kind: kind})
 		if apimeta.IsNoMatchError(err) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		labels := map[string]string{bootimage.TemplateCopyLabel: "true"}
+		labels := map[string]string{clusterapi.TemplateCopyLabel: "true"}
 		if owner, name, ok := strings.Cut(sel.owner, "/"); ok {
-			labels = bootimage.TemplateCopyLabels(owner, name)
+			labels = clusterapi.TemplateCopyLabels(owner, name)
 		}
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(mapping.GroupVersionKind.GroupVersion().WithKind(kind + "List"))
@@ -149,19 +150,19 @@ func (g *templateCollector) collect(ctx context.Context, namespace string, sel c
 		}
 		// The label selects; the owner annotation decides.
 		mine := slices.DeleteFunc(list.Items, func(t unstructured.Unstructured) bool {
-			return sel.owner != "" && t.GetAnnotations()[bootimage.TemplateOwnerAnnotation] != sel.owner
+			return sel.owner != "" && t.GetAnnotations()[clusterapi.TemplateOwnerAnnotation] != sel.owner
 		})
 		if len(mine) == 0 {
 			continue
 		}
 		// Nothing in use can be deletable, so without an old enough copy there is nothing to read.
 		var deletable []string
-		if len(bootimage.DeletableTemplates(mine, bootimage.TemplateUse{}, cutoff)) > 0 {
+		if len(clusterapi.DeletableTemplates(mine, clusterapi.TemplateUse{}, cutoff)) > 0 {
 			use, err := g.templateUse(ctx, namespace, strings.TrimSuffix(kind, "Template"), mapping.GroupVersionKind.Version)
 			if err != nil {
 				return err
 			}
-			deletable = bootimage.DeletableTemplates(mine, use, cutoff)
+			deletable = clusterapi.DeletableTemplates(mine, use, cutoff)
 		}
 		for i := range mine {
 			if err := g.deleteUnused(ctx, &mine[i], deletable); err != nil {
@@ -188,14 +189,14 @@ func (g *templateCollector) deleteUnused(ctx context.Context, t *unstructured.Un
 	if err := capi.DeleteTemplate(ctx, g.writer, t); err != nil {
 		return fmt.Errorf("deleting unused template copy %s: %w", t.GetName(), err)
 	}
-	logf.FromContext(ctx).Info("Deleted unused template copy", "template", t.GetName(), "owner", t.GetAnnotations()[bootimage.TemplateOwnerAnnotation])
+	logf.FromContext(ctx).Info("Deleted unused template copy", "template", t.GetName(), "owner", t.GetAnnotations()[clusterapi.TemplateOwnerAnnotation])
 	return nil
 }
 
 // ownerPaused says why the owner a copy was made for is paused, "" when it is not or is gone:
 // a paused object's copies are left as they are (clusterctl move takes them along).
 func (g *templateCollector) ownerPaused(ctx context.Context, copy *unstructured.Unstructured) (string, error) {
-	kind, name, ok := strings.Cut(copy.GetAnnotations()[bootimage.TemplateOwnerAnnotation], "/")
+	kind, name, ok := strings.Cut(copy.GetAnnotations()[clusterapi.TemplateOwnerAnnotation], "/")
 	if !ok {
 		return "", nil
 	}
@@ -211,7 +212,7 @@ func (g *templateCollector) ownerPaused(ctx context.Context, copy *unstructured.
 	if err != nil {
 		return "", err
 	}
-	return bootimage.PausedBecause(owner, cluster), nil
+	return clusterapi.PausedBecause(owner, cluster), nil
 }
 
 // templateUse reads what may still need a template of namespace, from the cache (the cached
@@ -219,23 +220,23 @@ func (g *templateCollector) ownerPaused(ctx context.Context, copy *unstructured.
 // MachineDeployment's reference, and the cloned-from annotations of every Machine and
 // infrastructure machine (of kind machineKind in the templates' version), of which only the
 // metadata is held.
-func (g *templateCollector) templateUse(ctx context.Context, namespace, machineKind, version string) (bootimage.TemplateUse, error) {
-	var use bootimage.TemplateUse
+func (g *templateCollector) templateUse(ctx context.Context, namespace, machineKind, version string) (clusterapi.TemplateUse, error) {
+	var use clusterapi.TemplateUse
 	for _, kind := range []string{bootimage.KindMachineSet, bootimage.KindMachineDeployment} {
 		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(bootimage.ClusterAPIGroupVersion.WithKind(kind + "List"))
+		l.SetGroupVersionKind(clusterapi.GroupVersion.WithKind(kind + "List"))
 		if err := g.reader.List(ctx, l, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil && !apimeta.IsNoMatchError(err) {
 			return use, err
 		}
 		for i := range l.Items {
-			if ref, err := bootimage.InfrastructureRef(&l.Items[i]); err == nil {
+			if ref, err := clusterapi.InfrastructureRef(&l.Items[i]); err == nil {
 				use.Owners = append(use.Owners, ref)
 			}
 			use.Owners = append(use.Owners, restoreUse(&l.Items[i])...)
 		}
 	}
-	infra := schema.GroupVersion{Group: bootimage.InfrastructureGroup, Version: version}
-	for _, gvk := range []schema.GroupVersionKind{bootimage.ClusterAPIGroupVersion.WithKind("MachineList"), infra.WithKind(machineKind + "List")} {
+	infra := schema.GroupVersion{Group: clusterapi.InfrastructureGroup, Version: version}
+	for _, gvk := range []schema.GroupVersionKind{clusterapi.GroupVersion.WithKind("MachineList"), infra.WithKind(machineKind + "List")} {
 		l := &metav1.PartialObjectMetadataList{}
 		l.SetGroupVersionKind(gvk)
 		if err := g.reader.List(ctx, l, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil && !apimeta.IsNoMatchError(err) {

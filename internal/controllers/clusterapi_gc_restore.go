@@ -3,16 +3,16 @@ package controllers
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 )
 
 // restoreUse is what owner still needs besides the template it names: the template a restore of
-// its pending change points it back at (bootimage.RestoreTemplate), which the collector keeps
+// its pending change points it back at (clusterapi.RestoreTemplate), which the collector keeps
 // until the change is verified, failed or replaced.
-func restoreUse(owner *unstructured.Unstructured) []bootimage.TemplateRef {
-	name := bootimage.RestoreTemplate(owner.GetAnnotations())
+func restoreUse(owner *unstructured.Unstructured) []clusterapi.TemplateRef {
+	name := clusterapi.RestoreTemplate(owner.GetAnnotations())
 	if name == "" {
 		return nil
 	}
-	return []bootimage.TemplateRef{{Name: name}}
+	return []clusterapi.TemplateRef{{Name: name}}
 }

@@ -3,8 +3,9 @@ package controllers
 import (
 	"context"
 	"regexp"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"strings"
+
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -19,15 +20,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 )
 
 // machineLabel is the label Cluster API puts on the Machines (and infrastructure machines) of an
 // object of r's kind, naming it.
 func (r *ClusterAPIReconciler) machineLabel() string {
 	if r.Kind == bootimage.KindMachineDeployment {
-		return bootimage.ClusterAPIDeploymentNameLabel
+		return clusterapi.DeploymentNameLabel
 	}
-	return bootimage.ClusterAPISetNameLabel
+	return clusterapi.SetNameLabel
 }
 
 // verifyMove verifies owner's newest change, a move to a template copy, by the Machines whose
@@ -51,7 +53,7 @@ func (r *ClusterAPIReconciler) verifyMove(ctx context.Context, in loadedInputs, 
 	if err != nil {
 		return verification{}, err
 	}
-	if ref, err := bootimage.InfrastructureRef(owner); gone || err != nil || ref.Name != c.Template.To {
+	if ref, err := clusterapi.InfrastructureRef(owner); gone || err != nil || ref.Name != c.Template.To {
 		// A restore would point the owner at nothing, or undo someone's move since: a failure is
 		// recorded and said, not undone.
 		c.Revert = nil
@@ -64,7 +66,7 @@ func (r *ClusterAPIReconciler) verifyMove(ctx context.Context, in loadedInputs, 
 // templateGone reports whether the template name, of the kind owner names, is not found in the
 // Cluster API cache (deleted by someone since the change).
 func (r *ClusterAPIReconciler) templateGone(ctx context.Context, owner *unstructured.Unstructured, name string) (bool, error) {
-	ref, err := bootimage.InfrastructureRef(owner)
+	ref, err := clusterapi.InfrastructureRef(owner)
 	if err != nil {
 		return false, err
 	}
@@ -89,7 +91,7 @@ func (r *ClusterAPIReconciler) templateGone(ctx context.Context, owner *unstruct
 func (r *ClusterAPIReconciler) machinesOf(ctx context.Context, owner *unstructured.Unstructured, h bootimage.History, imageFailure *regexp.Regexp) ([]bootimage.Machine, error) {
 	c, _ := h.Newest()
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(bootimage.ClusterAPIGroupVersion.WithKind("MachineList"))
+	list.SetGroupVersionKind(clusterapi.GroupVersion.WithKind("MachineList"))
 	if err := r.CAPI.List(ctx, list, client.InNamespace(owner.GetNamespace()), client.MatchingLabels{r.machineLabel(): owner.GetName()}); err != nil {
 		return nil, err
 	}
@@ -100,7 +102,7 @@ func (r *ClusterAPIReconciler) machinesOf(ctx context.Context, owner *unstructur
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, bootimage.ClusterAPIMachine(m, infra, c, imageFailure))
+		out = append(out, clusterapi.MachineOf(m, infra, c, imageFailure))
 	}
 	return out, nil
 }
@@ -112,7 +114,7 @@ func (r *ClusterAPIReconciler) infrastructureMachine(ctx context.Context, m *uns
 	if ref["kind"] == "" || ref["name"] == "" {
 		return nil, nil
 	}
-	mapping, err := r.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: bootimage.InfrastructureGroup, Kind: ref["kind"]})
+	mapping, err := r.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: clusterapi.InfrastructureGroup, Kind: ref["kind"]})
 	if err != nil {
 		return nil, nil
 	}
@@ -134,7 +136,7 @@ func (r *ClusterAPIReconciler) moveOps(owner *unstructured.Unstructured, d booti
 		annotations = map[string]string{}
 	}
 	h, _ := bootimage.HistoryOf(annotations)
-	h = h.With(bootimage.TemplateMove(d, from, to, r.Clock.Now().UTC()))
+	h = h.With(clusterapi.TemplateMove(d, from, to, r.Clock.Now().UTC()))
 	ops := []bootimage.PatchOp{h.PatchOp(annotations)}
 	if bootimage.HoldCleared(d, bootimage.Object{Annotations: owner.GetAnnotations()}) {
 		ops = append(ops, bootimage.ClearHoldOp())
@@ -155,7 +157,7 @@ func (r *ClusterAPIReconciler) watchMachines(ctx context.Context, b *builder.Bui
 	}
 	kinds := []schema.GroupKind{{Group: string(bootimage.ClusterAPIGroup), Kind: "Machine"}}
 	for _, t := range templateKinds {
-		kinds = append(kinds, schema.GroupKind{Group: bootimage.InfrastructureGroup, Kind: strings.TrimSuffix(t, "Template")})
+		kinds = append(kinds, schema.GroupKind{Group: clusterapi.InfrastructureGroup, Kind: strings.TrimSuffix(t, "Template")})
 	}
 	for _, gk := range kinds {
 		mapping, err := mapper.RESTMapping(gk)
@@ -164,7 +166,7 @@ func (r *ClusterAPIReconciler) watchMachines(ctx context.Context, b *builder.Bui
 		}
 		gvk := mapping.GroupVersionKind
 		if gk.Kind == "Machine" {
-			gvk = bootimage.ClusterAPIGroupVersion.WithKind("Machine")
+			gvk = clusterapi.GroupVersion.WithKind("Machine")
 		}
 		// The objects the verify step reads, not their metadata: an event of another informer of
 		// the kind could come before this one holds the change, and nothing would come after.

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
 	"github.com/bootimage-operator/bootimage-operator/internal/inputs"
@@ -311,7 +312,7 @@ func (r *MachineConfigurationReconciler) progress(ctx context.Context, bootImage
 			continue
 		}
 		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(bootimage.ClusterAPIGroupVersion.WithKind(kind + "List"))
+		list.SetGroupVersionKind(clusterapi.GroupVersion.WithKind(kind + "List"))
 		if err := r.uncountedList(ctx, r.ClusterAPIReader, list, bootimage.ClusterAPINamespace, "Cluster API "+kind+"s", &uncounted); err != nil {
 			return p, nil, err
 		}

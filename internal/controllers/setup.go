@@ -37,6 +37,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
@@ -254,7 +255,7 @@ func (w *wiring) addClusterAPI(steps bootImages) error {
 	copies := &templateCollector{reader: w.capiClient, writer: w.mgr.GetClient(), mapper: w.mgr.GetRESTMapper(), clock: w.deps.Clock}
 	for _, kind := range []struct{ kind, resource string }{{bootimage.KindMachineSet, "machinesets"}, {bootimage.KindMachineDeployment, "machinedeployments"}} {
 		r := &ClusterAPIReconciler{bootImages: steps, Kind: kind.kind, MachineAPI: w.machineAPI, Cache: w.capiCache, CAPI: w.capiClient, Copies: copies}
-		c := crdgate.Controller{GroupVersion: bootimage.ClusterAPIGroupVersion, Resource: kind.resource, Kind: clusterAPIKind(kind.kind), Setup: register(r), Ready: ready,
+		c := crdgate.Controller{GroupVersion: clusterapi.GroupVersion, Resource: kind.resource, Kind: clusterAPIKind(kind.kind), Setup: register(r), Ready: ready,
 			// Its informer goes with it: one that never synced would be read again.
 			Stopped: func(ctx context.Context, _ bool) { _ = w.capiCache.RemoveInformer(ctx, r.newObject()) }}
 		if err := w.clusterAPI.Add(c); err != nil {

@@ -189,7 +189,7 @@ func machineEvidence(platform configv1.PlatformType, machines []machinev1beta1.M
 		m := &machines[i]
 		e := bootimage.Machine{Name: m.Name, Created: m.CreationTimestamp.Time, Deleting: m.DeletionTimestamp != nil}
 		if m.Spec.ProviderSpec.Value != nil {
-			e.Image = bootimage.CurrentImage(platform, m.Spec.ProviderSpec.Value.Raw)
+			e.Image = bootimage.CurrentImage(platform, bootimage.Object{ProviderSpec: m.Spec.ProviderSpec.Value.Raw})
 		}
 		if m.Status.NodeRef != nil {
 			e.Node = m.Status.NodeRef.Name
@@ -229,5 +229,5 @@ func failingConditionMessages(providerStatus []byte) []string {
 
 // currentImageOf is the boot image sub's providerSpec names now.
 func currentImageOf(sub verifySubject) string {
-	return bootimage.CurrentImage(sub.platform, sub.obj.ProviderSpec)
+	return bootimage.CurrentImage(sub.platform, sub.obj)
 }

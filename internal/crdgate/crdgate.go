@@ -34,7 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 )
@@ -476,8 +476,8 @@ var machineAPIResources = map[schema.GroupKind]schema.GroupVersionResource{
 	{Group: machinev1beta1.GroupName, Kind: "Machine"}:           machinev1beta1.GroupVersion.WithResource("machines"),
 	{Group: machinev1.GroupName, Kind: "ControlPlaneMachineSet"}: machinev1.GroupVersion.WithResource("controlplanemachinesets"),
 	// Cluster API, read from the Cluster API controllers' own cache of openshift-cluster-api.
-	{Group: bootimage.ClusterAPIGroupVersion.Group, Kind: "MachineSet"}:        bootimage.ClusterAPIGroupVersion.WithResource("machinesets"),
-	{Group: bootimage.ClusterAPIGroupVersion.Group, Kind: "MachineDeployment"}: bootimage.ClusterAPIGroupVersion.WithResource("machinedeployments"),
+	{Group: clusterapi.GroupVersion.Group, Kind: "MachineSet"}:        clusterapi.GroupVersion.WithResource("machinesets"),
+	{Group: clusterapi.GroupVersion.Group, Kind: "MachineDeployment"}: clusterapi.GroupVersion.WithResource("machinedeployments"),
 }
 
 func (m machineAPIMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*apimeta.RESTMapping, error) {

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 	"github.com/bootimage-operator/bootimage-operator/internal/capi"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 )
@@ -24,7 +25,7 @@ type ClusterAPI struct {
 	// MachineAPI reads the Machine API twins of MachineSets; nil when the Machine API is not
 	// served, so there are none.
 	MachineAPI client.Reader
-	// Pause reads each owner's Cluster, for bootimage.Paused (Cluster API's pause contract).
+	// Pause reads each owner's Cluster, for clusterapi.Paused (Cluster API's pause contract).
 	Pause bool
 }
 
@@ -32,7 +33,7 @@ type ClusterAPI struct {
 type ClusterAPIInputs struct {
 	// Owner is the MachineSet or MachineDeployment as read.
 	Owner *unstructured.Unstructured
-	// Object is the owner reduced with its template and twin (bootimage.ClusterAPIObject).
+	// Object is the owner reduced with its template and twin (clusterapi.ObjectOf).
 	Object bootimage.Object
 	// Template is the infrastructure machine template the owner names, nil when it is not there.
 	Template *unstructured.Unstructured
@@ -47,7 +48,7 @@ type ClusterAPIInputs struct {
 // KindMachineDeployment) in openshift-cluster-api; none when the Cluster API is not served.
 func (c ClusterAPI) Owners(ctx context.Context, kind string) ([]*unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(bootimage.ClusterAPIGroupVersion.WithKind(kind + "List"))
+	list.SetGroupVersionKind(clusterapi.GroupVersion.WithKind(kind + "List"))
 	err := c.Reader.List(ctx, list, client.InNamespace(bootimage.ClusterAPINamespace))
 	if apimeta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 		return nil, nil
@@ -77,7 +78,7 @@ func (c ClusterAPI) Read(ctx context.Context, owner *unstructured.Unstructured) 
 			return in, err
 		}
 	}
-	in.Object = bootimage.ClusterAPIObject(owner, in.Template, in.Twin)
+	in.Object = clusterapi.ObjectOf(owner, in.Template, in.Twin)
 	return in, nil
 }
 
@@ -101,12 +102,12 @@ func (c ClusterAPI) twin(ctx context.Context, owner *unstructured.Unstructured) 
 // ClusterOf returns the Cluster owner belongs to, read through r; nil when it names none, it is
 // not found or Clusters are not served.
 func ClusterOf(ctx context.Context, r client.Reader, owner *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	name := bootimage.ClusterName(owner)
+	name := clusterapi.ClusterName(owner)
 	if name == "" {
 		return nil, nil
 	}
 	cluster := &unstructured.Unstructured{}
-	cluster.SetGroupVersionKind(bootimage.ClusterAPIGroupVersion.WithKind("Cluster"))
+	cluster.SetGroupVersionKind(clusterapi.GroupVersion.WithKind("Cluster"))
 	err := r.Get(ctx, client.ObjectKey{Namespace: owner.GetNamespace(), Name: name}, cluster)
 	if apierrors.IsNotFound(err) || apimeta.IsNoMatchError(err) {
 		return nil, nil

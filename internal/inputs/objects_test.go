@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/inputs"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
@@ -155,7 +156,7 @@ func TestObjectsUnstructured(t *testing.T) {
 
 	// The kind of any version: the one it was given in.
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(schema.GroupVersionKind{Group: bootimage.InfrastructureGroup, Version: "v1beta1", Kind: "AWSMachineTemplate"})
+	u.SetGroupVersionKind(schema.GroupVersionKind{Group: clusterapi.InfrastructureGroup, Version: "v1beta1", Kind: "AWSMachineTemplate"})
 	if err := r.Get(ctx, client.ObjectKey{Namespace: bootimage.ClusterAPINamespace, Name: "t-1"}, u); err != nil {
 		t.Fatal(err)
 	}
@@ -163,11 +164,11 @@ func TestObjectsUnstructured(t *testing.T) {
 		t.Errorf("apiVersion %q", u.GetAPIVersion())
 	}
 
-	m, err := r.RESTMapper().RESTMapping(schema.GroupKind{Group: bootimage.InfrastructureGroup, Kind: "AWSMachineTemplate"})
+	m, err := r.RESTMapper().RESTMapping(schema.GroupKind{Group: clusterapi.InfrastructureGroup, Kind: "AWSMachineTemplate"})
 	if err != nil || m.GroupVersionKind.Version != "v1beta2" {
 		t.Errorf("RESTMapping of a kind given: %v, %v", m, err)
 	}
-	if _, err := r.RESTMapper().RESTMapping(schema.GroupKind{Group: bootimage.InfrastructureGroup, Kind: "GCPMachineTemplate"}); !apimeta.IsNoMatchError(err) {
+	if _, err := r.RESTMapper().RESTMapping(schema.GroupKind{Group: clusterapi.InfrastructureGroup, Kind: "GCPMachineTemplate"}); !apimeta.IsNoMatchError(err) {
 		t.Errorf("RESTMapping of a kind not given: want NoMatch, got %v", err)
 	}
 

@@ -28,6 +28,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/manifests"
@@ -53,7 +54,7 @@ type SteadyResult struct {
 	// Reconciles are the Cluster API MachineSet controller's reconciles during the window; at the
 	// shortened grace they are bounded by how fast the operator gets through them, not by N/grace.
 	// AtDefaultGracePerMinute is Requests per reconcile times one reconcile per owner per
-	// bootimage.TemplateGCGrace: what the window would count per minute at the default grace.
+	// clusterapi.TemplateGCGrace: what the window would count per minute at the default grace.
 	Reconciles              float64 `json:"reconciles"`
 	RequestsPerReconcile    float64 `json:"requestsPerReconcile"`
 	AtDefaultGracePerMinute float64 `json:"atDefaultGracePerMinute"`
@@ -261,7 +262,7 @@ func runSteady(ctx context.Context, b *testing.B, n int, idle, grace time.Durati
 	res.RequestsPerMinute = res.Requests / windowTime.Minutes()
 	if res.Reconciles > 0 {
 		res.RequestsPerReconcile = res.Requests / res.Reconciles
-		res.AtDefaultGracePerMinute = res.RequestsPerReconcile * float64(n) / bootimage.TemplateGCGrace.Minutes()
+		res.AtDefaultGracePerMinute = res.RequestsPerReconcile * float64(n) / clusterapi.TemplateGCGrace.Minutes()
 	}
 	return res, nil
 }
@@ -278,7 +279,7 @@ metadata:
   annotations: {%s: %s, cluster.x-k8s.io/cloned-from-groupkind: AWSMachineTemplate.infrastructure.cluster.x-k8s.io}
 spec:
   instanceType: m6i.xlarge
-  ami: {id: %s}`, name, owner, owner, bootimage.ClonedFromNameAnnotation, template, midAWSAMI))
+  ami: {id: %s}`, name, owner, owner, clusterapi.ClonedFromNameAnnotation, template, midAWSAMI))
 	machine = fixtures.ClusterAPIObject(fmt.Sprintf(`
 apiVersion: cluster.x-k8s.io/v1beta2
 kind: Machine
@@ -289,7 +290,7 @@ metadata:
 spec:
   clusterName: demo
   bootstrap: {dataSecretName: worker-user-data}
-  infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: AWSMachine, name: %s}`, name, owner, owner, bootimage.ClonedFromNameAnnotation, template, name))
+  infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: AWSMachine, name: %s}`, name, owner, owner, clusterapi.ClonedFromNameAnnotation, template, name))
 	return machine, awsMachine
 }
 

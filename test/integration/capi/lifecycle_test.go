@@ -20,6 +20,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
@@ -91,8 +92,8 @@ var _ = Describe("Cluster API template copies through their life", Ordered, func
 	earlierCopy := func(owner string) *unstructured.Unstructured {
 		GinkgoHelper()
 		t := fixtures.AWSMachineTemplate(owner+"-aaaaaaaaaa", fixtures.OldAWSAMI)
-		t.SetLabels(bootimage.TemplateCopyLabels("MachineSet", owner))
-		t.SetAnnotations(map[string]string{bootimage.TemplateOwnerAnnotation: "MachineSet/" + owner})
+		t.SetLabels(clusterapi.TemplateCopyLabels("MachineSet", owner))
+		t.SetAnnotations(map[string]string{clusterapi.TemplateOwnerAnnotation: "MachineSet/" + owner})
 		Expect(c.Create(ctx, t)).To(Succeed())
 		return t
 	}
@@ -135,7 +136,7 @@ apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
 kind: GCPMachineTemplate
 metadata: {name: l-kind-gcp, namespace: `+testenv.CAPINamespace+`}
 spec: {template: {spec: {instanceType: n2-standard-4, image: projects/rhcos-cloud/global/images/old}}}`)))).To(Succeed())
-				Expect(unstructured.SetNestedStringMap(o.Object, map[string]string{"apiGroup": bootimage.InfrastructureGroup, "kind": "GCPMachineTemplate", "name": "l-kind-gcp"},
+				Expect(unstructured.SetNestedStringMap(o.Object, map[string]string{"apiGroup": clusterapi.InfrastructureGroup, "kind": "GCPMachineTemplate", "name": "l-kind-gcp"},
 					"spec", "template", "spec", "infrastructureRef")).To(Succeed())
 			},
 		}
@@ -173,10 +174,10 @@ spec: {template: {spec: {instanceType: n2-standard-4, image: projects/rhcos-clou
 				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-						Rule:       admissionregistrationv1.Rule{APIGroups: []string{bootimage.InfrastructureGroup}, APIVersions: []string{"*"}, Resources: []string{"awsmachinetemplates"}},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{clusterapi.InfrastructureGroup}, APIVersions: []string{"*"}, Resources: []string{"awsmachinetemplates"}},
 					},
 				}}},
-				MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "copies", Expression: fmt.Sprintf("has(object.metadata.labels) && '%s' in object.metadata.labels", bootimage.TemplateCopyLabel)}},
+				MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "copies", Expression: fmt.Sprintf("has(object.metadata.labels) && '%s' in object.metadata.labels", clusterapi.TemplateCopyLabel)}},
 				Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeJSONPatch, JSONPatch: &admissionregistrationv1.JSONPatch{
 					Expression: `[JSONPatch{op: "add", path: "/spec/template/spec/uncompressedUserData", value: true}]`,
 				}}},
@@ -193,7 +194,7 @@ spec: {template: {spec: {instanceType: n2-standard-4, image: projects/rhcos-clou
 			Expect(c.Delete(ctx, policy)).To(Succeed())
 		})
 		probe := fixtures.AWSMachineTemplate("l-probe", fixtures.OldAWSAMI)
-		probe.SetLabels(map[string]string{bootimage.TemplateCopyLabel: "true"})
+		probe.SetLabels(map[string]string{clusterapi.TemplateCopyLabel: "true"})
 		Eventually(func() any {
 			Expect(client.IgnoreAlreadyExists(c.Create(ctx, probe.DeepCopy(), client.DryRunAll))).To(Succeed())
 			dry := probe.DeepCopy()
@@ -230,8 +231,8 @@ spec: {paused: true}`)
 		// The barrier: a copy made later for no owner, which only the sweep collects. Once it is
 		// gone, a sweep has seen the older copy old enough to go, and kept it.
 		canary := fixtures.AWSMachineTemplate("l-canary-aaaaaaaaaa", fixtures.OldAWSAMI)
-		canary.SetLabels(bootimage.TemplateCopyLabels("MachineSet", "l-canary"))
-		canary.SetAnnotations(map[string]string{bootimage.TemplateOwnerAnnotation: "MachineSet/l-canary"})
+		canary.SetLabels(clusterapi.TemplateCopyLabels("MachineSet", "l-canary"))
+		canary.SetAnnotations(map[string]string{clusterapi.TemplateOwnerAnnotation: "MachineSet/l-canary"})
 		Expect(c.Create(ctx, canary)).To(Succeed())
 		Eventually(exists(canary.GetName())).Should(notFound)
 		Expect(exists(older.GetName())()).To(Succeed(), "a paused object's copies stay")

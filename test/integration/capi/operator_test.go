@@ -21,6 +21,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
@@ -171,7 +172,7 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 		Expect(field(copied.Object, "spec", "template", "spec", "ami", "id")).To(Equal(fixtures.NewAWSAMIUSEast1))
 		Expect(field(copied.Object, "spec", "template", "spec", "capacityReservationPreference")).To(Equal("Open"))
 		Expect(field(copied.Object, "spec", "template", "spec", "additionalTags")).To(Equal(map[string]any{"team": "compute"}))
-		Expect(copied.GetLabels()).To(Equal(bootimage.TemplateCopyLabels("MachineSet", "w-1a")), "not cluster-capi-operator's label")
+		Expect(copied.GetLabels()).To(Equal(clusterapi.TemplateCopyLabels("MachineSet", "w-1a")), "not cluster-capi-operator's label")
 		Expect(get(owner).GetAnnotations()).To(HaveKey(bootimage.AttemptsAnnotation), "the bookkeeping rides in the same patch")
 		Eventually(events("MachineSet", "w-1a")).Should(ContainElement(ContainSubstring("BootImageUpdated: Updated boot image from " + fixtures.OldAWSAMI + " to " + fixtures.NewAWSAMIUSEast1)))
 
@@ -309,15 +310,15 @@ var _ = Describe("The operator on Cluster API objects", Ordered, func() {
 		copyFor := func(name string, labels map[string]string, owner string) *unstructured.Unstructured {
 			t := fixtures.AWSMachineTemplate(name, fixtures.OldAWSAMI)
 			t.SetLabels(labels)
-			t.SetAnnotations(map[string]string{bootimage.TemplateOwnerAnnotation: owner})
+			t.SetAnnotations(map[string]string{clusterapi.TemplateOwnerAnnotation: owner})
 			return t
 		}
 		ours := func(name string) *unstructured.Unstructured {
-			return copyFor(name, bootimage.TemplateCopyLabels("MachineSet", "g-1a"), "MachineSet/g-1a")
+			return copyFor(name, clusterapi.TemplateCopyLabels("MachineSet", "g-1a"), "MachineSet/g-1a")
 		}
 		unused, usedByMachine := ours("g-1a-aaaaaaaaaa"), ours("g-1a-bbbbbbbbbb")
 		// Selected by g-1a's label, but the annotation, which decides, names another owner.
-		labelledOnly := copyFor("g-1a-cccccccccc", bootimage.TemplateCopyLabels("MachineSet", "g-1a"), "MachineSet/w-9z")
+		labelledOnly := copyFor("g-1a-cccccccccc", clusterapi.TemplateCopyLabels("MachineSet", "g-1a"), "MachineSet/w-9z")
 		Expect(k8s.Create(ctx, unused)).To(Succeed())
 		Expect(k8s.Create(ctx, usedByMachine)).To(Succeed())
 		Expect(k8s.Create(ctx, labelledOnly)).To(Succeed())
@@ -339,7 +340,7 @@ spec:
 		Consistently(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(unused), template(unused.GetName())) }, "1s").Should(Succeed(), "too young to go")
 
 		// Past the grace of copies made just now, however long the suite ran before.
-		clk.SetTime(time.Now().Add(bootimage.TemplateGCGrace + time.Minute))
+		clk.SetTime(time.Now().Add(clusterapi.TemplateGCGrace + time.Minute))
 		resync()
 		Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(unused), template(unused.GetName())) }).Should(MatchError(ContainSubstring("not found")))
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(usedByMachine), template(usedByMachine.GetName()))).To(Succeed(), "a Machine was cloned from it")
@@ -386,7 +387,7 @@ spec:
 	It("leaves a paused object alone, and updates it once it is resumed", func() {
 		Expect(k8s.Create(ctx, fixtures.AWSMachineTemplate("z-1a-0a1b2c3d", fixtures.OldAWSAMI))).To(Succeed())
 		owner := fixtures.ClusterAPIOwner("MachineSet", "z-1a", "z-1a-0a1b2c3d")
-		owner.SetAnnotations(map[string]string{bootimage.PausedAnnotation: ""})
+		owner.SetAnnotations(map[string]string{clusterapi.PausedAnnotation: ""})
 		Expect(k8s.Create(ctx, owner)).To(Succeed())
 		Eventually(events("MachineSet", "z-1a")).Should(ContainElement(HavePrefix(bootimage.ReasonPaused + ": ")))
 		Expect(templateOf(owner)()).To(Equal("z-1a-0a1b2c3d"))

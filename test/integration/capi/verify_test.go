@@ -16,6 +16,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 	"github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
@@ -112,7 +113,7 @@ kind: AWSMachine
 metadata: {name: ` + name + `}
 spec: {instanceType: m6i.xlarge, ami: {id: ami-0aaaaaaaaaaaaaa01}}`)
 		infra.Object["metadata"].(map[string]any)["labels"] = labels
-		infra.SetAnnotations(map[string]string{bootimage.ClonedFromNameAnnotation: template})
+		infra.SetAnnotations(map[string]string{clusterapi.ClonedFromNameAnnotation: template})
 		machine := fixtures.ClusterAPIObject(`
 apiVersion: cluster.x-k8s.io/v1beta2
 kind: Machine
@@ -136,7 +137,7 @@ spec:
 	// newMachine creates Machine name of MachineSet owner (see newOwnedMachine).
 	newMachine := func(name, owner, template string, machineStatus, infraStatus map[string]any) {
 		GinkgoHelper()
-		newOwnedMachine(name, map[string]any{bootimage.ClusterAPISetNameLabel: owner}, template, machineStatus, infraStatus)
+		newOwnedMachine(name, map[string]any{clusterapi.SetNameLabel: owner}, template, machineStatus, infraStatus)
 	}
 	launchFailed := func(message string) map[string]any {
 		return map[string]any{"failureReason": "CreateError", "failureMessage": message, "conditions": []any{map[string]any{
@@ -227,7 +228,7 @@ spec:
 	It("takes a capacity failure as no evidence, and a machine that joins as proof", func() {
 		// Without a pass every copyGrace, only the Machines' watch brings the owner back.
 		Expect(mgr.Stop()).To(Succeed())
-		copyGrace = bootimage.TemplateGCGrace
+		copyGrace = clusterapi.TemplateGCGrace
 		start()
 		DeferCleanup(func() {
 			Expect(mgr.Stop()).To(Succeed())
@@ -250,16 +251,16 @@ spec:
 	It("keeps the template a restore needs while the change is pending, and collects it once verified", func() {
 		// The owner is on an earlier copy of ours, which nothing names once the owner moves on.
 		earlier := fixtures.AWSMachineTemplate("v-gc-aaaaaaaaaa", fixtures.OldAWSAMI)
-		earlier.SetLabels(bootimage.TemplateCopyLabels("MachineSet", "v-gc"))
-		earlier.SetAnnotations(map[string]string{bootimage.TemplateOwnerAnnotation: "MachineSet/v-gc"})
+		earlier.SetLabels(clusterapi.TemplateCopyLabels("MachineSet", "v-gc"))
+		earlier.SetAnnotations(map[string]string{clusterapi.TemplateOwnerAnnotation: "MachineSet/v-gc"})
 		Expect(c.Create(ctx, earlier)).To(Succeed())
 		owner, copied := updated("v-gc", earlier.GetName())
 
 		// The barrier: a copy made later for no owner, which only the sweep collects. Once it is
 		// gone, a sweep has seen the earlier copy old enough to go, and kept it.
 		barrier := fixtures.AWSMachineTemplate("v-barrier-aaaaaaaaaa", fixtures.OldAWSAMI)
-		barrier.SetLabels(bootimage.TemplateCopyLabels("MachineSet", "v-barrier"))
-		barrier.SetAnnotations(map[string]string{bootimage.TemplateOwnerAnnotation: "MachineSet/v-barrier"})
+		barrier.SetLabels(clusterapi.TemplateCopyLabels("MachineSet", "v-barrier"))
+		barrier.SetAnnotations(map[string]string{clusterapi.TemplateOwnerAnnotation: "MachineSet/v-barrier"})
 		Expect(c.Create(ctx, barrier)).To(Succeed())
 		Eventually(exists(barrier.GetName())).Should(Satisfy(apierrors.IsNotFound))
 		Expect(exists(earlier.GetName())()).To(Succeed(), "kept while a restore can need it")
@@ -280,7 +281,7 @@ spec:
 		copied := refOf(md)()
 		Expect(historyOf(md)()).To(ConsistOf(HaveField("Template", Equal(&bootimage.TemplateChange{From: "v-md-0a1b2c3d", To: copied}))))
 
-		newOwnedMachine("v-md-1", map[string]any{bootimage.ClusterAPIDeploymentNameLabel: "v-md", bootimage.ClusterAPISetNameLabel: "v-md-7c9f8"}, copied,
+		newOwnedMachine("v-md-1", map[string]any{clusterapi.DeploymentNameLabel: "v-md", clusterapi.SetNameLabel: "v-md-7c9f8"}, copied,
 			map[string]any{"phase": "Failed"}, launchFailed(awsAMINotFound))
 		Eventually(refOf(md)).Should(Equal("v-md-0a1b2c3d"))
 		Expect(historyOf(md)()).To(HaveExactElements(

@@ -1,52 +1,53 @@
-package bootimage
+package clusterapi
 
 import (
 	"regexp"
 	"time"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // Labels Cluster API puts on the Machines (and, through them, the infrastructure machines) a
 // MachineSet or MachineDeployment creates.
 const (
-	ClusterAPISetNameLabel        = "cluster.x-k8s.io/set-name"
-	ClusterAPIDeploymentNameLabel = "cluster.x-k8s.io/deployment-name"
+	SetNameLabel        = "cluster.x-k8s.io/set-name"
+	DeploymentNameLabel = "cluster.x-k8s.io/deployment-name"
 )
 
 // TemplateMove is the change an update of a Cluster API object records: from d.Current to
 // d.Target by pointing it from template from to the copy to, and the operations that point it
 // back, only while it still names the copy.
-func TemplateMove(d Decision, from, to string, at time.Time) Change {
-	return Change{From: d.Current, To: d.Target, At: at, By: ByOperator,
-		Revert: []PatchOp{
+func TemplateMove(d bootimage.Decision, from, to string, at time.Time) bootimage.Change {
+	return bootimage.Change{From: d.Current, To: d.Target, At: at, By: bootimage.ByOperator,
+		Revert: []bootimage.PatchOp{
 			{Op: "test", Path: infrastructureRefNamePath, Value: to},
 			{Op: "replace", Path: infrastructureRefNamePath, Value: from},
 		},
-		Template: &TemplateChange{From: from, To: to}}
+		Template: &bootimage.TemplateChange{From: from, To: to}}
 }
 
 // RestoreTemplate is the template a restore of the object with annotations would point it back
 // at: its newest change's Template.From while that change is the operator's and pending, ""
 // otherwise. The collector keeps it.
 func RestoreTemplate(annotations map[string]string) string {
-	h, err := HistoryOf(annotations)
+	h, err := bootimage.HistoryOf(annotations)
 	c, ok := h.Newest()
-	if err != nil || !ok || c.By != ByOperator || c.Outcome != "" || c.Template == nil {
+	if err != nil || !ok || c.By != bootimage.ByOperator || c.Outcome != "" || c.Template == nil {
 		return ""
 	}
 	return c.Template.From
 }
 
-// ClusterAPIMachine reduces a Cluster API Machine, with its infrastructure machine (nil when not
+// MachineOf reduces a Cluster API Machine, with its infrastructure machine (nil when not
 // found), for Verify of change c. Its image is c.To when the infrastructure machine was cloned
 // from c's copy (annotation cluster.x-k8s.io/cloned-from-name), c.From when from the template c
 // replaced. Its errors are the failure messages of both, the messages of the infrastructure
 // machine's conditions that are not True (the provider's answer to a launch, as a Machine API
 // providerStatus holds it), and those of the Machine's own that imageFailure names: Cluster API
 // sets a Machine's conditions False with a message while it merely provisions, which is no error.
-func ClusterAPIMachine(machine, infra *unstructured.Unstructured, c Change, imageFailure *regexp.Regexp) Machine {
-	m := Machine{Name: machine.GetName(), Created: machine.GetCreationTimestamp().Time, Deleting: machine.GetDeletionTimestamp() != nil}
+func MachineOf(machine, infra *unstructured.Unstructured, c bootimage.Change, imageFailure *regexp.Regexp) bootimage.Machine {
+	m := bootimage.Machine{Name: machine.GetName(), Created: machine.GetCreationTimestamp().Time, Deleting: machine.GetDeletionTimestamp() != nil}
 	clonedFrom := machine.GetAnnotations()[ClonedFromNameAnnotation]
 	if infra != nil && infra.GetAnnotations()[ClonedFromNameAnnotation] != "" {
 		clonedFrom = infra.GetAnnotations()[ClonedFromNameAnnotation]

@@ -1,4 +1,4 @@
-package bootimage_test
+package clusterapi_test
 
 import (
 	"encoding/json"
@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
@@ -71,10 +72,10 @@ func capiCluster(platform configv1.PlatformType) bootimage.Cluster {
 
 var templateKinds = map[configv1.PlatformType]string{configv1.AWSPlatformType: "AWSMachineTemplate", configv1.GCPPlatformType: "GCPMachineTemplate", configv1.AzurePlatformType: "AzureMachineTemplate", configv1.VSpherePlatformType: "VSphereMachineTemplate"}
 
-func decideCAPI(platform configv1.PlatformType, kind, machineSpec string, mutations ...mutate) bootimage.Decision {
+func decideCAPI(platform configv1.PlatformType, kind, machineSpec string, mutations ...fixtures.Mutation) bootimage.Decision {
 	GinkgoHelper()
 	tk := templateKinds[platform]
-	c, o := capiCluster(platform), bootimage.ClusterAPIObject(capiOwner(kind, tk), capiTemplate(tk, machineSpec), nil)
+	c, o := capiCluster(platform), clusterapi.ObjectOf(capiOwner(kind, tk), capiTemplate(tk, machineSpec), nil)
 	for _, m := range mutations {
 		m(&c, &o)
 	}
@@ -86,24 +87,6 @@ func decideCAPI(platform configv1.PlatformType, kind, machineSpec string, mutati
 func authorityPtr(a machinev1beta1.MachineAuthority) *machinev1beta1.MachineAuthority { return &a }
 
 var _ = Describe("Who is in charge", func() {
-	DescribeTable("a Machine API MachineSet",
-		func(authority machinev1beta1.MachineAuthority, action bootimage.Action, reason string) {
-			d := decide(configv1.AWSPlatformType, awsOld, func(_ *bootimage.Cluster, o *bootimage.Object) { o.Authority = authority })
-			Expect(d).To(And(HaveField("Action", action), HaveField("Reason", reason)), d.Message)
-			Expect(d.LeftBehind()).To(BeFalse(), "not ours: no skew hold")
-		},
-		Entry("before the migration controller sets it", machinev1beta1.MachineAuthority(""), bootimage.Update, bootimage.ReasonImageOutdated),
-		Entry("MachineAPI", machinev1beta1.MachineAuthorityMachineAPI, bootimage.Update, bootimage.ReasonImageOutdated),
-		Entry("ClusterAPI: never written, even with the CAPI gate off", machinev1beta1.MachineAuthorityClusterAPI, bootimage.Skip, bootimage.ReasonAuthorityClusterAPI),
-		Entry("Migrating", machinev1beta1.MachineAuthorityMigrating, bootimage.Skip, bootimage.ReasonMigrating),
-	)
-
-	It("reads status.authoritativeAPI", func() {
-		ms := fixtures.MachineSet("worker-a", awsOld)
-		ms.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
-		Expect(bootimage.MachineSetObject(ms).Authority).To(Equal(machinev1beta1.MachineAuthorityClusterAPI))
-	})
-
 	DescribeTable("a Cluster API MachineSet, by its Machine API twin",
 		func(twin *machinev1beta1.MachineAuthority, action bootimage.Action, reason, message string) {
 			d := decideCAPI(configv1.AWSPlatformType, "MachineSet", awsTemplateSpec, func(_ *bootimage.Cluster, o *bootimage.Object) { o.Twin = twin })
@@ -119,42 +102,42 @@ var _ = Describe("Who is in charge", func() {
 })
 
 var _ = Describe("Cluster API objects", func() {
-	none := mutate(func(*bootimage.Cluster, *bootimage.Object) {})
+	none := fixtures.Mutation(func(*bootimage.Cluster, *bootimage.Object) {})
 	DescribeTable("skip and error reasons",
-		func(platform configv1.PlatformType, kind, machineSpec string, m mutate, action bootimage.Action, reason, message string) {
+		func(platform configv1.PlatformType, kind, machineSpec string, m fixtures.Mutation, action bootimage.Action, reason, message string) {
 			d := decideCAPI(platform, kind, machineSpec, m)
 			Expect(d).To(And(HaveField("Action", action), HaveField("Reason", reason), HaveField("Message", ContainSubstring(message))))
 			Expect(d.ProviderSpecPatch).To(BeNil())
 		},
-		Entry("gate off", configv1.AWSPlatformType, "MachineSet", awsTemplateSpec, mutate(func(c *bootimage.Cluster, _ *bootimage.Object) { c.Gates = gateSet{} }),
+		Entry("gate off", configv1.AWSPlatformType, "MachineSet", awsTemplateSpec, fixtures.Mutation(func(c *bootimage.Cluster, _ *bootimage.Object) { c.Gates = gateSet{} }),
 			bootimage.Skip, bootimage.ReasonFeatureGateDisabled, "ManagedBootImagesAWSCAPI is off"),
-		Entry("no cluster.x-k8s.io entry", configv1.AWSPlatformType, "MachineDeployment", awsTemplateSpec, mutate(func(c *bootimage.Cluster, _ *bootimage.Object) {
+		Entry("no cluster.x-k8s.io entry", configv1.AWSPlatformType, "MachineDeployment", awsTemplateSpec, fixtures.Mutation(func(c *bootimage.Cluster, _ *bootimage.Object) {
 			c.Effective = fixtures.DecisionCluster(configv1.AWSPlatformType).Effective
 		}), bootimage.Skip, bootimage.ReasonNotSelected, "machinedeployments.cluster.x-k8s.io"),
 		Entry("vSphere has no template kind", configv1.VSpherePlatformType, "MachineSet", awsTemplateSpec, none, bootimage.Skip, bootimage.ReasonUnsupportedPlatform, "not managed on platform \"VSphere\""),
-		Entry("a MachineSet of a MachineDeployment", configv1.AWSPlatformType, "MachineSet", awsTemplateSpec, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
+		Entry("a MachineSet of a MachineDeployment", configv1.AWSPlatformType, "MachineSet", awsTemplateSpec, fixtures.Mutation(func(_ *bootimage.Cluster, o *bootimage.Object) {
 			o.OwnerReferences = append(o.OwnerReferences, metav1.OwnerReference{Kind: "MachineDeployment", Name: "workers", Controller: ptr(true)})
 		}), bootimage.Skip, bootimage.ReasonOwnedByMachineDeployment, "owned by MachineDeployment workers"),
-		Entry("another controller", configv1.AWSPlatformType, "MachineSet", awsTemplateSpec, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
+		Entry("another controller", configv1.AWSPlatformType, "MachineSet", awsTemplateSpec, fixtures.Mutation(func(_ *bootimage.Cluster, o *bootimage.Object) {
 			o.OwnerReferences = append(o.OwnerReferences, metav1.OwnerReference{Kind: "MachinePool", Name: "hive", Controller: ptr(true)})
 		}), bootimage.Skip, bootimage.ReasonOwnedByController, "owned by MachinePool hive"),
-		Entry("a ClusterClass topology", configv1.AWSPlatformType, "MachineDeployment", awsTemplateSpec, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
+		Entry("a ClusterClass topology", configv1.AWSPlatformType, "MachineDeployment", awsTemplateSpec, fixtures.Mutation(func(_ *bootimage.Cluster, o *bootimage.Object) {
 			o.Labels = map[string]string{bootimage.TopologyOwnedLabel: ""}
 		}), bootimage.Skip, bootimage.ReasonManagedByTopology, "ClusterClass"),
-		Entry("Windows", configv1.AWSPlatformType, "MachineSet", awsTemplateSpec, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
+		Entry("Windows", configv1.AWSPlatformType, "MachineSet", awsTemplateSpec, fixtures.Mutation(func(_ *bootimage.Cluster, o *bootimage.Object) {
 			o.TemplateLabels = map[string]string{bootimage.WindowsLabel: "Windows"}
 		}), bootimage.Skip, bootimage.ReasonWindowsMachineSet, "Windows"),
-		Entry("another OS stream", configv1.AWSPlatformType, "MachineSet", awsTemplateSpec, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
+		Entry("another OS stream", configv1.AWSPlatformType, "MachineSet", awsTemplateSpec, fixtures.Mutation(func(_ *bootimage.Cluster, o *bootimage.Object) {
 			o.Labels = map[string]string{bootimage.OSStreamLabel: "rhel-10"}
 		}), bootimage.Skip, bootimage.ReasonOSStreamNotInBootImages, "names OS stream rhel-10, but coreos-bootimages has no streams key"),
-		Entry("a template kind of another platform", configv1.AWSPlatformType, "MachineSet", awsTemplateSpec, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
+		Entry("a template kind of another platform", configv1.AWSPlatformType, "MachineSet", awsTemplateSpec, fixtures.Mutation(func(_ *bootimage.Cluster, o *bootimage.Object) {
 			o.TemplateKind = "OpenStackMachineTemplate"
 		}), bootimage.Skip, bootimage.ReasonUnsupportedTemplate, "OpenStackMachineTemplate is not managed on AWS"),
-		Entry("multi-arch without the annotation: an error, as the MCO", configv1.AWSPlatformType, "MachineSet", awsTemplateSpec, mutate(func(c *bootimage.Cluster, _ *bootimage.Object) { c.MultiArch = true }),
+		Entry("multi-arch without the annotation: an error, as the MCO", configv1.AWSPlatformType, "MachineSet", awsTemplateSpec, fixtures.Mutation(func(c *bootimage.Cluster, _ *bootimage.Object) { c.MultiArch = true }),
 			bootimage.Error, bootimage.ReasonArchitectureUnknown, "multi-architecture cluster"),
 		Entry("AWS: AMI looked up by name", configv1.AWSPlatformType, "MachineSet", `{"imageLookupOrg": "123", "ami": {}}`, none, bootimage.Skip, bootimage.ReasonImageNotByID, "looked up by name"),
 		Entry("AWS: custom AMI", configv1.AWSPlatformType, "MachineSet", `{"ami": {"id": "`+fixtures.CustomAMI+`"}}`, none, bootimage.Skip, bootimage.ReasonCustomImage, "owned by account"),
-		Entry("AWS: region unknown", configv1.AWSPlatformType, "MachineSet", awsTemplateSpec, mutate(func(c *bootimage.Cluster, _ *bootimage.Object) { c.Infrastructure = awsInfrastructure("") }),
+		Entry("AWS: region unknown", configv1.AWSPlatformType, "MachineSet", awsTemplateSpec, fixtures.Mutation(func(c *bootimage.Cluster, _ *bootimage.Object) { c.Infrastructure = awsInfrastructure("") }),
 			bootimage.Error, bootimage.ReasonInvalidProviderSpec, "status.platformStatus.aws.region is empty"),
 		Entry("GCP: imageFamily", configv1.GCPPlatformType, "MachineSet", `{"imageFamily": "projects/rhcos-cloud/global/images/family/rhcos-9"}`, none, bootimage.Skip, bootimage.ReasonImageNotByID, "imageFamily"),
 		Entry("GCP: marketplace image", configv1.GCPPlatformType, "MachineSet", `{"image": "projects/redhat-marketplace-public/global/images/rhcos-x"}`, none, bootimage.Skip, bootimage.ReasonCustomImage, "not an RHCOS image"),
@@ -162,18 +145,18 @@ var _ = Describe("Cluster API objects", func() {
 		Entry("Azure: compute gallery", configv1.AzurePlatformType, "MachineSet", `{"image": {"computeGallery": {"name": "g", "gallery": "x", "version": "1"}}}`, none, bootimage.Skip, bootimage.ReasonCustomImage, "computeGallery"),
 		Entry("Azure: confidential VM", configv1.AzurePlatformType, "MachineSet", `{"image": {"marketplace": {"publisher": "azureopenshift", "offer": "aro4", "sku": "aro_416_v2", "version": "416.94.20240701"}}, "securityProfile": {"securityType": "ConfidentialVM"}}`, none,
 			bootimage.Skip, bootimage.ReasonConfidentialVM, "securityProfile.securityType is ConfidentialVM"),
-		Entry("the template is missing", configv1.AWSPlatformType, "MachineSet", awsTemplateSpec, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
-			*o = bootimage.ClusterAPIObject(capiOwner("MachineSet", "AWSMachineTemplate"), nil, nil)
+		Entry("the template is missing", configv1.AWSPlatformType, "MachineSet", awsTemplateSpec, fixtures.Mutation(func(_ *bootimage.Cluster, o *bootimage.Object) {
+			*o = clusterapi.ObjectOf(capiOwner("MachineSet", "AWSMachineTemplate"), nil, nil)
 		}), bootimage.Error, bootimage.ReasonInvalidTemplate, "AWSMachineTemplate openshift-cluster-api/worker-a-1a2b3c4d not found"),
 	)
 
 	DescribeTable("update only the boot image field, as the Machine API path chooses it",
-		func(platform configv1.PlatformType, machineSpec string, m mutate, current, target string, field []string, want any) {
+		func(platform configv1.PlatformType, machineSpec string, m fixtures.Mutation, current, target string, field []string, want any) {
 			d := decideCAPI(platform, "MachineSet", machineSpec, m)
 			Expect(d).To(And(HaveField("Action", bootimage.Update), HaveField("APIGroup", "cluster.x-k8s.io"), HaveField("Current", current), HaveField("Target", target)), d.Message)
 			tk := templateKinds[platform]
 			old := capiTemplate(tk, machineSpec)
-			copied, err := bootimage.TemplateCopy(old, d)
+			copied, err := clusterapi.TemplateCopy(old, d)
 			Expect(err).NotTo(HaveOccurred())
 			got, found, err := unstructured.NestedFieldNoCopy(copied.Object, append([]string{"spec", "template", "spec"}, field...)...)
 			Expect(err).NotTo(HaveOccurred())
@@ -182,18 +165,18 @@ var _ = Describe("Cluster API objects", func() {
 			Expect(unstructured.SetNestedField(copied.Object, mustNested(old, field), append([]string{"spec", "template", "spec"}, field...)...)).To(Succeed())
 			Expect(copied.Object["spec"]).To(Equal(old.Object["spec"]), "nothing but the boot image changed, unknown fields kept")
 		},
-		Entry("AWS: the region is the cluster's", configv1.AWSPlatformType, awsTemplateSpec, mutate(func(*bootimage.Cluster, *bootimage.Object) {}), fixtures.OldAWSAMI, fixtures.NewAWSAMIUSEast1,
+		Entry("AWS: the region is the cluster's", configv1.AWSPlatformType, awsTemplateSpec, fixtures.Mutation(func(*bootimage.Cluster, *bootimage.Object) {}), fixtures.OldAWSAMI, fixtures.NewAWSAMIUSEast1,
 			[]string{"ami", "id"}, fixtures.NewAWSAMIUSEast1),
-		Entry("AWS arm64 from the annotation", configv1.AWSPlatformType, awsTemplateSpec, mutate(func(_ *bootimage.Cluster, o *bootimage.Object) {
+		Entry("AWS arm64 from the annotation", configv1.AWSPlatformType, awsTemplateSpec, fixtures.Mutation(func(_ *bootimage.Cluster, o *bootimage.Object) {
 			o.Annotations = map[string]string{bootimage.ArchAnnotation: "kubernetes.io/arch=arm64"}
 		}), fixtures.OldAWSAMI, fixtures.NewAWSAMIARM64, []string{"ami", "id"}, fixtures.NewAWSAMIARM64),
-		Entry("AWS Marketplace", configv1.AWSPlatformType, `{"ami": {"id": "`+fixtures.OldMarketplaceAMI+`"}}`, mutate(func(*bootimage.Cluster, *bootimage.Object) {}), fixtures.OldMarketplaceAMI, fixtures.NewMarketplaceAMI,
+		Entry("AWS Marketplace", configv1.AWSPlatformType, `{"ami": {"id": "`+fixtures.OldMarketplaceAMI+`"}}`, fixtures.Mutation(func(*bootimage.Cluster, *bootimage.Object) {}), fixtures.OldMarketplaceAMI, fixtures.NewMarketplaceAMI,
 			[]string{"ami", "id"}, fixtures.NewMarketplaceAMI),
-		Entry("GCP", configv1.GCPPlatformType, gcpTemplateSpec, mutate(func(*bootimage.Cluster, *bootimage.Object) {}), fixtures.OldGCPImage, fixtures.NewGCPImage, []string{"image"}, fixtures.NewGCPImage),
-		Entry("Azure no-purchase-plan Gen2", configv1.AzurePlatformType, azureTemplateSpec, mutate(func(*bootimage.Cluster, *bootimage.Object) {}),
+		Entry("GCP", configv1.GCPPlatformType, gcpTemplateSpec, fixtures.Mutation(func(*bootimage.Cluster, *bootimage.Object) {}), fixtures.OldGCPImage, fixtures.NewGCPImage, []string{"image"}, fixtures.NewGCPImage),
+		Entry("Azure no-purchase-plan Gen2", configv1.AzurePlatformType, azureTemplateSpec, fixtures.Mutation(func(*bootimage.Cluster, *bootimage.Object) {}),
 			"azureopenshift:aro4:aro_416_v2:416.94.20240701", "azureopenshift:aro4:aro_420_v2:420.96.20250523",
 			[]string{"image", "marketplace"}, map[string]any{"publisher": "azureopenshift", "offer": "aro4", "sku": "aro_420_v2", "version": "420.96.20250523", "thirdPartyImage": false}),
-		Entry("Azure paid OCP keeps its plan", configv1.AzurePlatformType, `{"image": {"marketplace": {"publisher": "redhat", "offer": "rh-ocp-worker", "sku": "rh-ocp-worker_v2", "version": "4.16.2024", "thirdPartyImage": true}}}`, mutate(func(*bootimage.Cluster, *bootimage.Object) {}),
+		Entry("Azure paid OCP keeps its plan", configv1.AzurePlatformType, `{"image": {"marketplace": {"publisher": "redhat", "offer": "rh-ocp-worker", "sku": "rh-ocp-worker_v2", "version": "4.16.2024", "thirdPartyImage": true}}}`, fixtures.Mutation(func(*bootimage.Cluster, *bootimage.Object) {}),
 			"redhat:rh-ocp-worker:rh-ocp-worker_v2:4.16.2024", "redhat:rh-ocp-worker:rh-ocp-worker_v2:420.96.20250523",
 			[]string{"image", "marketplace"}, map[string]any{"publisher": "redhat", "offer": "rh-ocp-worker", "sku": "rh-ocp-worker_v2", "version": "420.96.20250523", "thirdPartyImage": true}),
 	)
@@ -206,8 +189,8 @@ var _ = Describe("Cluster API objects", func() {
 	DescribeTable("the image an object keeps, read before any decision",
 		func(platform configv1.PlatformType, machineSpec, want string) {
 			tk := templateKinds[platform]
-			o := bootimage.ClusterAPIObject(capiOwner("MachineSet", tk), capiTemplate(tk, machineSpec), nil)
-			Expect(bootimage.CurrentImageOf(platform, o)).To(Equal(want))
+			o := clusterapi.ObjectOf(capiOwner("MachineSet", tk), capiTemplate(tk, machineSpec), nil)
+			Expect(bootimage.CurrentImage(platform, o)).To(Equal(want))
 		},
 		Entry(nil, configv1.AWSPlatformType, awsTemplateSpec, fixtures.OldAWSAMI),
 		Entry(nil, configv1.GCPPlatformType, gcpTemplateSpec, fixtures.OldGCPImage),
@@ -242,7 +225,7 @@ var _ = Describe("Cluster API objects", func() {
 			if status != nil {
 				md.Object["status"] = status
 			}
-			Expect(bootimage.RollingOut(md)).To(Equal(want))
+			Expect(clusterapi.RollingOut(md)).To(Equal(want))
 		},
 		Entry("no status yet: its controller has not seen it", nil, true),
 		Entry("an older generation observed", map[string]any{"observedGeneration": int64(2)}, true),
@@ -271,67 +254,67 @@ var _ = Describe("Template copies", func() {
 	})
 
 	It("keeps what a new object needs, marks it ours, drops cluster-capi-operator's label and blockOwnerDeletion", func() {
-		copied, err := bootimage.TemplateCopy(old, d)
+		copied, err := clusterapi.TemplateCopy(old, d)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(copied.GetAPIVersion()).To(Equal(old.GetAPIVersion()))
 		Expect(copied.GetKind()).To(Equal("AWSMachineTemplate"))
 		Expect(copied.GetNamespace()).To(Equal("openshift-cluster-api"))
 		Expect(copied.GetName()).To(MatchRegexp(`^worker-a-[0-9a-f]{10}$`))
-		Expect(copied.GetLabels()).To(Equal(map[string]string{"cluster.x-k8s.io/cluster-name": "demo-x7k2p", bootimage.TemplateCopyLabel: "true",
-			bootimage.TemplateOwnerLabel: bootimage.TemplateCopyLabels("MachineSet", "worker-a")[bootimage.TemplateOwnerLabel]}))
-		Expect(copied.GetAnnotations()).To(Equal(map[string]string{bootimage.TemplateOwnerAnnotation: "MachineSet/worker-a", bootimage.CopiedFromAnnotation: "worker-a-1a2b3c4d"}))
+		Expect(copied.GetLabels()).To(Equal(map[string]string{"cluster.x-k8s.io/cluster-name": "demo-x7k2p", clusterapi.TemplateCopyLabel: "true",
+			clusterapi.TemplateOwnerLabel: clusterapi.TemplateCopyLabels("MachineSet", "worker-a")[clusterapi.TemplateOwnerLabel]}))
+		Expect(copied.GetAnnotations()).To(Equal(map[string]string{clusterapi.TemplateOwnerAnnotation: "MachineSet/worker-a", clusterapi.CopiedFromAnnotation: "worker-a-1a2b3c4d"}))
 		Expect(copied.GetOwnerReferences()).To(Equal([]metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: "demo-x7k2p", UID: "u1"}}))
 		Expect(copied.GetResourceVersion()).To(BeEmpty())
 		Expect(copied.GetUID()).To(BeEmpty())
 		created := copied.GetCreationTimestamp()
 		Expect(created.IsZero()).To(BeTrue())
-		Expect(old.GetLabels()).To(HaveKey(bootimage.CAPIOperatorTemplateLabel), "the template read is left as it was")
+		Expect(old.GetLabels()).To(HaveKey(clusterapi.CAPIOperatorTemplateLabel), "the template read is left as it was")
 	})
 
 	It("names copies by owner and spec, never as cluster-capi-operator does, and recognises its own", func() {
-		a, err := bootimage.TemplateCopy(old, d)
+		a, err := clusterapi.TemplateCopy(old, d)
 		Expect(err).NotTo(HaveOccurred())
-		b, err := bootimage.TemplateCopy(old.DeepCopy(), d)
+		b, err := clusterapi.TemplateCopy(old.DeepCopy(), d)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(b.GetName()).To(Equal(a.GetName()), "a copy left by a crash is found again")
-		Expect(bootimage.SameTemplateCopy(b, a.GetKind(), d)).To(BeTrue())
+		Expect(clusterapi.SameTemplateCopy(b, a.GetKind(), d)).To(BeTrue())
 		defaulted := b.DeepCopy()
 		Expect(unstructured.SetNestedField(defaulted.Object, "Open", "spec", "template", "spec", "defaultedByTheServer")).To(Succeed())
-		Expect(bootimage.SameTemplateCopy(defaulted, a.GetKind(), d)).To(BeTrue(), "a field the server defaulted is not ours to compare")
-		Expect(bootimage.SameTemplateCopy(b, "GCPMachineTemplate", d)).To(BeFalse(), "another kind")
+		Expect(clusterapi.SameTemplateCopy(defaulted, a.GetKind(), d)).To(BeTrue(), "a field the server defaulted is not ours to compare")
+		Expect(clusterapi.SameTemplateCopy(b, "GCPMachineTemplate", d)).To(BeFalse(), "another kind")
 		stranger := b.DeepCopy()
-		stranger.SetAnnotations(map[string]string{bootimage.TemplateOwnerAnnotation: "MachineSet/worker-b"})
-		Expect(bootimage.SameTemplateCopy(stranger, a.GetKind(), d)).To(BeFalse(), "made for another owner")
+		stranger.SetAnnotations(map[string]string{clusterapi.TemplateOwnerAnnotation: "MachineSet/worker-b"})
+		Expect(clusterapi.SameTemplateCopy(stranger, a.GetKind(), d)).To(BeFalse(), "made for another owner")
 
 		md := d
 		md.Kind = "MachineDeployment"
-		c, err := bootimage.TemplateCopy(old, md)
+		c, err := clusterapi.TemplateCopy(old, md)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(c.GetName()).NotTo(Equal(a.GetName()))
 
 		other := d
 		other.ProviderSpecPatch = []bootimage.PatchOp{{Op: "add", Path: "/ami/id", Value: "ami-0000000000000000a"}}
-		e, err := bootimage.TemplateCopy(old, other)
+		e, err := clusterapi.TemplateCopy(old, other)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(e.GetName()).NotTo(Equal(a.GetName()))
-		Expect(bootimage.SameTemplateCopy(e, a.GetKind(), d)).To(BeFalse(), "same name, another image: a clash")
-		Expect(bootimage.SameTemplateCopy(old, a.GetKind(), d)).To(BeFalse(), "not ours")
+		Expect(clusterapi.SameTemplateCopy(e, a.GetKind(), d)).To(BeFalse(), "same name, another image: a clash")
+		Expect(clusterapi.SameTemplateCopy(old, a.GetKind(), d)).To(BeFalse(), "not ours")
 	})
 
 	It("shortens a long owner name to fit", func() {
-		name, err := bootimage.TemplateCopyName("MachineSet", strings.Repeat("a", 253), old)
+		name, err := clusterapi.TemplateCopyName("MachineSet", strings.Repeat("a", 253), old)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(len(name)).To(BeNumerically("<=", 253))
 	})
 
 	It("refuses a decision that is not an update", func() {
 		d.Action, d.ProviderSpecPatch = bootimage.NoChange, nil
-		_, err := bootimage.TemplateCopy(old, d)
+		_, err := clusterapi.TemplateCopy(old, d)
 		Expect(err).To(MatchError(ContainSubstring("no update")))
 	})
 
 	It("patches the owner only while it still names the old template", func() {
-		patch, err := bootimage.InfrastructureRefPatch("7", "worker-a-1a2b3c4d", "worker-a-0123456789", bootimage.PatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{"k": "v"}})
+		patch, err := clusterapi.InfrastructureRefPatch("7", "worker-a-1a2b3c4d", "worker-a-0123456789", bootimage.PatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{"k": "v"}})
 		Expect(err).NotTo(HaveOccurred())
 		p, err := jsonpatch.DecodePatch(patch)
 		Expect(err).NotTo(HaveOccurred())
@@ -340,9 +323,9 @@ var _ = Describe("Template copies", func() {
 		out, err := p.Apply(owner)
 		Expect(err).NotTo(HaveOccurred())
 		patched := fromJSON(string(out))
-		ref, err := bootimage.InfrastructureRef(patched)
+		ref, err := clusterapi.InfrastructureRef(patched)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(ref).To(Equal(bootimage.TemplateRef{APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "AWSMachineTemplate", Name: "worker-a-0123456789"}))
+		Expect(ref).To(Equal(clusterapi.TemplateRef{APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "AWSMachineTemplate", Name: "worker-a-0123456789"}))
 		Expect(patched.GetAnnotations()).To(HaveKeyWithValue("k", "v"))
 
 		moved := capiOwner("MachineSet", "AWSMachineTemplate")
@@ -355,29 +338,29 @@ var _ = Describe("Template copies", func() {
 
 	It("selects an owner's copies by a label that fits a label value, and tells owners apart", func() {
 		long := strings.Repeat("w", 253)
-		labels := bootimage.TemplateCopyLabels("MachineSet", long)
+		labels := clusterapi.TemplateCopyLabels("MachineSet", long)
 		Expect(metavalidation.ValidateLabels(labels, field.NewPath("labels"))).To(BeEmpty())
-		Expect(labels[bootimage.TemplateOwnerLabel]).NotTo(Equal(bootimage.TemplateCopyLabels("MachineDeployment", long)[bootimage.TemplateOwnerLabel]))
-		Expect(labels[bootimage.TemplateOwnerLabel]).NotTo(Equal(bootimage.TemplateCopyLabels("MachineSet", long+"x")[bootimage.TemplateOwnerLabel]))
+		Expect(labels[clusterapi.TemplateOwnerLabel]).NotTo(Equal(clusterapi.TemplateCopyLabels("MachineDeployment", long)[clusterapi.TemplateOwnerLabel]))
+		Expect(labels[clusterapi.TemplateOwnerLabel]).NotTo(Equal(clusterapi.TemplateCopyLabels("MachineSet", long+"x")[clusterapi.TemplateOwnerLabel]))
 	})
 
 	It("takes as an owner's copies only those its annotation names, but the one in use", func() {
 		copyOf := func(name, owner string) unstructured.Unstructured {
 			t := unstructured.Unstructured{}
 			t.SetName(name)
-			t.SetAnnotations(map[string]string{bootimage.TemplateOwnerAnnotation: owner})
+			t.SetAnnotations(map[string]string{clusterapi.TemplateOwnerAnnotation: owner})
 			return t
 		}
 		all := []unstructured.Unstructured{copyOf("a-1", "MachineSet/a"), copyOf("a-2", "MachineSet/a"), copyOf("a-3", "MachineDeployment/a"), copyOf("b-1", "MachineSet/b")}
 		var names []string
-		for _, t := range bootimage.TemplateCopiesOf(all, "MachineSet", "a", "a-2") {
+		for _, t := range clusterapi.TemplateCopiesOf(all, "MachineSet", "a", "a-2") {
 			names = append(names, t.GetName())
 		}
 		Expect(names).To(Equal([]string{"a-1"}))
 	})
 
 	DescribeTable("which old templates may be deleted",
-		func(labels map[string]string, age time.Duration, use bootimage.TemplateUse, deletable bool) {
+		func(labels map[string]string, age time.Duration, use clusterapi.TemplateUse, deletable bool) {
 			now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 			t := unstructured.Unstructured{}
 			t.SetKind("AWSMachineTemplate")
@@ -386,21 +369,21 @@ var _ = Describe("Template copies", func() {
 			t.SetCreationTimestamp(metav1.NewTime(now.Add(-age)))
 			keep := unstructured.Unstructured{}
 			keep.SetName("unrelated")
-			got := bootimage.DeletableTemplates([]unstructured.Unstructured{t, keep}, use, now.Add(-bootimage.TemplateGCGrace))
+			got := clusterapi.DeletableTemplates([]unstructured.Unstructured{t, keep}, use, now.Add(-clusterapi.TemplateGCGrace))
 			if deletable {
 				Expect(got).To(Equal([]string{"worker-a-0123456789"}))
 			} else {
 				Expect(got).To(BeEmpty())
 			}
 		},
-		Entry("our copy, unused", map[string]string{bootimage.TemplateCopyLabel: "true"}, time.Hour, bootimage.TemplateUse{}, true),
-		Entry("our copy, just made: its owner patch may be under way", map[string]string{bootimage.TemplateCopyLabel: "true"}, time.Minute, bootimage.TemplateUse{}, false),
-		Entry("referenced by a MachineSet or MachineDeployment", map[string]string{bootimage.TemplateCopyLabel: "true"}, time.Hour,
-			bootimage.TemplateUse{Owners: []bootimage.TemplateRef{{Kind: "AWSMachineTemplate", Name: "worker-a-0123456789"}}}, false),
-		Entry("a Machine or AWSMachine was cloned from it", map[string]string{bootimage.TemplateCopyLabel: "true"}, time.Hour,
-			bootimage.TemplateUse{ClonedFrom: []map[string]string{{bootimage.ClonedFromNameAnnotation: "worker-a-0123456789"}}}, false),
-		Entry("not ours", map[string]string{"cluster.x-k8s.io/cluster-name": "demo"}, time.Hour, bootimage.TemplateUse{}, false),
-		Entry("cluster-capi-operator's, whatever else it says", map[string]string{bootimage.TemplateCopyLabel: "true", bootimage.CAPIOperatorTemplateLabel: "worker-a"}, time.Hour, bootimage.TemplateUse{}, false),
+		Entry("our copy, unused", map[string]string{clusterapi.TemplateCopyLabel: "true"}, time.Hour, clusterapi.TemplateUse{}, true),
+		Entry("our copy, just made: its owner patch may be under way", map[string]string{clusterapi.TemplateCopyLabel: "true"}, time.Minute, clusterapi.TemplateUse{}, false),
+		Entry("referenced by a MachineSet or MachineDeployment", map[string]string{clusterapi.TemplateCopyLabel: "true"}, time.Hour,
+			clusterapi.TemplateUse{Owners: []clusterapi.TemplateRef{{Kind: "AWSMachineTemplate", Name: "worker-a-0123456789"}}}, false),
+		Entry("a Machine or AWSMachine was cloned from it", map[string]string{clusterapi.TemplateCopyLabel: "true"}, time.Hour,
+			clusterapi.TemplateUse{ClonedFrom: []map[string]string{{clusterapi.ClonedFromNameAnnotation: "worker-a-0123456789"}}}, false),
+		Entry("not ours", map[string]string{"cluster.x-k8s.io/cluster-name": "demo"}, time.Hour, clusterapi.TemplateUse{}, false),
+		Entry("cluster-capi-operator's, whatever else it says", map[string]string{clusterapi.TemplateCopyLabel: "true", clusterapi.CAPIOperatorTemplateLabel: "worker-a"}, time.Hour, clusterapi.TemplateUse{}, false),
 	)
 })
 

@@ -1,4 +1,4 @@
-package bootimage_test
+package clusterapi_test
 
 import (
 	"encoding/json"
@@ -10,16 +10,17 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 )
 
 var _ = Describe("Verification of Cluster API objects", func() {
 	at := time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC)
-	move := bootimage.TemplateMove(bootimage.Decision{Current: "ami-old", Target: "ami-new"}, "w-old", "w-copy", at)
+	move := clusterapi.TemplateMove(bootimage.Decision{Current: "ami-old", Target: "ami-new"}, "w-old", "w-copy", at)
 	imageFailure := regexp.MustCompile(`InvalidAMIID`)
 	object := func(kind, clonedFrom string, status map[string]any) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"kind": kind, "metadata": map[string]any{"name": "m-1"}}}
 		if clonedFrom != "" {
-			u.SetAnnotations(map[string]string{bootimage.ClonedFromNameAnnotation: clonedFrom})
+			u.SetAnnotations(map[string]string{clusterapi.ClonedFromNameAnnotation: clonedFrom})
 		}
 		if status != nil {
 			u.Object["status"] = status
@@ -47,20 +48,20 @@ var _ = Describe("Verification of Cluster API objects", func() {
 		}
 		verified := move
 		verified.Outcome = bootimage.Verified
-		Expect(bootimage.RestoreTemplate(annotations(bootimage.History{move}))).To(Equal("w-old"))
-		Expect(bootimage.RestoreTemplate(annotations(bootimage.History{verified}))).To(BeEmpty())
-		Expect(bootimage.RestoreTemplate(annotations(bootimage.History{move, {From: "ami-new", To: "ami-old", By: bootimage.ByRestore}}))).To(BeEmpty())
-		Expect(bootimage.RestoreTemplate(annotations(bootimage.History{{From: "a", To: "b", By: bootimage.ByOperator}}))).To(BeEmpty(), "a Machine API change")
-		Expect(bootimage.RestoreTemplate(map[string]string{bootimage.HistoryAnnotation: "{"})).To(BeEmpty())
-		Expect(bootimage.RestoreTemplate(nil)).To(BeEmpty())
+		Expect(clusterapi.RestoreTemplate(annotations(bootimage.History{move}))).To(Equal("w-old"))
+		Expect(clusterapi.RestoreTemplate(annotations(bootimage.History{verified}))).To(BeEmpty())
+		Expect(clusterapi.RestoreTemplate(annotations(bootimage.History{move, {From: "ami-new", To: "ami-old", By: bootimage.ByRestore}}))).To(BeEmpty())
+		Expect(clusterapi.RestoreTemplate(annotations(bootimage.History{{From: "a", To: "b", By: bootimage.ByOperator}}))).To(BeEmpty(), "a Machine API change")
+		Expect(clusterapi.RestoreTemplate(map[string]string{bootimage.HistoryAnnotation: "{"})).To(BeEmpty())
+		Expect(clusterapi.RestoreTemplate(nil)).To(BeEmpty())
 	})
 
 	It("tells a Machine's image by the template its infrastructure machine was cloned from", func() {
 		machine := object("Machine", "", map[string]any{"nodeRef": map[string]any{"name": "n-1"}})
-		Expect(bootimage.ClusterAPIMachine(machine, object("AWSMachine", "w-copy", nil), move, imageFailure)).To(And(HaveField("Image", "ami-new"), HaveField("Node", "n-1")))
-		Expect(bootimage.ClusterAPIMachine(machine, object("AWSMachine", "w-old", nil), move, imageFailure)).To(HaveField("Image", "ami-old"))
-		Expect(bootimage.ClusterAPIMachine(machine, object("AWSMachine", "w-other", nil), move, imageFailure)).To(HaveField("Image", "template w-other"))
-		Expect(bootimage.ClusterAPIMachine(machine, nil, move, imageFailure)).To(HaveField("Image", ""), "no infrastructure machine yet")
+		Expect(clusterapi.MachineOf(machine, object("AWSMachine", "w-copy", nil), move, imageFailure)).To(And(HaveField("Image", "ami-new"), HaveField("Node", "n-1")))
+		Expect(clusterapi.MachineOf(machine, object("AWSMachine", "w-old", nil), move, imageFailure)).To(HaveField("Image", "ami-old"))
+		Expect(clusterapi.MachineOf(machine, object("AWSMachine", "w-other", nil), move, imageFailure)).To(HaveField("Image", "template w-other"))
+		Expect(clusterapi.MachineOf(machine, nil, move, imageFailure)).To(HaveField("Image", ""), "no infrastructure machine yet")
 	})
 
 	It("reads the failure messages of both, the infrastructure machine's conditions, and the Machine's only when they name the image", func() {
@@ -69,7 +70,7 @@ var _ = Describe("Verification of Cluster API objects", func() {
 			"conditions": []any{condition("False", "Waiting for a Node"), condition("False", "InvalidAMIID.NotFound"), condition("True", "InvalidAMIID.Ignored")}})
 		infra := object("AWSMachine", "w-copy", map[string]any{"failureMessage": "launch failed",
 			"conditions": []any{condition("False", "InsufficientInstanceCapacity"), condition("True", "ready"), condition("False", "")}})
-		m := bootimage.ClusterAPIMachine(machine, infra, move, imageFailure)
+		m := clusterapi.MachineOf(machine, infra, move, imageFailure)
 		Expect(m.Failed).To(BeTrue())
 		Expect(m.Errors).To(Equal([]string{"machine failed", "InvalidAMIID.NotFound", "launch failed", "InsufficientInstanceCapacity"}))
 	})

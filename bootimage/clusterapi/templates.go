@@ -1,4 +1,4 @@
-package bootimage
+package clusterapi
 
 import (
 	"crypto/sha256"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -48,8 +49,8 @@ const infrastructureRefNamePath = "/spec/template/spec/infrastructureRef/name"
 // new object needs: the labels but cluster-capi-operator's, TemplateCopyLabel, TemplateOwnerAnnotation
 // and CopiedFromAnnotation, and the owner references without blockOwnerDeletion. Its name is
 // templateCopyName's.
-func TemplateCopy(template *unstructured.Unstructured, d Decision) (*unstructured.Unstructured, error) {
-	if d.Action != Update || len(d.ProviderSpecPatch) == 0 {
+func TemplateCopy(template *unstructured.Unstructured, d bootimage.Decision) (*unstructured.Unstructured, error) {
+	if d.Action != bootimage.Update || len(d.ProviderSpecPatch) == 0 {
 		return nil, fmt.Errorf("%s %s: no update to copy a template for", d.Kind, d.Name)
 	}
 	raw, err := template.MarshalJSON()
@@ -93,8 +94,8 @@ func TemplateCopy(template *unstructured.Unstructured, d Decision) (*unstructure
 }
 
 // templatePatch is d's boot image patch on a template: its operations under spec.template.spec.
-func templatePatch(d Decision) (jsonpatch.Patch, error) {
-	ops := make([]PatchOp, len(d.ProviderSpecPatch))
+func templatePatch(d bootimage.Decision) (jsonpatch.Patch, error) {
+	ops := make([]bootimage.PatchOp, len(d.ProviderSpecPatch))
 	for i, op := range d.ProviderSpecPatch {
 		op.Path = "/spec/template/spec" + op.Path
 		ops[i] = op
@@ -133,7 +134,7 @@ func templateCopyName(kind, name string, template *unstructured.Unstructured) (s
 // (TemplateOwnerAnnotation), holding every value d's patch sets. What this operator set is
 // compared, not the stored bytes, which CRD defaults and defaulting webhooks add to. Anything else
 // under that name is a clash to report, never to overwrite.
-func SameTemplateCopy(existing *unstructured.Unstructured, kind string, d Decision) bool {
+func SameTemplateCopy(existing *unstructured.Unstructured, kind string, d bootimage.Decision) bool {
 	if existing.GetKind() != kind || existing.GetLabels()[TemplateCopyLabel] != "true" ||
 		existing.GetAnnotations()[TemplateOwnerAnnotation] != d.Kind+"/"+d.Name || len(d.ProviderSpecPatch) == 0 {
 		return false
@@ -152,16 +153,16 @@ func SameTemplateCopy(existing *unstructured.Unstructured, kind string, d Decisi
 
 // TemplateConflict returns the Error d, an Update, becomes when a template of the copy's name
 // exists and is not that copy: it is never overwritten.
-func TemplateConflict(d Decision, name string) Decision {
+func TemplateConflict(d bootimage.Decision, name string) bootimage.Decision {
 	d.ProviderSpecPatch = nil
-	return d.With(Error, ReasonTemplateConflict, "template %s/%s exists and is not this operator's copy of the template with %s: delete or rename it; it is never overwritten", d.Namespace, name, d.Target)
+	return d.With(bootimage.Error, bootimage.ReasonTemplateConflict, "template %s/%s exists and is not this operator's copy of the template with %s: delete or rename it; it is never overwritten", d.Namespace, name, d.Target)
 }
 
 // DeniedByPolicy returns the Skip decision for d when an admission policy refused its write with
 // said (the policy's own words): no retry until the object or the cluster's inputs change.
-func DeniedByPolicy(d Decision, said string) Decision {
+func DeniedByPolicy(d bootimage.Decision, said string) bootimage.Decision {
 	d.ProviderSpecPatch = nil
-	return d.With(Skip, ReasonDeniedByPolicy, "boot image update to %s refused by admission: %s", d.Target, said)
+	return d.With(bootimage.Skip, bootimage.ReasonDeniedByPolicy, "boot image update to %s refused by admission: %s", d.Target, said)
 }
 
 // InfrastructureRefPatch returns the JSON Patch that points a Cluster API MachineSet or
@@ -169,8 +170,8 @@ func DeniedByPolicy(d Decision, said string) Decision {
 // at resourceVersion, the one decided on (the API server refuses it otherwise: 422 for the test,
 // 409 for the version), with extra operations (the update-attempts annotation) in the same write.
 // The version guard is what makes an annotations map written whole safe: it is the map read.
-func InfrastructureRefPatch(resourceVersion, oldName, newName string, extra ...PatchOp) ([]byte, error) {
-	ops := []PatchOp{Set("/metadata/resourceVersion", resourceVersion),
+func InfrastructureRefPatch(resourceVersion, oldName, newName string, extra ...bootimage.PatchOp) ([]byte, error) {
+	ops := []bootimage.PatchOp{bootimage.Set("/metadata/resourceVersion", resourceVersion),
 		{Op: "test", Path: infrastructureRefNamePath, Value: oldName}, {Op: "replace", Path: infrastructureRefNamePath, Value: newName}}
 	return json.Marshal(append(ops, extra...))
 }
@@ -222,17 +223,4 @@ func DeletableTemplates(templates []unstructured.Unstructured, use TemplateUse, 
 	}
 	slices.Sort(out)
 	return out
-}
-
-// TemplateKinds are the infrastructure machine template kinds of the platforms managed on Cluster
-// API, sorted.
-func TemplateKinds() []string {
-	var kinds []string
-	for _, p := range platforms {
-		if k := p.Traits().TemplateKind; k != "" {
-			kinds = append(kinds, k)
-		}
-	}
-	slices.Sort(kinds)
-	return kinds
 }
