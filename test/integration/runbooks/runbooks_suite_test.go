@@ -65,6 +65,10 @@ var _ = BeforeSuite(func() {
 	kubeconfig := filepath.Join(bin, "kubeconfig")
 	Expect(env.WriteKubeconfig(kubeconfig)).To(Succeed())
 	shellEnv = []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "KUBECONFIG=" + kubeconfig, "HOME=" + bin}
+	// An admin's current project is seldom where the objects or the Events are: a command that
+	// needs a namespace must name it.
+	code, stdout, stderr := shell("oc config set-context --current --namespace=openshift-config")
+	Expect(code).To(Equal(0), "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	seedRestored()
 })
 
