@@ -43,8 +43,12 @@ func runbookCommands() ([]command, error) {
 	return out, nil
 }
 
-// shellLines returns the command lines of path's shell blocks: comment-only lines dropped,
-// trailing comments cut, lines ending in a backslash joined with the next.
+// inlineCommand is a code span of prose that starts with a program the runbooks run.
+var inlineCommand = regexp.MustCompile("`((?:oc|bootimagectl) [^`]*)`")
+
+// shellLines returns the command lines of path's shell blocks, comment-only lines dropped,
+// trailing comments cut, lines ending in a backslash joined with the next; and the commands
+// of its prose's code spans, which may wrap over lines; all in file order.
 func shellLines(path string) ([]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -52,13 +56,24 @@ func shellLines(path string) ([]string, error) {
 	}
 	defer f.Close()
 	var out []string
-	in, pending := false, ""
+	in, pending, para := false, "", ""
+	flush := func() {
+		for _, m := range inlineCommand.FindAllStringSubmatch(para, -1) {
+			out = append(out, m[1])
+		}
+		para = ""
+	}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		switch {
+		case !in && shellFence.MatchString(line):
+			flush()
+			in = true
+		case !in && line == "":
+			flush()
 		case !in:
-			in = shellFence.MatchString(line)
+			para += " " + line
 		case strings.HasPrefix(line, "```"):
 			in = false
 		default:
@@ -70,6 +85,7 @@ func shellLines(path string) ([]string, error) {
 			}
 		}
 	}
+	flush()
 	if in || pending != "" {
 		return nil, fmt.Errorf("%s: a shell block or a continued line is not closed", path)
 	}
@@ -121,18 +137,20 @@ func eachUnquoted(line string, f func(int) bool) {
 	}
 }
 
-// placeholder is an all-capitals word of two or more letters: NAME, MACHINE.
-var placeholder = regexp.MustCompile(`\b[A-Z][A-Z_]*[A-Z]\b`)
+// placeholder is an all-capitals word (NAME, MACHINE, N) after a character that is neither a
+// letter, a digit nor the dash of a flag (-A).
+var placeholder = regexp.MustCompile(`(^|[^-\w])([A-Z][A-Z_]*)\b`)
 
 // substitute replaces each placeholder of line by its value in values, or fails on one it lacks.
 func substitute(line string, values map[string]string) (string, error) {
 	var unknown []string
-	out := placeholder.ReplaceAllStringFunc(line, func(p string) string {
-		v, ok := values[p]
+	out := placeholder.ReplaceAllStringFunc(line, func(m string) string {
+		sub := placeholder.FindStringSubmatch(m)
+		v, ok := values[sub[2]]
 		if !ok {
-			unknown = append(unknown, p)
+			unknown = append(unknown, sub[2])
 		}
-		return v
+		return sub[1] + v
 	})
 	if len(unknown) > 0 {
 		return "", fmt.Errorf("placeholder %s has no value: add it to the placeholders table", strings.Join(unknown, ", "))
