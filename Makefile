@@ -65,6 +65,6 @@ manifests:
 build:
 	$(GO) build -o $(BIN)/ ./cmd/... ./test/cmd/...
 
-## k8s: build kube-apiserver and etcd from hack/tools when missing or stale.
+## k8s: build kube-apiserver, etcd and kubectl (for the runbook specs) from hack/tools when missing or stale.
 k8s:
-	bash hack/build-k8s.sh
+	bash hack/build-k8s.sh etcd kube-apiserver kubectl

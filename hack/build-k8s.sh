@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and etcd for envtest from the pinned tools modules under hack/tools.
-# Nothing is downloaded but Go modules. A binary is rebuilt only when it is missing or when its
-# tools module (go.mod/go.sum) changed since it was built.
+# Builds kube-apiserver and etcd for envtest, or the binaries named as arguments (etcd,
+# kube-apiserver, kubectl), from the pinned tools modules under hack/tools into bin/k8s. Nothing
+# is downloaded but Go modules. A binary is rebuilt only when it is missing or when its tools
+# module (go.mod/go.sum) changed since it was built.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,5 +40,13 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   version_flags+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
 done
 
-build etcd go.etcd.io/etcd/server/v3
-build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$version_flags"
+# Every suite runs this for etcd and kube-apiserver; kubectl only the runbook specs need.
+(($#)) || set -- etcd kube-apiserver
+for name in "$@"; do
+  case $name in
+  etcd) build etcd go.etcd.io/etcd/server/v3 ;;
+  kube-apiserver) build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$version_flags" ;;
+  kubectl) build kubectl k8s.io/kubernetes/cmd/kubectl "$version_flags" ;;
+  *) echo "unknown binary $name" >&2; exit 2 ;;
+  esac
+done
