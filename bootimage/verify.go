@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 )
 
 // A boot image is trusted once a machine has booted it. Each write records, on the object, the
@@ -180,14 +182,14 @@ func ClearHoldOp() PatchOp {
 
 func escapePointer(s string) string { return strings.NewReplacer("~", "~0", "/", "~1").Replace(s) }
 
-// ClearCommand is the one command that clears a hold. A Cluster API kind is qualified by its
-// group: oc resolves machineset to the Machine API's.
+// ClearCommand is the one command that clears a hold. The kind is qualified by its group: where
+// the Cluster API CRDs are installed a bare machineset may resolve to theirs.
 func ClearCommand(d Decision) string {
-	resource := strings.ToLower(d.Kind)
-	if d.APIGroup != "" {
-		resource += "." + d.APIGroup
+	group := d.APIGroup
+	if group == "" {
+		group = machinev1beta1.GroupName
 	}
-	return fmt.Sprintf("oc annotate %s/%s -n %s %s-", resource, d.Name, d.Namespace, HoldAnnotation)
+	return fmt.Sprintf("oc annotate %s.%s/%s -n %s %s-", strings.ToLower(d.Kind), group, d.Name, d.Namespace, HoldAnnotation)
 }
 
 // Held returns d as the Skip BootImageHeld when d updates to the target obj holds, and d

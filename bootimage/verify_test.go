@@ -62,7 +62,7 @@ var _ = Describe("Boot image verification", func() {
 		held := bootimage.Held(d, obj)
 		Expect(held).To(And(HaveField("Action", bootimage.Skip), HaveField("Reason", bootimage.ReasonBootImageHeld), HaveField("ProviderSpecPatch", BeNil())))
 		Expect(held.Message).To(ContainSubstring("machine m1 failed on it: InvalidAMIID"))
-		Expect(held.Message).To(HaveSuffix("oc annotate machineset/w -n openshift-machine-api bootimage.openshift.io/hold-"))
+		Expect(held.Message).To(HaveSuffix("oc annotate machineset.machine.openshift.io/w -n openshift-machine-api bootimage.openshift.io/hold-"))
 		Expect(bootimage.HoldCleared(d, obj)).To(BeFalse())
 
 		d.Target = "newer"

@@ -79,6 +79,6 @@ var _ = Describe("Verification of Cluster API objects", func() {
 		Expect(bootimage.ClearCommand(bootimage.Decision{Kind: "MachineDeployment", APIGroup: "cluster.x-k8s.io", Namespace: "openshift-cluster-api", Name: "d"})).
 			To(Equal("oc annotate machinedeployment.cluster.x-k8s.io/d -n openshift-cluster-api " + bootimage.HoldAnnotation + "-"))
 		Expect(bootimage.ClearCommand(bootimage.Decision{Kind: "MachineSet", Namespace: "openshift-machine-api", Name: "w"})).
-			To(Equal("oc annotate machineset/w -n openshift-machine-api " + bootimage.HoldAnnotation + "-"))
+			To(Equal("oc annotate machineset.machine.openshift.io/w -n openshift-machine-api " + bootimage.HoldAnnotation + "-"))
 	})
 })
