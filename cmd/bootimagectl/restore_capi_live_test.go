@@ -41,20 +41,22 @@ var _ = Describe("bootimagectl restore of a Cluster API object on a cluster", Or
 		DeferCleanup(mgr.Stop)
 	})
 
-	get := func(name string) *unstructured.Unstructured {
+	getOf := func(kind, name string) *unstructured.Unstructured {
 		GinkgoHelper()
 		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(bootimage.ClusterAPIGroupVersion.WithKind(bootimage.KindMachineSet))
+		u.SetGroupVersionKind(bootimage.ClusterAPIGroupVersion.WithKind(kind))
 		Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: testenv.CAPINamespace, Name: name}, u)).To(Succeed())
 		return u
 	}
-	refOf := func(name string) func() string {
+	get := func(name string) *unstructured.Unstructured { return getOf(bootimage.KindMachineSet, name) }
+	refOfKind := func(kind, name string) func() string {
 		return func() string {
-			ref, err := bootimage.InfrastructureRef(get(name))
+			ref, err := bootimage.InfrastructureRef(getOf(kind, name))
 			Expect(err).NotTo(HaveOccurred())
 			return ref.Name
 		}
 	}
+	refOf := func(name string) func() string { return refOfKind(bootimage.KindMachineSet, name) }
 	newest := func(name string) bootimage.Change {
 		GinkgoHelper()
 		h, err := bootimage.HistoryOf(get(name).GetAnnotations())
@@ -171,5 +173,27 @@ var _ = Describe("bootimagectl restore of a Cluster API object on a cluster", Or
 		Expect(stderr).To(ContainSubstring("machineset.cluster.x-k8s.io/r-gone: template AWSMachineTemplate openshift-cluster-api/r-gone-0a1b2c3d, which the newest change moved it from, is not found"))
 		Expect(refOf("r-gone")()).To(Equal(copied))
 		notRestored("r-gone")
+	})
+
+	It("points a MachineDeployment back at its previous template too, and holds the image", func() {
+		Expect(env.Client.Create(ctx, fixtures.AWSMachineTemplate("r-md-0a1b2c3d", fixtures.OldAWSAMI))).To(Succeed())
+		Expect(env.Client.Create(ctx, fixtures.ClusterAPIOwner(bootimage.KindMachineDeployment, "r-md", "r-md-0a1b2c3d"))).To(Succeed())
+		md := getOf(bootimage.KindMachineDeployment, "r-md")
+		Expect(unstructured.SetNestedField(md.Object, map[string]any{"observedGeneration": md.GetGeneration(), "replicas": int64(2)}, "status")).To(Succeed())
+		Expect(env.Client.Status().Update(ctx, md)).To(Succeed())
+		ref := refOfKind(bootimage.KindMachineDeployment, "r-md")
+		Eventually(ref).ShouldNot(Equal("r-md-0a1b2c3d"))
+		copied := ref()
+
+		code, out, stderr := runCLI("restore", "machinedeployment.cluster.x-k8s.io/r-md", "--apply", "--kubeconfig", kubeconfig)
+		Expect(stderr).To(BeEmpty())
+		Expect(code).To(Equal(0))
+		Expect(out).To(HavePrefix("machinedeployment.cluster.x-k8s.io/r-md: template " + copied + " -> r-md-0a1b2c3d, boot image " + fixtures.NewAWSAMIUSEast1 + " -> " + fixtures.OldAWSAMI))
+		Expect(out).To(ContainSubstring("Restored. Clear the hold with: oc annotate machinedeployment.cluster.x-k8s.io/r-md -n openshift-cluster-api " + bootimage.HoldAnnotation + "-"))
+		Expect(ref()).To(Equal("r-md-0a1b2c3d"))
+		hold, held, err := bootimage.HoldOf(getOf(bootimage.KindMachineDeployment, "r-md").GetAnnotations())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(held).To(BeTrue())
+		Expect(hold).To(And(HaveField("Target", fixtures.NewAWSAMIUSEast1), HaveField("By", bootimage.ByHand)))
 	})
 })
