@@ -35,8 +35,9 @@ var _ = Describe("bootimagectl restore of a Cluster API object on a cluster", Or
 		managers := []operatorv1.MachineManager{fixtures.ClusterAPIManager(operatorv1.MachineSets, operatorv1.All), fixtures.ClusterAPIManager(bootimage.MachineDeployments, operatorv1.All)}
 		Expect(fixtures.Create(ctx, env.Client, append(fixtures.ClusterAPIOnAWS(managers...),
 			fixtures.BootImagesConfigMap(fixtures.Stream(), fixtures.ReleaseVersion))...)).To(Succeed())
-		// The Cluster API controllers start once their CRDs are seen served: poll for them often.
-		mgr, err := env.StartOperatorWithHooks(seams.Hooks{CRDPollInterval: 100 * time.Millisecond}, controllers.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: (&awscloud.Static{AMIs: fixtures.AWSImages()}).Clouds()})
+		// The Cluster API controllers start once their CRDs are seen served: poll for them often;
+		// and sweep unused template copies every 2s, as they are that old.
+		mgr, err := env.StartOperatorWithHooks(seams.Hooks{CRDPollInterval: 100 * time.Millisecond, TemplateGCGrace: 2 * time.Second}, controllers.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: (&awscloud.Static{AMIs: fixtures.AWSImages()}).Clouds()})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(mgr.Stop)
 	})
@@ -65,11 +66,12 @@ var _ = Describe("bootimagectl restore of a Cluster API object on a cluster", Or
 		Expect(ok).To(BeTrue())
 		return c
 	}
-	// moved creates MachineSet name on a template of the old AMI, named installed, and returns the
-	// copy the operator moves it to.
-	moved := func(name, installed string) string {
+	// moved creates MachineSet name on template, of the old AMI, and returns the copy the
+	// operator moves it to.
+	moved := func(name string, template *unstructured.Unstructured) string {
 		GinkgoHelper()
-		Expect(env.Client.Create(ctx, fixtures.AWSMachineTemplate(installed, fixtures.OldAWSAMI))).To(Succeed())
+		installed := template.GetName()
+		Expect(env.Client.Create(ctx, template)).To(Succeed())
 		Expect(env.Client.Create(ctx, fixtures.ClusterAPIOwner(bootimage.KindMachineSet, name, installed))).To(Succeed())
 		Eventually(refOf(name)).ShouldNot(Equal(installed))
 		Expect(newest(name)).To(HaveField("Template", Equal(&bootimage.TemplateChange{From: installed, To: refOf(name)()})))
@@ -80,6 +82,19 @@ var _ = Describe("bootimagectl restore of a Cluster API object on a cluster", Or
 		return func() []any {
 			u := get(name)
 			return []any{u.Object["spec"], u.GetAnnotations()}
+		}
+	}
+	// ourCopy is a template of the old AMI labelled as the operator labels its copies for
+	// MachineSet owner.
+	ourCopy := func(name, owner string) *unstructured.Unstructured {
+		t := fixtures.AWSMachineTemplate(name, fixtures.OldAWSAMI)
+		t.SetLabels(bootimage.TemplateCopyLabels(bootimage.KindMachineSet, owner))
+		t.SetAnnotations(map[string]string{bootimage.TemplateOwnerAnnotation: bootimage.KindMachineSet + "/" + owner})
+		return t
+	}
+	templateExists := func(name string) func() error {
+		return func() error {
+			return env.Client.Get(ctx, client.ObjectKey{Namespace: testenv.CAPINamespace, Name: name}, fixtures.AWSMachineTemplate(name, ""))
 		}
 	}
 	// notRestored checks that no restore was written to MachineSet name: no hold, and its newest
@@ -104,12 +119,13 @@ var _ = Describe("bootimagectl restore of a Cluster API object on a cluster", Or
 	}
 
 	It("plans a restore without writing it, then points the owner back at the previous template and holds the image, which the operator honours until the hold is cleared", func() {
-		copied := moved("r-ms", "r-ms-0a1b2c3d")
+		// The owner is on an earlier copy of ours, which the collector may take once nothing needs it.
+		copied := moved("r-ms", ourCopy("r-ms-aaaaaaaaaa", "r-ms"))
 		before := unchanged("r-ms")()
 		code, out, stderr := runCLI("restore", "machineset.cluster.x-k8s.io/r-ms", "--kubeconfig", kubeconfig)
 		Expect(stderr).To(BeEmpty())
 		Expect(code).To(Equal(0))
-		Expect(out).To(MatchRegexp(`^machineset\.cluster\.x-k8s\.io/r-ms: template ` + copied + ` -> r-ms-0a1b2c3d, boot image ` +
+		Expect(out).To(MatchRegexp(`^machineset\.cluster\.x-k8s\.io/r-ms: template ` + copied + ` -> r-ms-aaaaaaaaaa, boot image ` +
 			fixtures.NewAWSAMIUSEast1 + ` -> ` + fixtures.OldAWSAMI + ` \(undoes the change of \S+ by operator\); holds ` + fixtures.NewAWSAMIUSEast1 + `\n`))
 		Expect(out).To(ContainSubstring("Nothing written. To write it: bootimagectl restore machineset.cluster.x-k8s.io/r-ms --apply"))
 		Expect(unchanged("r-ms")()).To(Equal(before))
@@ -118,16 +134,23 @@ var _ = Describe("bootimagectl restore of a Cluster API object on a cluster", Or
 		Expect(stderr).To(BeEmpty())
 		Expect(code).To(Equal(0))
 		Expect(out).To(ContainSubstring("Restored. Clear the hold with: oc annotate machineset.cluster.x-k8s.io/r-ms -n openshift-cluster-api " + bootimage.HoldAnnotation + "-"))
-		Expect(refOf("r-ms")()).To(Equal("r-ms-0a1b2c3d"))
+		Expect(refOf("r-ms")()).To(Equal("r-ms-aaaaaaaaaa"))
 		Expect(newest("r-ms")).To(And(HaveField("By", bootimage.ByHand), HaveField("From", fixtures.NewAWSAMIUSEast1), HaveField("To", fixtures.OldAWSAMI)))
 		hold, held, err := bootimage.HoldOf(get("r-ms").GetAnnotations())
 		Expect(err).NotTo(HaveOccurred())
 		Expect(held).To(BeTrue())
 		Expect(hold).To(And(HaveField("Target", fixtures.NewAWSAMIUSEast1), HaveField("Restored", fixtures.OldAWSAMI), HaveField("By", bootimage.ByHand)))
 
+		// The collector keeps the template the owner names again. The barrier: a copy made later
+		// for no owner, which only the sweep collects; once it is gone, a sweep has seen the
+		// earlier copy old enough to go.
+		Expect(env.Client.Create(ctx, ourCopy("r-barrier-aaaaaaaaaa", "r-barrier"))).To(Succeed())
+		Eventually(templateExists("r-barrier-aaaaaaaaaa")).Should(Satisfy(apierrors.IsNotFound))
+		Expect(templateExists("r-ms-aaaaaaaaaa")()).To(Succeed(), "kept: the owner names it")
+
 		// The operator says it holds the owner there, and does not move it.
 		Eventually(reasons("r-ms")).Should(ContainElement(bootimage.ReasonBootImageHeld))
-		Consistently(refOf("r-ms"), 2*time.Second, 100*time.Millisecond).Should(Equal("r-ms-0a1b2c3d"))
+		Consistently(refOf("r-ms"), 2*time.Second, 100*time.Millisecond).Should(Equal("r-ms-aaaaaaaaaa"))
 		code, out, _ = runCLI("plan", "--kubeconfig", kubeconfig, "--aws-images", writeAMIs())
 		Expect(code).To(Equal(0), out)
 		Expect(out).To(MatchRegexp(`(?m)^machineset\.cluster\.x-k8s\.io/r-ms +Skip +BootImageHeld `))
@@ -145,7 +168,7 @@ var _ = Describe("bootimagectl restore of a Cluster API object on a cluster", Or
 	})
 
 	It("refuses, writing nothing, an owner someone moved to another template since the change", func() {
-		copied := moved("r-moved", "r-moved-0a1b2c3d")
+		copied := moved("r-moved", fixtures.AWSMachineTemplate("r-moved-0a1b2c3d", fixtures.OldAWSAMI))
 		// Their template has the target's AMI, so the operator leaves the owner on it.
 		Expect(env.Client.Create(ctx, fixtures.AWSMachineTemplate("r-moved-theirs", fixtures.NewAWSAMIUSEast1))).To(Succeed())
 		owner := get("r-moved")
@@ -161,11 +184,9 @@ var _ = Describe("bootimagectl restore of a Cluster API object on a cluster", Or
 	})
 
 	It("refuses, writing nothing, when the template the change moved the owner from is gone", func() {
-		copied := moved("r-gone", "r-gone-0a1b2c3d")
+		copied := moved("r-gone", fixtures.AWSMachineTemplate("r-gone-0a1b2c3d", fixtures.OldAWSAMI))
 		Expect(env.Client.Delete(ctx, fixtures.AWSMachineTemplate("r-gone-0a1b2c3d", fixtures.OldAWSAMI))).To(Succeed())
-		Eventually(func() error {
-			return env.Client.Get(ctx, client.ObjectKey{Namespace: testenv.CAPINamespace, Name: "r-gone-0a1b2c3d"}, fixtures.AWSMachineTemplate("r-gone-0a1b2c3d", ""))
-		}).Should(Satisfy(apierrors.IsNotFound))
+		Eventually(templateExists("r-gone-0a1b2c3d")).Should(Satisfy(apierrors.IsNotFound))
 
 		code, out, stderr := runCLI("restore", "machineset.cluster.x-k8s.io/r-gone", "--apply", "--kubeconfig", kubeconfig)
 		Expect(code).To(Equal(exitUnusable))
