@@ -288,7 +288,9 @@ func runRestore(ctx context.Context, c client.Client, kind, name string, apply b
 // restorePatch is the patch that undoes m's newest change and holds its image, and what it does.
 func restorePatch(ctx context.Context, c client.Client, m managedObject, now time.Time) ([]byte, string, error) {
 	change, ok := m.History.Newest()
-	if !ok || len(change.Revert) == 0 || change.By == bootimage.ByRestore || change.By == bootimage.ByHand || (m.APIGroup != "") != (change.Template != nil) {
+	// A Cluster API change is undone by moving its template back; a Machine API one moves none.
+	ofThisAPI := (m.APIGroup != "") == (change.Template != nil)
+	if !ok || len(change.Revert) == 0 || change.By == bootimage.ByRestore || change.By == bootimage.ByHand || !ofThisAPI {
 		return nil, "", fmt.Errorf("no boot image change to undo in annotation %s (a restore is not undone: edit the object instead)", bootimage.HistoryAnnotation)
 	}
 	infra := &configv1.Infrastructure{}
