@@ -26,14 +26,15 @@ import (
 )
 
 // managedObject is an object whose boot image the operator writes, as history and restore read
-// it: a Machine API one, or a Cluster API one (APIGroup set; history only).
+// it: a Machine API one, or a Cluster API one (APIGroup set; its spec is read from its template).
 type managedObject struct {
 	Kind      string `json:"kind"`
 	APIGroup  string `json:"apiGroup,omitempty"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	obj       client.Object
-	// providerSpec is its providerSpec.value, and prefix where that sits, for JSON Patch.
+	// providerSpec is its providerSpec.value, and prefix where that sits, for JSON Patch ("" for
+	// Cluster API, whose changes' paths are from the object's root).
 	providerSpec []byte
 	prefix       string
 	History      bootimage.History `json:"history"`
@@ -232,10 +233,12 @@ func newRestoreCommand(cluster *clusterFlags, stdout io.Writer) *cobra.Command {
 	var namespace *string
 	cmd := &cobra.Command{
 		Use:   "restore KIND/NAME",
-		Short: "Put a MachineSet or the ControlPlaneMachineSet back on the boot image it had before",
+		Short: "Put a MachineSet, MachineDeployment or the ControlPlaneMachineSet back on the boot image it had before",
 		Long: `Restore undoes the newest boot image change the operator recorded on the object, and holds the
 image it undoes: the operator does not write it to the object again until the stream moves past
-it or the hold is cleared (oc annotate KIND/NAME -n openshift-machine-api ` + bootimage.HoldAnnotation + `-).
+it or the hold is cleared (oc annotate KIND/NAME -n NAMESPACE ` + bootimage.HoldAnnotation + `-).
+A Cluster API MachineSet or MachineDeployment is pointed back at the template the change moved
+it from; it is refused if it was moved since or that template is gone.
 
 Without --apply it prints what it would write and writes nothing. With --apply it writes one
 patch with optimistic locking: if the object changed since it was read, nothing is written.
@@ -243,7 +246,8 @@ patch with optimistic locking: if the object changed since it was read, nothing 
 Exit status: 0 when planned or written, 2 when there is nothing to restore or the object
 cannot be read or written.`,
 		Example: `  bootimagectl restore machineset/worker-us-east-1a
-  bootimagectl restore machineset/worker-us-east-1a --apply`,
+  bootimagectl restore machineset/worker-us-east-1a --apply
+  bootimagectl restore machineset.cluster.x-k8s.io/worker-us-east-1a --apply`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, kind, name, err := resolveObject(cluster, args[0], *namespace)
@@ -260,19 +264,16 @@ cannot be read or written.`,
 
 // runRestore plans, and with apply writes, the restore of kind/name.
 func runRestore(ctx context.Context, c client.Client, kind, name string, apply bool, now time.Time, w io.Writer) error {
-	if strings.Contains(kind, ".") {
-		return unusable("%s/%s: restore by hand is built for Machine API objects only; for a Cluster API object, point spec.template.spec.infrastructureRef.name back at the template its history names (bootimagectl history %s/%s -o yaml) and place the hold", strings.ToLower(kind), name, strings.ToLower(kind), name)
-	}
 	m, err := readManaged(ctx, c, kind, name)
 	if err != nil {
 		return unusable("%v", err)
 	}
-	patch, change, err := restorePatch(ctx, c, m, now)
-	if err != nil {
-		return unusable("%s/%s: %v", strings.ToLower(kind), name, err)
-	}
 	ref := fmt.Sprintf("%s/%s", strings.ToLower(kind), name)
-	fmt.Fprintf(w, "%s: boot image %s -> %s (undoes the change of %s by %s); holds %s\n", ref, change.To, change.From, change.At.UTC().Format(time.RFC3339), change.By, change.To)
+	patch, what, err := restorePatch(ctx, c, m, now)
+	if err != nil {
+		return unusable("%s: %v", ref, err)
+	}
+	fmt.Fprintf(w, "%s: %s\n", ref, what)
 	if !apply {
 		fmt.Fprintf(w, "Nothing written. To write it: bootimagectl restore %s --apply\n", ref)
 		return nil
@@ -280,26 +281,38 @@ func runRestore(ctx context.Context, c client.Client, kind, name string, apply b
 	if err := c.Patch(ctx, m.obj, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(status.FieldManager)); err != nil {
 		return unusable("%s: %v", ref, err)
 	}
-	fmt.Fprintf(w, "Restored. Clear the hold with: oc annotate %s -n %s %s-\n", ref, kube.MachineAPINamespace, bootimage.HoldAnnotation)
+	clear := bootimage.ClearCommand(bootimage.Decision{Kind: m.Kind, APIGroup: m.APIGroup, Namespace: m.Namespace, Name: m.Name})
+	fmt.Fprintf(w, "Restored. Clear the hold with: %s\n", clear)
 	return nil
 }
 
-// restorePatch is the patch that undoes m's newest change and holds its image, and that change.
-func restorePatch(ctx context.Context, c client.Reader, m managedObject, now time.Time) ([]byte, bootimage.Change, error) {
+// restorePatch is the patch that undoes m's newest change and holds its image, and what it does.
+func restorePatch(ctx context.Context, c client.Client, m managedObject, now time.Time) ([]byte, string, error) {
 	change, ok := m.History.Newest()
-	if !ok || len(change.Revert) == 0 || change.By == bootimage.ByRestore || change.By == bootimage.ByHand {
-		return nil, change, fmt.Errorf("no boot image change to undo in annotation %s (a restore is not undone: edit the object instead)", bootimage.HistoryAnnotation)
+	// A Cluster API change is undone by moving its template back; a Machine API one moves none.
+	ofThisAPI := (m.APIGroup != "") == (change.Template != nil)
+	if !ok || len(change.Revert) == 0 || change.By == bootimage.ByRestore || change.By == bootimage.ByHand || !ofThisAPI {
+		return nil, "", fmt.Errorf("no boot image change to undo in annotation %s (a restore is not undone: edit the object instead)", bootimage.HistoryAnnotation)
 	}
 	infra := &configv1.Infrastructure{}
 	if err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err != nil {
-		return nil, change, fmt.Errorf("reading Infrastructure/cluster for the platform: %w", err)
+		return nil, "", fmt.Errorf("reading Infrastructure/cluster for the platform: %w", err)
 	}
-	if current := bootimage.CurrentImage(bootimage.PlatformOf(infra), bootimage.Object{ProviderSpec: m.providerSpec}); current != change.To {
-		return nil, change, fmt.Errorf("its boot image is %q, not %q which the newest change wrote: it was changed since, so undoing the change could undo that too", current, change.To)
+	platform := bootimage.PlatformOf(infra)
+	what := fmt.Sprintf("boot image %s -> %s", change.To, change.From)
+	if m.APIGroup != "" {
+		var err error
+		if what, err = templateRestore(ctx, c, m.obj.(*unstructured.Unstructured), change, platform); err != nil {
+			return nil, "", err
+		}
+	} else if current := bootimage.CurrentImage(platform, bootimage.Object{ProviderSpec: m.providerSpec}); current != change.To {
+		return nil, "", fmt.Errorf("its boot image is %q, not %q which the newest change wrote: it was changed since, so undoing the change could undo that too", current, change.To)
 	}
+	what += fmt.Sprintf(" (undoes the change of %s by %s); holds %s", change.At.UTC().Format(time.RFC3339), change.By, change.To)
 	annotations := m.obj.GetAnnotations()
 	hold := bootimage.Hold{Target: change.To, Restored: change.From, By: bootimage.ByHand, At: now.UTC()}
 	h := m.History.With(bootimage.Change{From: change.To, To: change.From, At: now.UTC(), By: bootimage.ByHand})
+	// A Cluster API change's Revert is from the owner's root: its prefix is "".
 	patch, err := bootimage.Decision{ProviderSpecPatch: change.Revert}.JSONPatch(m.prefix, m.obj.GetResourceVersion(), h.PatchOp(annotations), hold.PatchOp(annotations))
-	return patch, change, err
+	return patch, what, err
 }

@@ -257,7 +257,7 @@ var _ = Describe("bootimagectl plan on a cluster with Cluster API objects", Orde
 		Expect(live.Summary).To(Equal(bootimage.Summary{Update: 2, NoChange: 1, Skip: 1}))
 	})
 
-	It("shows the history and the hold of a Cluster API object, and says restore by hand is not built for it", func() {
+	It("shows the history and the hold of a Cluster API object, and refuses to undo its restore", func() {
 		owner := &unstructured.Unstructured{}
 		owner.SetGroupVersionKind(clusterapi.GroupVersion.WithKind(bootimage.KindMachineSet))
 		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: bootimage.ClusterAPINamespace, Name: "capi-only"}, owner)).To(Succeed())
@@ -283,6 +283,6 @@ var _ = Describe("bootimagectl plan on a cluster with Cluster API objects", Orde
 
 		code, _, stderr = runCLI("restore", "machineset.cluster.x-k8s.io/capi-only", "--kubeconfig", kubeconfig)
 		Expect(code).To(Equal(exitUnusable))
-		Expect(stderr).To(ContainSubstring("restore by hand is built for Machine API objects only"))
+		Expect(stderr).To(ContainSubstring("machineset.cluster.x-k8s.io/capi-only: no boot image change to undo"), "a restore is not undone by another")
 	})
 })

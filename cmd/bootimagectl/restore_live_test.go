@@ -65,7 +65,7 @@ var _ = Describe("bootimagectl history and restore on a cluster", Ordered, func(
 		code, out, stderr = runCLI("restore", "machineset/worker-r", "--apply", "--kubeconfig", kubeconfig)
 		Expect(stderr).To(BeEmpty())
 		Expect(code).To(Equal(0))
-		Expect(out).To(ContainSubstring("Restored. Clear the hold with: oc annotate machineset/worker-r -n openshift-machine-api bootimage.openshift.io/hold-"))
+		Expect(out).To(ContainSubstring("Restored. Clear the hold with: oc annotate machineset.machine.openshift.io/worker-r -n openshift-machine-api bootimage.openshift.io/hold-"))
 		Expect(image()).To(Equal(fixtures.OldGCPImage))
 		Expect(annotations()).To(HaveKeyWithValue(bootimage.HoldAnnotation, ContainSubstring(`"target":"`+fixtures.NewGCPImage+`"`)))
 
