@@ -98,21 +98,28 @@ func (s bootImages) canaries(ctx context.Context, version string) bootimage.Cana
 	decided := s.Tracker.Decisions(bootimage.KindMachineSet, version)
 	for i := range list.Items {
 		ms := &list.Items[i]
-		h, _ := bootimage.HistoryOf(ms.Annotations)
-		for _, ch := range h {
-			if ch.By == bootimage.ByOperator {
-				c.Note(ch.To, ms.Name, ch.Outcome == bootimage.Verified, failure(ch))
-			}
-		}
 		d, ok := decided[client.ObjectKeyFromObject(ms)]
-		switch {
-		case !ok:
-			c.Undecided = ms.Name
-		case d.Action == bootimage.Update || d.Reason == bootimage.ReasonBootImageHeld:
-			c.Note(d.Target, ms.Name, false, "")
-		}
+		noteCanary(&c, ms.Name, ms.Annotations, d, ok)
 	}
 	return c
+}
+
+// noteCanary adds to c what the canary name says of its targets: the operator's changes in its
+// history (annotations), and its decision d on the current inputs (decided false: none yet).
+func noteCanary(c *bootimage.Canaries, name string, annotations map[string]string, d bootimage.Decision, decided bool) {
+	h, _ := bootimage.HistoryOf(annotations)
+	for _, ch := range h {
+		if ch.By == bootimage.ByOperator {
+			c.Note(ch.To, name, ch.Outcome == bootimage.Verified, failure(ch))
+		}
+	}
+	switch {
+	case !decided:
+		c.Undecided = name
+	// A MachineDeployment rolling out takes its target once the rollout ends: it still goes first.
+	case d.Action == bootimage.Update || d.Reason == bootimage.ReasonBootImageHeld || d.Reason == bootimage.ReasonMachineDeploymentRollingOut:
+		c.Note(d.Target, name, false, "")
+	}
 }
 
 func failure(c bootimage.Change) string {
@@ -165,8 +172,8 @@ func (s bootImages) machineToMachineSet(ctx context.Context, m client.Object) []
 	return []reconcile.Request{{NamespacedName: key}}
 }
 
-// canaryChanged passes the updates of a canary MachineSet's annotations (its history): the
-// objects waiting for it look again.
+// canaryChanged passes the updates of a canary's annotations (its history) and canary label, of
+// either API family: the objects waiting for it look again.
 var canaryChanged = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	DeleteFunc:  func(e event.DeleteEvent) bool { return e.Object.GetLabels()[bootimage.CanaryLabel] == "true" },
