@@ -42,7 +42,7 @@ func (r *ClusterAPIReconciler) canaries(ctx context.Context, version string) boo
 		for i := range list.Items {
 			o := &list.Items[i]
 			d, ok := decided[client.ObjectKeyFromObject(o)]
-			noteCanary(&c, kind.Kind+" "+o.GetName(), o.GetAnnotations(), d, ok)
+			c.NoteCanary(kind.Kind+" "+o.GetName(), o.GetAnnotations(), d, ok)
 		}
 	}
 	return c

@@ -99,34 +99,9 @@ func (s bootImages) canaries(ctx context.Context, version string) bootimage.Cana
 	for i := range list.Items {
 		ms := &list.Items[i]
 		d, ok := decided[client.ObjectKeyFromObject(ms)]
-		noteCanary(&c, ms.Name, ms.Annotations, d, ok)
+		c.NoteCanary(ms.Name, ms.Annotations, d, ok)
 	}
 	return c
-}
-
-// noteCanary adds to c what the canary name says of its targets: the operator's changes in its
-// history (annotations), and its decision d on the current inputs (decided false: none yet).
-func noteCanary(c *bootimage.Canaries, name string, annotations map[string]string, d bootimage.Decision, decided bool) {
-	h, _ := bootimage.HistoryOf(annotations)
-	for _, ch := range h {
-		if ch.By == bootimage.ByOperator {
-			c.Note(ch.To, name, ch.Outcome == bootimage.Verified, failure(ch))
-		}
-	}
-	switch {
-	case !decided:
-		c.Undecided = name
-	// A MachineDeployment rolling out takes its target once the rollout ends: it still goes first.
-	case d.Action == bootimage.Update || d.Reason == bootimage.ReasonBootImageHeld || d.Reason == bootimage.ReasonMachineDeploymentRollingOut:
-		c.Note(d.Target, name, false, "")
-	}
-}
-
-func failure(c bootimage.Change) string {
-	if c.Outcome != bootimage.Failed {
-		return ""
-	}
-	return "machine " + c.Machine + ": " + c.Error
 }
 
 // verified sets d's verification state: Pending for an update just written, else what the verify
