@@ -292,13 +292,16 @@ spec:
 
 	// The canaries go last and are deleted after their spec: every spec's target is the same
 	// image, and a canary gates every Cluster API owner that goes to it.
-	canaryOf := func(kind, name, template string) *unstructured.Unstructured {
+	// canaryMoved creates the canary MachineSet name on a template with the old AMI, waits for the
+	// operator to point it at its copy, and returns it with the copy's name.
+	canaryMoved := func(name string) (*unstructured.Unstructured, string) {
 		GinkgoHelper()
-		owner := fixtures.ClusterAPIOwner(kind, name, template)
+		owner := fixtures.ClusterAPIOwner("MachineSet", name, installed(name+"-0a1b2c3d"))
 		owner.SetLabels(map[string]string{bootimage.CanaryLabel: "true"})
 		Expect(c.Create(ctx, owner)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(c.Delete(ctx, owner))).To(Succeed()) })
-		return owner
+		Eventually(refOf(owner)).ShouldNot(Equal(name + "-0a1b2c3d"))
+		return owner, refOf(owner)()
 	}
 	// settledMachineDeployment creates MachineDeployment name on template, its rollout done.
 	settledMachineDeployment := func(name, template string) *unstructured.Unstructured {
@@ -312,9 +315,7 @@ spec:
 	}
 
 	It("updates a Cluster API canary first, and the other MachineSets and MachineDeployments once a canary machine has booted the image", func() {
-		canary := canaryOf("MachineSet", "c-canary", installed("c-canary-0a1b2c3d"))
-		Eventually(refOf(canary)).ShouldNot(Equal("c-canary-0a1b2c3d"))
-		copied := refOf(canary)()
+		canary, copied := canaryMoved("c-canary")
 		other := fixtures.ClusterAPIOwner("MachineSet", "c-other", installed("c-other-0a1b2c3d"))
 		Expect(c.Create(ctx, other)).To(Succeed())
 		md := settledMachineDeployment("c-md", installed("c-md-0a1b2c3d"))
@@ -335,9 +336,7 @@ spec:
 	})
 
 	It("restores and holds a Cluster API canary whose machine fails on the image, and keeps the others waiting with its error", func() {
-		canary := canaryOf("MachineSet", "c-bad", installed("c-bad-0a1b2c3d"))
-		Eventually(refOf(canary)).ShouldNot(Equal("c-bad-0a1b2c3d"))
-		copied := refOf(canary)()
+		canary, copied := canaryMoved("c-bad")
 		other := fixtures.ClusterAPIOwner("MachineSet", "c-wait", installed("c-wait-0a1b2c3d"))
 		Expect(c.Create(ctx, other)).To(Succeed())
 		Eventually(eventsOf("c-wait")).Should(ContainElement(HavePrefix("WaitingForCanary: ")))
