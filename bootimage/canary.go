@@ -35,6 +35,35 @@ func (c Canaries) Note(target, object string, verified bool, failed string) {
 	c.Targets[target] = prev
 }
 
+// NoteCanary adds what the canary name says of its targets: the operator's changes in its history
+// (annotations), and its decision d on the current inputs (decided false: none yet, Undecided).
+func (c *Canaries) NoteCanary(name string, annotations map[string]string, d Decision, decided bool) {
+	if c.Targets == nil {
+		c.Targets = map[string]Canary{}
+	}
+	h, _ := HistoryOf(annotations)
+	for _, ch := range h {
+		if ch.By == ByOperator {
+			c.Note(ch.To, name, ch.Outcome == Verified, canaryFailure(ch))
+		}
+	}
+	switch {
+	case !decided:
+		c.Undecided = name
+	// A MachineDeployment rolling out takes its target once the rollout ends: it still goes first.
+	case d.Action == Update || d.Reason == ReasonBootImageHeld || d.Reason == ReasonMachineDeploymentRollingOut:
+		c.Note(d.Target, name, false, "")
+	}
+}
+
+// canaryFailure is the failure c's outcome records, as the objects waiting for its canary say it.
+func canaryFailure(c Change) string {
+	if c.Outcome != Failed {
+		return ""
+	}
+	return "machine " + c.Machine + ": " + c.Error
+}
+
 // IsCanary reports whether obj is a canary.
 func (o Object) IsCanary() bool { return o.Labels[CanaryLabel] == "true" }
 

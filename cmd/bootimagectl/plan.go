@@ -167,6 +167,45 @@ func (in planInputs) objects(ctx context.Context) (planObjects, error) {
 	return out, nil
 }
 
+// planJob is one object a plan decides for, refine the rules of its kind after bootimage.Decide.
+type planJob struct {
+	obj    bootimage.Object
+	refine func(bootimage.Decision, bootimage.Attempts) bootimage.Decision
+	// canary is the name the operator gives obj as a canary of its API family, "" for none: a
+	// Machine API MachineSet's name, a Cluster API object's kind and name.
+	canary string
+}
+
+// jobs are the objects of o a plan decides for, the Cluster API's only while gates enable the
+// operator's Cluster API controllers.
+func (o planObjects) jobs(gates bootimage.Gates) []planJob {
+	var out []planJob
+	for _, ms := range o.machineSets {
+		j := planJob{obj: bootimage.MachineSetObject(ms)}
+		if j.obj.IsCanary() {
+			j.canary = ms.Name
+		}
+		out = append(out, j)
+	}
+	if gates != nil && gates.Enabled(featuregates.ManagedBootImagesAWSCAPI) {
+		for _, capi := range o.clusterAPI {
+			// As the operator: a paused object or Cluster is left alone.
+			j := planJob{obj: capi.Object, refine: func(d bootimage.Decision, _ bootimage.Attempts) bootimage.Decision {
+				return clusterapi.Paused(d, capi.Owner, capi.Cluster)
+			}}
+			if j.obj.IsCanary() {
+				j.canary = j.obj.Kind + " " + j.obj.Name
+			}
+			out = append(out, j)
+		}
+	}
+	if c := o.cpms; c != nil {
+		// The operator reads no ControlPlaneMachineSet as a canary.
+		out = append(out, planJob{obj: cpms.Object(c), refine: func(d bootimage.Decision, next bootimage.Attempts) bootimage.Decision { return cpms.Decide(c, d, next) }})
+	}
+	return out
+}
+
 // Plan is the output of `bootimagectl plan`.
 type Plan struct {
 	Items   []bootimage.Decision `json:"items"`
@@ -246,14 +285,18 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, clouds boot
 	var out Plan
 	out.Notes, out.degraded = in.notes(loaded, featureGate != nil, objects)
 
-	// decide runs the operator's decision for one object; refine applies the CPMS rules.
-	// The CLI remembers nothing between runs: the attempts annotation alone counts (no Object.Patched).
-	decide := func(obj bootimage.Object, refine func(bootimage.Decision, bootimage.Attempts) bootimage.Decision) error {
+	// decide runs the operator's decision for one object, waiting for canaries as the operator
+	// does; refine applies the CPMS rules. The CLI remembers nothing between runs: the attempts
+	// annotation alone counts (no Object.Patched).
+	decide := func(j planJob, canaries bootimage.Canaries) (bootimage.Decision, error) {
+		obj := j.obj
 		var err error
 		if obj.UserData, err = loader.UserData(ctx, obj.ProviderSpec); err != nil {
-			return err
+			return bootimage.Decision{}, err
 		}
-		d, err := bootimage.Decide(ctx, cluster, obj)
+		c := cluster
+		c.Canaries = canaries
+		d, err := bootimage.Decide(ctx, c, obj)
 		if err != nil {
 			// As the operator does once its retries are spent: this row is an Error, the rest go on.
 			d = bootimage.CloudLookupFailed(d, err)
@@ -262,33 +305,30 @@ func plan(ctx context.Context, in planInputs, releaseVersion string, clouds boot
 			// Decisions taken before the image is read still show which image the object keeps.
 			d.Current = bootimage.CurrentImage(cluster.Platform, obj)
 		}
-		if refine != nil {
-			d = refine(d, obj.NextAttempts(cluster, d.Target))
+		if j.refine != nil {
+			d = j.refine(d, obj.NextAttempts(cluster, d.Target))
 		}
 		out.Items = append(out.Items, d)
 		out.Summary.Add(d)
-		return nil
+		return d, nil
 	}
-	for _, ms := range objects.machineSets {
-		if err := decide(bootimage.MachineSetObject(ms), nil); err != nil {
-			return Plan{}, err
-		}
-	}
-	// As the operator, which starts its Cluster API controllers only while the gate is on.
-	if gates := loaded.Objects.Gates; gates != nil && gates.Enabled(featuregates.ManagedBootImagesAWSCAPI) {
-		for _, o := range objects.clusterAPI {
-			// As the operator: a paused object or Cluster is left alone.
-			paused := func(d bootimage.Decision, _ bootimage.Attempts) bootimage.Decision {
-				return clusterapi.Paused(d, o.Owner, o.Cluster)
+	// The canaries first, whose decisions wait for none, then the rest, each waiting for the
+	// canaries of its API family only, as the operator's controllers read them.
+	jobs := objects.jobs(loaded.Objects.Gates)
+	canaries := map[bool]*bootimage.Canaries{false: {}, true: {}}
+	for _, canaryPass := range []bool{true, false} {
+		for _, j := range jobs {
+			if (j.canary != "") != canaryPass {
+				continue
 			}
-			if err := decide(o.Object, paused); err != nil {
+			family := j.obj.APIGroup == bootimage.ClusterAPIGroup
+			d, err := decide(j, *canaries[family])
+			if err != nil {
 				return Plan{}, err
 			}
-		}
-	}
-	if c := objects.cpms; c != nil {
-		if err := decide(cpms.Object(c), func(d bootimage.Decision, next bootimage.Attempts) bootimage.Decision { return cpms.Decide(c, d, next) }); err != nil {
-			return Plan{}, err
+			if canaryPass {
+				canaries[family].NoteCanary(j.canary, j.obj.Annotations, d, true)
+			}
 		}
 	}
 	out.settle()

@@ -83,6 +83,7 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 	if err != nil || v.wrote {
 		return ctrl.Result{}, err
 	}
+	in.cluster.Canaries = r.canaries(ctx, in.version)
 	d, next, retry, err := r.decide(ctx, in, owner, &obj)
 	if retry != nil || err != nil {
 		return orZero(retry), err
@@ -256,6 +257,7 @@ func (r *ClusterAPIReconciler) Register(ctx context.Context, mgr ctrl.Manager) e
 	if err != nil {
 		return err
 	}
+	b = r.watchCanaries(b, capi, mgr, all)
 	if r.Kind == bootimage.KindMachineSet {
 		// One sweep of the namespace is enough.
 		b = b.WatchesRawSource(source.Func(sweeps))

@@ -98,28 +98,10 @@ func (s bootImages) canaries(ctx context.Context, version string) bootimage.Cana
 	decided := s.Tracker.Decisions(bootimage.KindMachineSet, version)
 	for i := range list.Items {
 		ms := &list.Items[i]
-		h, _ := bootimage.HistoryOf(ms.Annotations)
-		for _, ch := range h {
-			if ch.By == bootimage.ByOperator {
-				c.Note(ch.To, ms.Name, ch.Outcome == bootimage.Verified, failure(ch))
-			}
-		}
 		d, ok := decided[client.ObjectKeyFromObject(ms)]
-		switch {
-		case !ok:
-			c.Undecided = ms.Name
-		case d.Action == bootimage.Update || d.Reason == bootimage.ReasonBootImageHeld:
-			c.Note(d.Target, ms.Name, false, "")
-		}
+		c.NoteCanary(ms.Name, ms.Annotations, d, ok)
 	}
 	return c
-}
-
-func failure(c bootimage.Change) string {
-	if c.Outcome != bootimage.Failed {
-		return ""
-	}
-	return "machine " + c.Machine + ": " + c.Error
 }
 
 // verified sets d's verification state: Pending for an update just written, else what the verify
@@ -165,8 +147,8 @@ func (s bootImages) machineToMachineSet(ctx context.Context, m client.Object) []
 	return []reconcile.Request{{NamespacedName: key}}
 }
 
-// canaryChanged passes the updates of a canary MachineSet's annotations (its history): the
-// objects waiting for it look again.
+// canaryChanged passes the updates of a canary's annotations (its history) and canary label, of
+// either API family: the objects waiting for it look again.
 var canaryChanged = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	DeleteFunc:  func(e event.DeleteEvent) bool { return e.Object.GetLabels()[bootimage.CanaryLabel] == "true" },

@@ -290,4 +290,65 @@ spec:
 			HavePrefix("BootImageRestored: Restored boot image " + fixtures.OldAWSAMI + " after machine v-md-1 failed on " + fixtures.NewAWSAMIUSEast1)))
 		Expect(getIn(md).GetAnnotations()).To(HaveKey(bootimage.HoldAnnotation))
 	})
+
+	// The canaries go last and are deleted after their spec: every spec's target is the same
+	// image, and a canary gates every Cluster API owner that goes to it.
+	// canaryMoved creates the canary MachineSet name on a template with the old AMI, waits for the
+	// operator to point it at its copy, and returns it with the copy's name.
+	canaryMoved := func(name string) (*unstructured.Unstructured, string) {
+		GinkgoHelper()
+		owner := fixtures.ClusterAPIOwner("MachineSet", name, installed(name+"-0a1b2c3d"))
+		owner.SetLabels(map[string]string{bootimage.CanaryLabel: "true"})
+		Expect(c.Create(ctx, owner)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(c.Delete(ctx, owner))).To(Succeed()) })
+		Eventually(refOf(owner)).ShouldNot(Equal(name + "-0a1b2c3d"))
+		return owner, refOf(owner)()
+	}
+	// settledMachineDeployment creates MachineDeployment name on template, its rollout done.
+	settledMachineDeployment := func(name, template string) *unstructured.Unstructured {
+		GinkgoHelper()
+		md := fixtures.ClusterAPIOwner("MachineDeployment", name, template)
+		Expect(c.Create(ctx, md)).To(Succeed())
+		md = getIn(md)
+		Expect(unstructured.SetNestedField(md.Object, map[string]any{"observedGeneration": md.GetGeneration(), "replicas": int64(1)}, "status")).To(Succeed())
+		Expect(c.Status().Update(ctx, md)).To(Succeed())
+		return md
+	}
+
+	It("updates a Cluster API canary first, and the other MachineSets and MachineDeployments once a canary machine has booted the image", func() {
+		canary, copied := canaryMoved("c-canary")
+		other := fixtures.ClusterAPIOwner("MachineSet", "c-other", installed("c-other-0a1b2c3d"))
+		Expect(c.Create(ctx, other)).To(Succeed())
+		md := settledMachineDeployment("c-md", installed("c-md-0a1b2c3d"))
+
+		waiting := And(HavePrefix("WaitingForCanary: "), ContainSubstring("keeps "+fixtures.OldAWSAMI+": canary MachineSet c-canary has "+fixtures.NewAWSAMIUSEast1+" and no machine of it has booted it yet"))
+		Eventually(eventsOf("c-other")).Should(ContainElement(waiting))
+		Eventually(func() []string { return eventsIn(c, "MachineDeployment", "c-md") }).Should(ContainElement(waiting))
+		Expect(quiet(other)).To(BeEmpty(), "written while its canary is unproved")
+		Expect(refOf(other)()).To(Equal("c-other-0a1b2c3d"))
+		Expect(refOf(md)()).To(Equal("c-md-0a1b2c3d"))
+
+		newMachine("c-canary-1", "c-canary", copied, joined("ip-10-0-2-1.ec2.internal"), nil)
+		Eventually(historyOf(canary)).Should(ConsistOf(And(HaveField("Outcome", bootimage.Verified), HaveField("Machine", "c-canary-1"))))
+		for _, owner := range []*unstructured.Unstructured{other, md} {
+			Eventually(refOf(owner)).ShouldNot(HaveSuffix("-0a1b2c3d"), owner.GetKind()+" "+owner.GetName())
+			Expect(historyOf(owner)()).To(ConsistOf(And(HaveField("From", fixtures.OldAWSAMI), HaveField("To", fixtures.NewAWSAMIUSEast1))))
+		}
+	})
+
+	It("restores and holds a Cluster API canary whose machine fails on the image, and keeps the others waiting with its error", func() {
+		canary, copied := canaryMoved("c-bad")
+		other := fixtures.ClusterAPIOwner("MachineSet", "c-wait", installed("c-wait-0a1b2c3d"))
+		Expect(c.Create(ctx, other)).To(Succeed())
+		Eventually(eventsOf("c-wait")).Should(ContainElement(HavePrefix("WaitingForCanary: ")))
+
+		newMachine("c-bad-1", "c-bad", copied, map[string]any{"phase": "Provisioning"}, launchFailed(awsAMINotFound))
+		Eventually(refOf(canary)).Should(Equal("c-bad-0a1b2c3d"))
+		Expect(getIn(canary).GetAnnotations()).To(HaveKey(bootimage.HoldAnnotation))
+		Eventually(eventsOf("c-wait")).Should(ContainElement(And(HavePrefix("WaitingForCanary: "),
+			ContainSubstring("canary MachineSet c-bad has "+fixtures.NewAWSAMIUSEast1+" and its machine failed on it: machine c-bad-1: "+awsAMINotFound))))
+		Expect(quiet(other)).To(BeEmpty(), "written while its canary failed")
+		Expect(refOf(other)()).To(Equal("c-wait-0a1b2c3d"))
+		Expect(historyOf(other)()).To(BeEmpty())
+	})
 })
