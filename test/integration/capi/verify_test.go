@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
@@ -289,6 +290,42 @@ spec:
 		Eventually(func() []string { return eventsIn(c, "MachineDeployment", "v-md") }).Should(ContainElement(
 			HavePrefix("BootImageRestored: Restored boot image " + fixtures.OldAWSAMI + " after machine v-md-1 failed on " + fixtures.NewAWSAMIUSEast1)))
 		Expect(getIn(md).GetAnnotations()).To(HaveKey(bootimage.HoldAnnotation))
+	})
+
+	// failedUnrestored waits for owner's change to copied to be recorded Failed by machine, with the
+	// Warning that says it cannot be undone, and checks that nothing was put back or held.
+	failedUnrestored := func(owner *unstructured.Unstructured, machine, ref string) {
+		GinkgoHelper()
+		Eventually(historyOf(owner)).Should(ConsistOf(And(HaveField("Outcome", bootimage.Failed), HaveField("Machine", machine), HaveField("Error", awsAMINotFound))))
+		Eventually(eventsOf(owner.GetName())).Should(ContainElement(And(HavePrefix("BootImageRestored: Machine "+machine+" failed on boot image "+fixtures.NewAWSAMIUSEast1),
+			HaveSuffix("and the change from "+fixtures.OldAWSAMI+" cannot be undone: restore it by hand"))))
+		Expect(quiet(owner)).To(BeEmpty(), "a failure recorded once, and nothing undone")
+		Expect(refOf(owner)()).To(Equal(ref))
+		Expect(getIn(owner).GetAnnotations()).NotTo(HaveKey(bootimage.HoldAnnotation))
+		Expect(restores(owner.GetName())).To(Equal(int32(1)), "the one Warning")
+	}
+
+	It("records a failure it cannot undo, and says so, when the template it replaced was deleted since", func() {
+		owner, copied := updated("v-gone", installed("v-gone-0a1b2c3d"))
+		Expect(c.Delete(ctx, template("v-gone-0a1b2c3d"))).To(Succeed())
+		Eventually(exists("v-gone-0a1b2c3d")).Should(Satisfy(apierrors.IsNotFound))
+
+		newMachine("v-gone-1", "v-gone", copied, map[string]any{"phase": "Provisioning"}, launchFailed(awsAMINotFound))
+		failedUnrestored(owner, "v-gone-1", copied)
+	})
+
+	It("records a failure it cannot undo, and says so, when someone moved the owner to another template since", func() {
+		owner, copied := updated("v-moved", installed("v-moved-0a1b2c3d"))
+		// An admin's own template, on the target image: the operator has nothing to update.
+		Expect(c.Create(ctx, fixtures.AWSMachineTemplate("v-moved-mine", fixtures.NewAWSAMIUSEast1))).To(Succeed())
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			live := getIn(owner)
+			Expect(unstructured.SetNestedField(live.Object, "v-moved-mine", "spec", "template", "spec", "infrastructureRef", "name")).To(Succeed())
+			return c.Update(ctx, live)
+		})).To(Succeed())
+
+		newMachine("v-moved-1", "v-moved", copied, map[string]any{"phase": "Provisioning"}, launchFailed(awsAMINotFound))
+		failedUnrestored(owner, "v-moved-1", "v-moved-mine")
 	})
 
 	// The canaries go last and are deleted after their spec: every spec's target is the same
