@@ -130,15 +130,14 @@ func (s bootImages) restore(ctx context.Context, sub verifySubject, h bootimage.
 	c, _ := h.Newest()
 	c.Outcome, c.Machine, c.Error = bootimage.Failed, v.Machine, v.Error
 	key := client.ObjectKeyFromObject(sub.live)
+	// Where nothing is put back, the failure is recorded, and said once that write is in: a
+	// reconcile on a cache that has not seen it yet would say it again, and its write is refused.
 	if len(c.Revert) == 0 {
-		// Nothing to put back: say so, and record the failure so it is said once.
-		s.Recorder.Eventf(sub.live, corev1.EventTypeWarning, ReasonBootImageRestored, "Machine %s failed on boot image %s (%s), and the change from %s cannot be undone: restore it by hand", v.Machine, c.To, v.Error, c.From)
-		return s.recordOutcome(ctx, sub, h.WithNewest(c))
+		return s.recordFailure(ctx, sub, h.WithNewest(c), "Machine %s failed on boot image %s (%s), and the change from %s cannot be undone: restore it by hand", v.Machine, c.To, v.Error, c.From)
 	}
 	if current := currentImageOf(sub); current != c.To {
 		// Someone changed the image since: undoing the change would undo theirs too.
-		s.Recorder.Eventf(sub.live, corev1.EventTypeWarning, ReasonBootImageRestored, "Machine %s failed on boot image %s (%s), but the object now has %s, written by someone else: not restored", v.Machine, c.To, v.Error, current)
-		return s.recordOutcome(ctx, sub, h.WithNewest(c))
+		return s.recordFailure(ctx, sub, h.WithNewest(c), "Machine %s failed on boot image %s (%s), but the object now has %s, written by someone else: not restored", v.Machine, c.To, v.Error, current)
 	}
 	hold := bootimage.Hold{Target: c.To, Restored: c.From, Machine: v.Machine, Error: v.Error, By: bootimage.ByRestore, At: now}
 	next := h.WithNewest(c).With(bootimage.Change{From: c.To, To: c.From, At: now, By: bootimage.ByRestore})
@@ -158,6 +157,16 @@ func (s bootImages) restore(ctx context.Context, sub verifySubject, h bootimage.
 	s.Metrics.countRestore(d)
 	logf.FromContext(ctx).Info("Restored boot image after a machine failed on it", "from", c.To, "to", c.From, "machine", v.Machine, "error", v.Error)
 	s.Recorder.Eventf(sub.live, corev1.EventTypeWarning, ReasonBootImageRestored, "Restored boot image %s after machine %s failed on %s: %s. %s is held until the stream moves past it or the hold is cleared: %s", c.From, v.Machine, c.To, v.Error, c.To, bootimage.ClearCommand(d))
+	return nil
+}
+
+// recordFailure stores h, whose newest change failed and is not undone, and then says so in a
+// Warning Event.
+func (s bootImages) recordFailure(ctx context.Context, sub verifySubject, h bootimage.History, format string, args ...any) error {
+	if err := s.recordOutcome(ctx, sub, h); err != nil {
+		return err
+	}
+	s.Recorder.Eventf(sub.live, corev1.EventTypeWarning, ReasonBootImageRestored, format, args...)
 	return nil
 }
 
