@@ -166,7 +166,9 @@ func (s bootImages) recordFailure(ctx context.Context, sub verifySubject, h boot
 	if err := s.recordOutcome(ctx, sub, h); err != nil {
 		return err
 	}
-	s.Recorder.Eventf(sub.live, corev1.EventTypeWarning, ReasonBootImageRestored, format, args...)
+	message := fmt.Sprintf(format, args...)
+	logf.FromContext(ctx).Info("Boot image failed and not restored", "reason", message)
+	s.Recorder.Event(sub.live, corev1.EventTypeWarning, ReasonBootImageRestored, message)
 	return nil
 }
 
