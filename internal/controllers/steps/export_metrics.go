@@ -1,4 +1,4 @@
-package controllers
+package steps
 
 import "github.com/bootimage-operator/bootimage-operator/bootimage"
 
