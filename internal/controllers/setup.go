@@ -143,7 +143,7 @@ type wiring struct {
 func newWiring(mgr ctrl.Manager, deps Deps, reg steps.Registration) (*wiring, error) {
 	w := &wiring{mgr: mgr, deps: deps, reg: reg, tracker: NewTracker(), streams: &inputs.StreamCache{}}
 	deps.Metrics.ExportDecisions(w.tracker)
-	// The decisions' loader (ClusterInputs, InPlace) lists the control-plane Nodes through it.
+	// The decisions' loader (steps.ClusterInputs, InPlace) lists the control-plane Nodes through it.
 	if err := kube.IndexControlPlaneNodes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}

@@ -125,7 +125,7 @@ func failure(c bootimage.Change) string {
 	return "machine " + c.Machine + ": " + c.Error
 }
 
-// Verified sets d's verification State: Pending for an update just written, else what the verify
+// Verified sets d's verification state: Pending for an update just written, else what the verify
 // step found.
 func Verified(d bootimage.Decision, v Verification, enabled bool) bootimage.Decision {
 	d.Verification = v.State
