@@ -95,6 +95,7 @@ type ObjectReconciler[T client.Object] struct {
 	Gone            func(context.Context, types.NamespacedName) (ctrl.Result, error)
 }
 
+// Reconcile implements reconcile.Reconciler.
 func (o ObjectReconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
 	obj := o.NewObject()
 	if err := o.Client.Get(ctx, req.NamespacedName, obj); err != nil {
@@ -270,6 +271,7 @@ func (s BootImages) lasting(ctx context.Context, t cloudTimings, kind string, ke
 	return bootimage.TargetUnavailableTooLong(d, t.errorGrace), t.retryInterval
 }
 
+// OrZero is the result r points at; none (done, no requeue) when r is nil.
 func OrZero(r *ctrl.Result) ctrl.Result {
 	if r == nil {
 		return ctrl.Result{}

@@ -84,10 +84,12 @@ func WatchOSStreams(b *builder.TypedBuilder[reconcile.Request], mgr ctrl.Manager
 	})))
 }
 
+// InNamespace passes the objects of namespace ns.
 func InNamespace(ns string) predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == ns })
 }
 
+// Named passes the one object ns/name (ns empty for a cluster-scoped one).
 func Named(ns, name string) predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == ns && o.GetName() == name })
 }
