@@ -47,7 +47,7 @@ var _ = Describe("The operator's own output", func() {
 
 	It("gives a -vmodule example that names a file logging at that level", func() {
 		Expect(vmoduleUsage).To(ContainSubstring("report=1"))
-		src, err := os.ReadFile(filepath.Join("..", "..", "internal", "controllers", "report.go"))
+		src, err := os.ReadFile(filepath.Join("..", "..", "internal", "controllers", "steps", "report.go"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(src)).To(ContainSubstring(".V(1).Info("))
 	})

@@ -15,7 +15,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/aws"
 	embedding "github.com/bootimage-operator/bootimage-operator/controllers"
-	"github.com/bootimage-operator/bootimage-operator/internal/controllers"
+	"github.com/bootimage-operator/bootimage-operator/internal/controllers/steps"
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
@@ -102,7 +102,7 @@ var _ = Describe("AWS regions the stream lacks: the installer's AMI copy, made a
 			Expect(made.Tags[kind]).To(And(HaveKeyWithValue(aws.OwnedTag("demo-x7k2p"), "owned"), HaveKeyWithValue(aws.TagSourceAMI, fixtures.NewAWSAMIUSEast1),
 				HaveKeyWithValue(aws.TagSourceRegion, "us-east-1"), HaveKeyWithValue(aws.TagCopiedBy, "bootimage-operator")), "tags of the %s", kind)
 		}
-		Eventually(eventNotes(controllers.ReasonCopyingImage)).Should(HaveLen(1), "the copy is announced once")
+		Eventually(eventNotes(steps.ReasonCopyingImage)).Should(HaveLen(1), "the copy is announced once")
 		// Polls of the pending copy: each asks EC2 again; none may patch.
 		lookups := len(ec2.Requests())
 		Eventually(func() int { return len(ec2.Requests()) }).Should(BeNumerically(">", lookups+3))

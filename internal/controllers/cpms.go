@@ -16,13 +16,14 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/cpms"
+	"github.com/bootimage-operator/bootimage-operator/internal/controllers/steps"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 )
 
 // ControlPlaneMachineSetReconciler keeps the singleton ControlPlaneMachineSet's boot image in step
 // with the stream, writing only image-only changes that cannot replace the control plane.
 type ControlPlaneMachineSetReconciler struct {
-	bootImages
+	steps.BootImages
 }
 
 const cpmsKind = bootimage.KindControlPlaneMachineSet
@@ -30,26 +31,26 @@ const cpmsKind = bootimage.KindControlPlaneMachineSet
 // Reconcile reads the cluster, decides for c by the CPMS's own rules, patches the boot image when
 // the change is image-only, and reports the decision. vSphere has no CPMS boot image management.
 func (r *ControlPlaneMachineSetReconciler) Reconcile(ctx context.Context, c *machinev1.ControlPlaneMachineSet) (ctrl.Result, error) {
-	in, ready, err := r.Inputs.load(ctx)
+	in, ready, err := r.Inputs.Load(ctx)
 	if err != nil || !ready {
 		return ctrl.Result{}, err
 	}
 	obj := cpms.Object(c)
-	v, err := r.verify(ctx, in, cpmsSubject(c, obj))
-	if err != nil || v.wrote {
+	v, err := r.Verify(ctx, in, steps.CPMSSubject(c, obj))
+	if err != nil || v.Wrote {
 		return ctrl.Result{}, err
 	}
-	in.cluster.Canaries = r.canaries(ctx, in.version)
-	d, next, retry, err := r.decide(ctx, in, c, &obj)
+	in.Cluster.Canaries = r.Canaries(ctx, in.Version)
+	d, next, retry, err := r.Decide(ctx, in, c, &obj)
 	if retry != nil || err != nil {
-		return orZero(retry), err
+		return steps.OrZero(retry), err
 	}
-	if d, retry, err = r.awsCopy(ctx, in, c, obj, d); retry != nil || err != nil {
-		return orZero(retry), err
+	if d, retry, err = r.AWSCopy(ctx, in, c, obj, d); retry != nil || err != nil {
+		return steps.OrZero(retry), err
 	}
 	d = cpms.Decide(c, d, next)
 	if d.Action == bootimage.Update {
-		patch, err := cpms.Patch(c, d, next, r.changeOps(c.Annotations, obj, d)...)
+		patch, err := cpms.Patch(c, d, next, r.ChangeOps(c.Annotations, obj, d)...)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -57,12 +58,12 @@ func (r *ControlPlaneMachineSetReconciler) Reconcile(ctx context.Context, c *mac
 		if err := cpms.ProveImageOnly(c, patch); err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := r.update(ctx, c, obj.UserData, d, next, patch); err != nil {
-			return r.forbidden(ctx, c, err)
+		if err := r.Update(ctx, c, obj.UserData, d, next, patch); err != nil {
+			return r.Forbidden(ctx, c, err)
 		}
 	}
-	d = verified(d, v, in.cluster.Verification.Enabled)
-	return withRecheck(r.whileGatesUnknown(in, r.done(ctx, c, d, in.version)), d, in.cluster.Canaries, v), nil
+	d = steps.Verified(d, v, in.Cluster.Verification.Enabled)
+	return steps.WithRecheck(r.WhileGatesUnknown(in, r.Done(ctx, c, d, in.Version)), d, in.Cluster.Canaries, v), nil
 }
 
 // Register registers the reconciler with mgr: the CPMS itself, and the cluster-wide inputs.
@@ -72,16 +73,16 @@ func (r *ControlPlaneMachineSetReconciler) Register(_ context.Context, mgr ctrl.
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: kube.MachineAPINamespace, Name: cpms.Name}}}
 	}
 	// One worker for the one object; what it remembers lives in the Tracker, as for MachineSets.
-	b := r.reg.controller(mgr, "controlplanemachineset", cpmsKind, controller.Options{MaxConcurrentReconciles: 1}).
+	b := r.Registration.Controller(mgr, "controlplanemachineset", cpmsKind, controller.Options{MaxConcurrentReconciles: 1}).
 		For(&machinev1.ControlPlaneMachineSet{}, builder.WithPredicates(
-			inNamespace(kube.MachineAPINamespace),
+			steps.InNamespace(kube.MachineAPINamespace),
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
 	// Its machines while it has a change to verify, and the canaries its update may wait for.
-	b = b.Watches(&machinev1beta1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToCPMS), builder.WithPredicates(inNamespace(kube.MachineAPINamespace))).
-		Watches(&machinev1beta1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(theCPMS), builder.WithPredicates(inNamespace(kube.MachineAPINamespace), canaryChanged))
-	return watchOSStreams(watchClusterInputs(b, r.Inputs.Namespace, theCPMS, theCPMS), mgr, theCPMS).Complete(objectReconciler[*machinev1.ControlPlaneMachineSet]{
+	b = b.Watches(&machinev1beta1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.MachineToCPMS), builder.WithPredicates(steps.InNamespace(kube.MachineAPINamespace))).
+		Watches(&machinev1beta1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(theCPMS), builder.WithPredicates(steps.InNamespace(kube.MachineAPINamespace), steps.CanaryChanged))
+	return steps.WatchOSStreams(steps.WatchClusterInputs(b, r.Inputs.Namespace, theCPMS, theCPMS), mgr, theCPMS).Complete(steps.ObjectReconciler[*machinev1.ControlPlaneMachineSet]{
 		// No CPMS (for example user-provisioned infrastructure): nothing to manage, nothing wrong.
-		client: r.Client, tracker: r.Tracker, kind: cpmsKind,
-		newObject: func() *machinev1.ControlPlaneMachineSet { return &machinev1.ControlPlaneMachineSet{} }, reconcile: r.Reconcile,
+		Client: r.Client, Tracker: r.Tracker, Kind: cpmsKind,
+		NewObject: func() *machinev1.ControlPlaneMachineSet { return &machinev1.ControlPlaneMachineSet{} }, ReconcileObject: r.Reconcile,
 	})
 }

@@ -2,13 +2,13 @@ package controllers
 
 import (
 	"context"
-	"time"
 
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
+	"github.com/bootimage-operator/bootimage-operator/internal/controllers/steps"
 	"github.com/bootimage-operator/bootimage-operator/internal/inputs"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
@@ -18,9 +18,9 @@ import (
 // NewReconcilersForTest returns the MachineSet and MachineConfiguration reconcilers on c without
 // a manager, for specs that call Reconcile directly.
 func NewReconcilersForTest(c client.Client, gates kube.GateSource, images bootimage.Clouds, recorder record.EventRecorder, tracker *Tracker) (*MachineSetReconciler, *MachineConfigurationReconciler) {
-	steps := bootImages{
+	bootImages := steps.BootImages{
 		Client:   c,
-		Inputs:   clusterInputs{Client: c, Gates: gates, Clouds: images, Streams: &inputs.StreamCache{}, Namespace: kube.MCONamespace},
+		Inputs:   steps.ClusterInputs{Client: c, Gates: gates, Clouds: images, Streams: &inputs.StreamCache{}, Namespace: kube.MCONamespace},
 		Recorder: recorder, Tracker: tracker,
 		Clock: clock.RealClock{},
 	}
@@ -30,14 +30,10 @@ func NewReconcilersForTest(c client.Client, gates kube.GateSource, images bootim
 		Migrations: migrations.Runner{Client: c, Reader: c, Recorder: recorder, Migrations: migrations.All},
 		Status:     &status.Writer{Client: c, Reader: c, Recorder: recorder, Clock: clock.RealClock{}},
 	}
-	return &MachineSetReconciler{steps}, mc
+	return &MachineSetReconciler{bootImages}, mc
 }
 
 // UpgradeUserDataForTest writes the upgraded stub of read, as a boot image update does.
 func UpgradeUserDataForTest(ctx context.Context, c client.Client, recorder record.EventRecorder, read *bootimage.UserData) error {
-	stub, from, err := bootimage.UpgradeUserData(read)
-	if err != nil {
-		return err
-	}
-	return upgradeUserData(ctx, c, recorder, time.Now(), kube.MachineAPINamespace, read, bootimage.Decision{UserData: stub, UserDataVersion: from})
+	return steps.UpgradeUserDataForTest(ctx, c, recorder, read)
 }

@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"sync"
-	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,12 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/internal/controllers/steps"
 )
-
-// GatesRetry is how soon a reconcile that found the feature gates unknown looks again: a reader
-// other than FeatureGate/cluster (library-go's accessor, the MCO's handler) becomes ready without
-// any event this operator watches.
-const GatesRetry = 10 * time.Second
 
 // FeatureGateReporter tells the admin, in the log and as an Event on FeatureGate/cluster, which of
 // the operator's gates are in force, each time that changes. Gated controllers read the gates
@@ -33,7 +28,7 @@ type FeatureGateReporter struct {
 	mu   sync.Mutex
 	last string
 
-	reg registration
+	reg steps.Registration
 }
 
 // Reconcile reads the gates and reports them when they differ from the last report.
@@ -58,7 +53,7 @@ func (r *FeatureGateReporter) Reconcile(ctx context.Context, _ reconcile.Request
 		r.Recorder.Eventf(fg, corev1.EventTypeWarning, ReasonFeatureGatesUnknown, "Boot image controllers hold: %v", err)
 	}
 	if err != nil {
-		return ctrl.Result{RequeueAfter: GatesRetry}, nil
+		return ctrl.Result{RequeueAfter: steps.GatesRetry}, nil
 	}
 	log.Info("Feature gates read", "releaseVersion", gates.Version, "gates", report)
 	r.Recorder.Eventf(fg, corev1.EventTypeNormal, ReasonFeatureGatesRead, "Release %s: %s", gates.Version, report)
@@ -72,7 +67,7 @@ func (r *FeatureGateReporter) SetupWithManager(mgr ctrl.Manager) error {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: "cluster"}}}
 	})
 	// One worker: one singleton key; last is guarded by mu all the same.
-	return r.reg.controller(mgr, "featuregates", "", controller.Options{MaxConcurrentReconciles: 1}).
+	return r.reg.Controller(mgr, "featuregates", "", controller.Options{MaxConcurrentReconciles: 1}).
 		Watches(&configv1.FeatureGate{}, toSingleton).
 		Watches(&configv1.ClusterVersion{}, toSingleton).
 		Complete(r)

@@ -15,6 +15,7 @@ import (
 	embedding "github.com/bootimage-operator/bootimage-operator/controllers"
 	fg "github.com/bootimage-operator/bootimage-operator/featuregates"
 	"github.com/bootimage-operator/bootimage-operator/internal/controllers"
+	"github.com/bootimage-operator/bootimage-operator/internal/controllers/steps"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -104,6 +105,6 @@ var _ = Describe("A feature gate reader that becomes ready later", func() {
 		Expect(amiOf("worker-a")()).To(Equal(fixtures.OldAWSAMI))
 
 		late.ready.Store(true)
-		Eventually(amiOf("worker-a"), 2*controllers.GatesRetry+10*time.Second).Should(Equal(fixtures.NewAWSAMIUSEast1))
+		Eventually(amiOf("worker-a"), 2*steps.GatesRetry+10*time.Second).Should(Equal(fixtures.NewAWSAMIUSEast1))
 	})
 })

@@ -31,6 +31,8 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/internal/controllers/capireconciler"
+	"github.com/bootimage-operator/bootimage-operator/internal/controllers/steps"
 	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
 	"github.com/bootimage-operator/bootimage-operator/internal/inputs"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
@@ -76,7 +78,7 @@ type MachineConfigurationReconciler struct {
 	// lastWarnings and lastSupport are what was last announced, so each is announced once.
 	lastWarnings, lastSupport string
 
-	reg registration
+	reg steps.Registration
 }
 
 // Reconcile runs the migrations, then writes the status when it changed.
@@ -98,7 +100,7 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	if err != nil {
 		// The feature gate reporter says why; nothing gated acts meanwhile. A reader that is not
 		// the cluster's FeatureGate (the embedder's accessor) becomes ready without any event.
-		return ctrl.Result{RequeueAfter: GatesRetry}, nil
+		return ctrl.Result{RequeueAfter: steps.GatesRetry}, nil
 	}
 	platform := bootimage.PlatformOf(infra)
 	if _, err := r.Migrations.Run(ctx, mc, migrations.Cluster{Platform: platform, Gates: gates}); err != nil {
@@ -148,8 +150,8 @@ func (r *MachineConfigurationReconciler) Reconcile(ctx context.Context, _ reconc
 	if skewOn {
 		guard = bootimage.EvaluateSkewGuard(want.Status)
 	}
-	r.Metrics.setDegraded(meta.IsStatusConditionTrue(want.Status.Conditions, status.ConditionBootImageUpdateDegraded))
-	r.Metrics.setUpgradeBlocked(guard.Blocked)
+	r.Metrics.SetDegraded(meta.IsStatusConditionTrue(want.Status.Conditions, status.ConditionBootImageUpdateDegraded))
+	r.Metrics.SetUpgradeBlocked(guard.Blocked)
 	if err := r.Status.ReportGuard(ctx, mc, guard, p.LeftBehind()); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -308,7 +310,7 @@ func (r *MachineConfigurationReconciler) progress(ctx context.Context, bootImage
 		}
 	}
 	for _, kind := range []string{bootimage.KindMachineSet, bootimage.KindMachineDeployment} {
-		if r.ClusterAPI == nil || r.ClusterAPI.Waiting(clusterAPIKind(kind)) {
+		if r.ClusterAPI == nil || r.ClusterAPI.Waiting(capireconciler.ClusterAPIKind(kind)) {
 			continue
 		}
 		list := &unstructured.UnstructuredList{}
@@ -357,15 +359,23 @@ func (r *MachineConfigurationReconciler) SetupWithManager(mgr ctrl.Manager) erro
 	})
 	// One worker: the reconciler and its status writer hold what they last announced and wrote,
 	// unguarded; every request is the one singleton key anyway.
-	b := r.reg.controller(mgr, "machineconfiguration", "", controller.Options{MaxConcurrentReconciles: 1}).
-		Watches(&operatorv1.MachineConfiguration{}, toSingleton, builder.WithPredicates(named("", kube.MachineConfigurationName))).
-		Watches(&configv1.Infrastructure{}, toSingleton, builder.WithPredicates(changed(func(o, n *configv1.Infrastructure) bool { return equality.Semantic.DeepEqual(o.Status, n.Status) }))).
-		Watches(&configv1.FeatureGate{}, toSingleton, builder.WithPredicates(changed(func(o, n *configv1.FeatureGate) bool { return equality.Semantic.DeepEqual(o.Status, n.Status) }))).
-		Watches(&configv1.ClusterVersion{}, toSingleton, builder.WithPredicates(clusterVersionChanged())).
-		Watches(&corev1.ConfigMap{}, toSingleton, builder.WithPredicates(named(r.Namespace, kube.BootImagesConfigMapName))).
+	b := r.reg.Controller(mgr, "machineconfiguration", "", controller.Options{MaxConcurrentReconciles: 1}).
+		Watches(&operatorv1.MachineConfiguration{}, toSingleton, builder.WithPredicates(steps.Named("", kube.MachineConfigurationName))).
+		Watches(&configv1.Infrastructure{}, toSingleton, builder.WithPredicates(steps.Changed(func(o, n *configv1.Infrastructure) bool { return equality.Semantic.DeepEqual(o.Status, n.Status) }))).
+		Watches(&configv1.FeatureGate{}, toSingleton, builder.WithPredicates(steps.Changed(func(o, n *configv1.FeatureGate) bool { return equality.Semantic.DeepEqual(o.Status, n.Status) }))).
+		Watches(&configv1.ClusterVersion{}, toSingleton, builder.WithPredicates(steps.ClusterVersionChanged())).
+		Watches(&corev1.ConfigMap{}, toSingleton, builder.WithPredicates(steps.Named(r.Namespace, kube.BootImagesConfigMapName))).
 		WatchesRawSource(source.Channel(r.Tracker.Changed, toSingleton))
 	if r.ClusterOperator != "" {
-		b = b.Watches(&configv1.ClusterOperator{}, toSingleton, builder.WithPredicates(named("", r.ClusterOperator)))
+		b = b.Watches(&configv1.ClusterOperator{}, toSingleton, builder.WithPredicates(steps.Named("", r.ClusterOperator)))
 	}
 	return b.Complete(r)
+}
+
+// withRequeue returns res coming back after at most after (0: as res says).
+func withRequeue(res ctrl.Result, after time.Duration) ctrl.Result {
+	if after > 0 && (res.RequeueAfter == 0 || after < res.RequeueAfter) {
+		res.RequeueAfter = after
+	}
+	return res
 }

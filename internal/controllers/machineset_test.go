@@ -23,6 +23,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud/awscloud"
 	embedding "github.com/bootimage-operator/bootimage-operator/controllers"
 	"github.com/bootimage-operator/bootimage-operator/internal/controllers"
+	"github.com/bootimage-operator/bootimage-operator/internal/controllers/steps"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/test/fakecloud"
@@ -207,7 +208,7 @@ var _ = Describe("MachineSet boot images", func() {
 		for name, rv := range versions {
 			Expect(resourceVersionOf(name)()).To(Equal(rv), "%s was not written", name)
 		}
-		Expect(eventNotes(controllers.ReasonBootImageUpdated)()).To(BeEmpty())
+		Expect(eventNotes(steps.ReasonBootImageUpdated)()).To(BeEmpty())
 	})
 
 	It("upgrades a spec 2 user-data stub before pointing the MachineSet at the new image", func() {
@@ -221,8 +222,8 @@ var _ = Describe("MachineSet boot images", func() {
 		Eventually(amiOf("legacy")).Should(Equal(fixtures.NewAWSAMIUSEast1))
 		secret := &corev1.Secret{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: fixtures.MachineAPINamespace, Name: "legacy-user-data"}, secret)).To(Succeed())
-		Expect(secret.Annotations).To(HaveKeyWithValue(controllers.UserDataUpgradedFromAnnotation, "2.2.0"))
-		Expect(secret.Annotations).To(HaveKey(controllers.UserDataUpgradedAtAnnotation))
+		Expect(secret.Annotations).To(HaveKeyWithValue(steps.UserDataUpgradedFromAnnotation, "2.2.0"))
+		Expect(secret.Annotations).To(HaveKey(steps.UserDataUpgradedAtAnnotation))
 		Expect(string(secret.Data["userData"])).To(ContainSubstring(`"version":"3.2.0"`))
 		Expect(string(secret.Data["userData"])).To(ContainSubstring(`"merge":[{"source":"https://api-int.demo.example.com:22623/config/worker"`))
 		Expect(secret.Data).To(HaveKeyWithValue("disableTemplating", []byte("true")), "other keys kept")
@@ -257,7 +258,7 @@ var _ = Describe("MachineSet boot images", func() {
 		Eventually(amiOf("content")).Should(Equal(fixtures.NewAWSAMIUSEast1))
 		secret := &corev1.Secret{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: fixtures.MachineAPINamespace, Name: "content-user-data"}, secret)).To(Succeed())
-		Expect(secret.Annotations).To(HaveKeyWithValue(controllers.UserDataUpgradedFromAnnotation, "2.2.0"))
+		Expect(secret.Annotations).To(HaveKeyWithValue(steps.UserDataUpgradedFromAnnotation, "2.2.0"))
 		var cfg map[string]any
 		Expect(json.Unmarshal(secret.Data["userData"], &cfg)).To(Succeed())
 		Expect(cfg).To(HaveKeyWithValue("ignition", HaveKeyWithValue("version", "3.2.0")))

@@ -1,7 +1,8 @@
 package controllers
 
-// The Event reasons of the controllers, in one place; those of decisions are bootimage's
-// (bootimage/reasons.go), those of the status writer internal/status's.
+// The Event reasons of the controllers; those of the boot image steps are package steps's
+// (steps/reasons.go), those of decisions bootimage's (bootimage/reasons.go), those of the status
+// writer internal/status's.
 
 // ReasonClusterAPINotStarted is the reason of the Warning Event (and the Degraded message) saying
 // that the Cluster API controllers wait: for an RBAC rule, or after they stopped.
@@ -21,15 +22,3 @@ const (
 // ReasonClusterVersionMissing is the Event reason of a missing ClusterVersion/version: nothing is
 // wrong with the selection, the operator only lacks the release history.
 const ReasonClusterVersionMissing = "ClusterVersionMissing"
-
-// ReasonTemplateImportFailed is the reason of an Error decision whose vCenter import failed.
-const ReasonTemplateImportFailed = "TemplateImportFailed"
-
-// Events of updates, besides the decision reasons.
-const (
-	ReasonBootImageUpdated = "BootImageUpdated"
-	ReasonUserDataUpgraded = "UserDataUpgraded"
-)
-
-// ReasonCopyingImage is the Normal Event of an object whose update started an AMI copy.
-const ReasonCopyingImage = "CopyingImage"

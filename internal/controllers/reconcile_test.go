@@ -18,6 +18,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/internal/controllers"
+	"github.com/bootimage-operator/bootimage-operator/internal/controllers/steps"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 )
@@ -59,7 +60,7 @@ var _ = Describe("MachineSet Reconcile, called directly", func() {
 		Expect(machineSets.Reconcile(ctx, getMachineSet("worker-a"))).To(Equal(ctrl.Result{}))
 		ms := getMachineSet("worker-a")
 		Expect(image(ms)).To(Equal(fixtures.NewGCPImage))
-		Expect(recorder.Events).To(Receive(HavePrefix(fmt.Sprintf("Normal %s Updated boot image from", controllers.ReasonBootImageUpdated))))
+		Expect(recorder.Events).To(Receive(HavePrefix(fmt.Sprintf("Normal %s Updated boot image from", steps.ReasonBootImageUpdated))))
 		Expect(tracker.Latest(bootimage.KindMachineSet)).To(ConsistOf(HaveField("Action", bootimage.Update)))
 
 		Expect(machineSets.Reconcile(ctx, ms)).To(Equal(ctrl.Result{}))

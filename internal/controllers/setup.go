@@ -1,13 +1,14 @@
-// Package controllers holds the operator's reconcilers: the Machine API MachineSet and
-// ControlPlaneMachineSet boot image reconcilers, the Cluster API MachineSet and MachineDeployment
-// reconcilers with their template copy collector, the MachineConfiguration status reconciler and
-// the feature gate reporter. Embedders reach them only through controllers.AddToManager, which
-// checks the manager first; the status writer, the CRD gates and the vSphere imports are packages
-// of their own. Every boot image controller runs behind a CRD gate (package crdgate): the Machine
-// API's and Cluster API's kinds, and the kinds they watch when served (MachineConfigPool,
-// OSImageStream, Cluster, the Machine API twins), may come and go without stopping the process;
-// the rest (MachineConfiguration, Infrastructure, FeatureGate, ClusterVersion, the ConfigMap and
-// Secrets) it cannot work without.
+// Package controllers holds the operator's wiring (Add) and its Machine API reconcilers: the
+// MachineSet and ControlPlaneMachineSet boot image reconcilers, the MachineConfiguration status
+// reconciler and the feature gate reporter. The boot image steps both families share are package
+// steps; the Cluster API MachineSet and MachineDeployment reconcilers, with their template copy
+// collector, package capireconciler, which Add wires here. Embedders reach them only through
+// controllers.AddToManager, which checks the manager first; the status writer, the CRD gates and
+// the vSphere imports are packages of their own. Every boot image controller runs behind a CRD
+// gate (package crdgate): the Machine API's and Cluster API's kinds, and the kinds they watch when
+// served (MachineConfigPool, OSImageStream, Cluster, the Machine API twins), may come and go
+// without stopping the process; the rest (MachineConfiguration, Infrastructure, FeatureGate,
+// ClusterVersion, the ConfigMap and Secrets) it cannot work without.
 package controllers
 
 import (
@@ -16,7 +17,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	_ "github.com/bootimage-operator/bootimage-operator/bootimage/platforms"
 	configv1 "github.com/openshift/api/config/v1"
@@ -26,20 +26,17 @@ import (
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/cloud"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/gcp"
 	"github.com/bootimage-operator/bootimage-operator/featuregates"
+	"github.com/bootimage-operator/bootimage-operator/internal/controllers/capireconciler"
+	"github.com/bootimage-operator/bootimage-operator/internal/controllers/steps"
 	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
 	"github.com/bootimage-operator/bootimage-operator/internal/inputs"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
@@ -74,6 +71,19 @@ type Deps struct {
 	ContestedWrites int
 }
 
+// Tracker and Metrics are the boot image steps' (package steps), named here for
+// controllers.AddToManager and the tests that reach them through this package.
+type (
+	Tracker = steps.Tracker
+	Metrics = steps.Metrics
+)
+
+// NewTracker returns an empty tracker.
+func NewTracker() *Tracker { return steps.NewTracker() }
+
+// NewMetrics returns unregistered metrics.
+func NewMetrics() *Metrics { return steps.NewMetrics() }
+
 // EventSource is the component name of the operator's Events.
 const EventSource = "bootimage-operator"
 
@@ -87,7 +97,7 @@ func EventRecorder(mgr ctrl.Manager) record.EventRecorder {
 // Add registers every controller of the operator with mgr, in the order they are wired.
 // controllers.AddToManager is its one caller.
 func Add(mgr ctrl.Manager, deps Deps) error {
-	reg := registration{prefix: deps.Name, logger: deps.Logger}
+	reg := steps.Registration{Prefix: deps.Name, Logger: deps.Logger}
 	reporter := &FeatureGateReporter{Gates: deps.Gates, Recorder: deps.Recorder, reg: reg}
 	if err := reporter.SetupWithManager(mgr); err != nil {
 		return err
@@ -115,7 +125,7 @@ func Add(mgr ctrl.Manager, deps Deps) error {
 type wiring struct {
 	mgr     ctrl.Manager
 	deps    Deps
-	reg     registration
+	reg     steps.Registration
 	tracker *Tracker
 	streams *inputs.StreamCache
 	// machineAPI and clusterAPI start their controllers once the CRDs are served. Cluster API has
@@ -123,17 +133,17 @@ type wiring struct {
 	// ships with that gate): most clusters never serve it, which is no reason to report the
 	// Machine API missing.
 	machineAPI, clusterAPI *crdgate.Gate
-	access                 *clusterAPIAccess
-	capiCache              clusterAPICache
+	access                 *capireconciler.ClusterAPIAccess
+	capiCache              capireconciler.ClusterAPICache
 	// client and capiClient read the main cache and the Cluster API cache, never waiting on an
 	// informer that has not synced (crdgate.SyncedReader).
 	client, capiClient client.Client
 }
 
-func newWiring(mgr ctrl.Manager, deps Deps, reg registration) (*wiring, error) {
+func newWiring(mgr ctrl.Manager, deps Deps, reg steps.Registration) (*wiring, error) {
 	w := &wiring{mgr: mgr, deps: deps, reg: reg, tracker: NewTracker(), streams: &inputs.StreamCache{}}
-	deps.Metrics.exportDecisions(w.tracker)
-	// The decisions' loader (clusterInputs, InPlace) lists the control-plane Nodes through it.
+	deps.Metrics.ExportDecisions(w.tracker)
+	// The decisions' loader (steps.ClusterInputs, InPlace) lists the control-plane Nodes through it.
 	if err := kube.IndexControlPlaneNodes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
@@ -146,9 +156,9 @@ func newWiring(mgr ctrl.Manager, deps Deps, reg registration) (*wiring, error) {
 		return nil, err
 	}
 	w.clusterAPI.Logger, w.clusterAPI.Hint = deps.Logger, "Cluster API is not installed"
-	w.access = &clusterAPIAccess{client: mgr.GetClient(), changed: w.tracker.Changed}
+	w.access = &capireconciler.ClusterAPIAccess{Client: mgr.GetClient(), Changed: w.tracker.Changed}
 	var capiClient client.Client
-	if w.capiCache, capiClient, err = newClusterAPICache(mgr); err != nil {
+	if w.capiCache, capiClient, err = capireconciler.NewClusterAPICache(mgr); err != nil {
 		return nil, err
 	}
 	gates := []*crdgate.Gate{w.machineAPI, w.clusterAPI}
@@ -198,7 +208,7 @@ func (w *wiring) machineConfiguration() *MachineConfigurationReconciler {
 
 // bootImageSteps are what every boot image reconciler shares: the cluster's inputs with its clouds
 // (deps.Images, else the cluster's own, and vCenter), the tracker and the vSphere imports.
-func (w *wiring) bootImageSteps() (bootImages, error) {
+func (w *wiring) bootImageSteps() (steps.BootImages, error) {
 	mgr, deps := w.mgr, w.deps
 	images := deps.Images
 	if images == nil {
@@ -206,23 +216,23 @@ func (w *wiring) bootImageSteps() (bootImages, error) {
 	}
 	vcenters, templates, err := vsphereimport.Setup(mgr, deps.CloudRootCAs, deps.OVACacheDir)
 	if err != nil {
-		return bootImages{}, err
+		return steps.BootImages{}, err
 	}
 	clouds := bootimage.Clouds{}
 	maps.Copy(clouds, images)
 	if vcenters != nil {
 		clouds[configv1.VSpherePlatformType] = vcenters
 	}
-	inputs := clusterInputs{Client: w.client, Gates: deps.Gates, Clouds: clouds, Streams: w.streams, Namespace: deps.Namespace}
-	return bootImages{
+	inputs := steps.ClusterInputs{Client: w.client, Gates: deps.Gates, Clouds: clouds, Streams: w.streams, Namespace: deps.Namespace}
+	return steps.BootImages{
 		Client: w.client, Reader: mgr.GetAPIReader(), Inputs: inputs, Recorder: deps.Recorder, Tracker: w.tracker,
-		Metrics: deps.Metrics, Clock: deps.Clock, Templates: templates, reg: w.reg, copies: &copyLog{},
+		Metrics: deps.Metrics, Clock: deps.Clock, Templates: templates, Registration: w.reg, AMICopies: &steps.CopyLog{},
 	}, nil
 }
 
 // addMachineAPI adds the MachineSet and ControlPlaneMachineSet controllers, run while their
 // CRDs are served.
-func (w *wiring) addMachineAPI(steps bootImages) error {
+func (w *wiring) addMachineAPI(bootImages steps.BootImages) error {
 	// The informer of a kind gone goes too: it would list in vain. Otherwise it stays, with its
 	// indexes and the other controllers' handlers (a Cluster API controller maps twins).
 	drop := func(obj client.Object) func(context.Context, bool) {
@@ -233,11 +243,11 @@ func (w *wiring) addMachineAPI(steps bootImages) error {
 		}
 	}
 	if err := w.machineAPI.Add(crdgate.Controller{GroupVersion: machinev1beta1.GroupVersion, Resource: "machinesets", Kind: bootimage.KindMachineSet,
-		Setup: register(&MachineSetReconciler{steps}), Stopped: drop(&machinev1beta1.MachineSet{})}); err != nil {
+		Setup: register(&MachineSetReconciler{bootImages}), Stopped: drop(&machinev1beta1.MachineSet{})}); err != nil {
 		return err
 	}
 	if err := w.machineAPI.Add(crdgate.Controller{GroupVersion: machinev1.GroupVersion, Resource: "controlplanemachinesets", Kind: cpmsKind,
-		Setup: register(&ControlPlaneMachineSetReconciler{steps}), Stopped: drop(&machinev1.ControlPlaneMachineSet{})}); err != nil {
+		Setup: register(&ControlPlaneMachineSetReconciler{bootImages}), Stopped: drop(&machinev1.ControlPlaneMachineSet{})}); err != nil {
 		return err
 	}
 	return w.mgr.Add(w.machineAPI)
@@ -247,17 +257,17 @@ func (w *wiring) addMachineAPI(steps bootImages) error {
 // their CRDs are served, gate ManagedBootImagesAWSCAPI is on and the identity may read what they
 // watch (asked again at each poll of the gate), and never fatal: one that stops (its kind gone,
 // a rule revoked, caches that cannot sync) is reported and started again once it can run.
-func (w *wiring) addClusterAPI(steps bootImages) error {
+func (w *wiring) addClusterAPI(bootImages steps.BootImages) error {
 	ready := func(ctx context.Context) bool {
 		g, err := w.deps.Gates.Current(ctx)
-		return err == nil && g.Enabled(featuregates.ManagedBootImagesAWSCAPI) && w.access.allowed(ctx)
+		return err == nil && g.Enabled(featuregates.ManagedBootImagesAWSCAPI) && w.access.Allowed(ctx)
 	}
-	copies := &templateCollector{reader: w.capiClient, writer: w.mgr.GetClient(), mapper: w.mgr.GetRESTMapper(), clock: w.deps.Clock}
+	copies := &capireconciler.TemplateCollector{Reader: w.capiClient, Writer: w.mgr.GetClient(), Mapper: w.mgr.GetRESTMapper(), Clock: w.deps.Clock}
 	for _, kind := range []struct{ kind, resource string }{{bootimage.KindMachineSet, "machinesets"}, {bootimage.KindMachineDeployment, "machinedeployments"}} {
-		r := &ClusterAPIReconciler{bootImages: steps, Kind: kind.kind, MachineAPI: w.machineAPI, Cache: w.capiCache, CAPI: w.capiClient, Copies: copies}
-		c := crdgate.Controller{GroupVersion: clusterapi.GroupVersion, Resource: kind.resource, Kind: clusterAPIKind(kind.kind), Setup: register(r), Ready: ready,
+		r := &capireconciler.ClusterAPIReconciler{BootImages: bootImages, Kind: kind.kind, MachineAPI: w.machineAPI, Cache: w.capiCache, CAPI: w.capiClient, Copies: copies}
+		c := crdgate.Controller{GroupVersion: clusterapi.GroupVersion, Resource: kind.resource, Kind: capireconciler.ClusterAPIKind(kind.kind), Setup: register(r), Ready: ready,
 			// Its informer goes with it: one that never synced would be read again.
-			Stopped: func(ctx context.Context, _ bool) { _ = w.capiCache.RemoveInformer(ctx, r.newObject()) }}
+			Stopped: func(ctx context.Context, _ bool) { _ = w.capiCache.RemoveInformer(ctx, r.NewObject()) }}
 		if err := w.clusterAPI.Add(c); err != nil {
 			return err
 		}
@@ -270,47 +280,4 @@ func register(r interface {
 	Register(context.Context, ctrl.Manager) error
 }) func(ctrl.Manager) error {
 	return func(mgr ctrl.Manager) error { return r.Register(context.Background(), mgr) }
-}
-
-// reconcileTimeout bounds every reconcile of every controller: one that waits on a cache that
-// never syncs (a conversion webhook down, a rule revoked) gives up and is retried, rather than
-// holding its worker, and with it every later pass of that controller, for ever. A reconcile
-// makes a few cache reads, cloud lookups (each bounded at a minute, and shared) and writes.
-const reconcileTimeout = 2 * time.Minute
-
-// registration is how one Add names its controllers and where they log.
-type registration struct {
-	prefix string
-	logger logr.Logger
-}
-
-// controller starts the builder of controller name, whose requests are objects of kind (empty
-// for a singleton), logging as controller-runtime's builder does but to the registration's logger.
-func (r registration) controller(mgr ctrl.Manager, name, kind string, opts controller.Options) *builder.Builder {
-	if r.prefix != "" {
-		name = r.prefix + "-" + name
-	}
-	logger := r.logger
-	if logger.GetSink() == nil {
-		logger = mgr.GetLogger()
-	}
-	logger = logger.WithValues("controller", name)
-	opts.LogConstructor = func(req *reconcile.Request) logr.Logger {
-		if req == nil {
-			return logger
-		}
-		l := logger
-		if kind != "" {
-			l = l.WithValues(kind, klog.KRef(req.Namespace, req.Name))
-		}
-		return l.WithValues("namespace", req.Namespace, "name", req.Name)
-	}
-	if crdgate.Gated(mgr) {
-		// A gate sets a controller up again each time it starts it.
-		opts.SkipNameValidation = ptr.To(true)
-	}
-	if opts.ReconciliationTimeout == 0 {
-		opts.ReconciliationTimeout = reconcileTimeout
-	}
-	return ctrl.NewControllerManagedBy(mgr).Named(name).WithOptions(opts)
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	embedding "github.com/bootimage-operator/bootimage-operator/controllers"
-	"github.com/bootimage-operator/bootimage-operator/internal/controllers"
+	"github.com/bootimage-operator/bootimage-operator/internal/controllers/steps"
 	"github.com/bootimage-operator/bootimage-operator/internal/status"
 	"github.com/bootimage-operator/bootimage-operator/test/fixtures"
 	"github.com/bootimage-operator/bootimage-operator/test/testenv"
@@ -124,7 +124,7 @@ var _ = Describe("Boot image verification", func() {
 		resync()
 		Eventually(func() (float64, error) { return testenv.Reconciles("machineset") }).Should(BeNumerically(">", before))
 		Expect(getMachineSet("worker-a").ResourceVersion).To(Equal(rv))
-		Expect(eventNotes(controllers.ReasonBootImageRestored)()).To(HaveLen(1))
+		Expect(eventNotes(steps.ReasonBootImageRestored)()).To(HaveLen(1))
 	})
 
 	It("takes a capacity failure as no evidence, and a machine that joins as proof", func() {
@@ -143,7 +143,7 @@ var _ = Describe("Boot image verification", func() {
 		Eventually(machineSetEvents("worker-b")).Should(ContainElement("BootImageVerified: Machine worker-b-2 booted " + fixtures.NewGCPImage + " and became a node: the new boot image is verified"))
 		Expect(gcpImageOf("worker-b")()).To(Equal(fixtures.NewGCPImage))
 		Expect(getMachineSet("worker-b").Annotations).NotTo(HaveKey(bootimage.HoldAnnotation))
-		Expect(eventNotes(controllers.ReasonBootImageRestored)()).To(BeEmpty())
+		Expect(eventNotes(steps.ReasonBootImageRestored)()).To(BeEmpty())
 	})
 
 	It("does not undo an image someone else wrote after the change", func() {

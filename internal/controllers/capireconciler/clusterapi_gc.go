@@ -1,4 +1,4 @@
-package controllers
+package capireconciler
 
 import (
 	"cmp"
@@ -26,7 +26,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/internal/seams"
 )
 
-// templateCollector deletes the template copies this operator made that nothing uses any more
+// TemplateCollector deletes the template copies this operator made that nothing uses any more
 // (clusterapi.DeletableTemplates): after each pass of their owner, whatever it decided, when their
 // owner is gone, and in a sweep of the whole namespace that catches what an event missed. It
 // reads only the Cluster API cache, so a steady state costs no request.
@@ -42,11 +42,11 @@ import (
 // the template their owner names; one cloning, from a stale cache, a copy just deleted fails and
 // retries with the owner's current template. The delete is conditional on the UID read, so a
 // template recreated under the same name is not deleted.
-type templateCollector struct {
-	reader client.Reader // the Cluster API cache
-	writer client.Client
-	mapper apimeta.RESTMapper
-	clock  clock.PassiveClock
+type TemplateCollector struct {
+	Reader client.Reader // the Cluster API cache
+	Writer client.Client
+	Mapper apimeta.RESTMapper
+	Clock  clock.PassiveClock
 
 	// mu guards claimed and deleting only, never an API call.
 	mu      sync.Mutex
@@ -62,7 +62,7 @@ func grace(ctx context.Context) time.Duration {
 
 // claim marks the copy of key as about to be pointed at: kept for the grace period. A delete of
 // it under way is waited for, so the copy is then created again.
-func (g *templateCollector) claim(ctx context.Context, key types.NamespacedName) error {
+func (g *TemplateCollector) claim(ctx context.Context, key types.NamespacedName) error {
 	g.mu.Lock()
 	for g.deleting[key] != nil {
 		done := g.deleting[key]
@@ -78,12 +78,12 @@ func (g *templateCollector) claim(ctx context.Context, key types.NamespacedName)
 	if g.claimed == nil {
 		g.claimed = map[types.NamespacedName]time.Time{}
 	}
-	g.claimed[key] = g.clock.Now()
+	g.claimed[key] = g.Clock.Now()
 	return nil
 }
 
 // startDelete marks the copy of key as being deleted, unless it is claimed; done ends it.
-func (g *templateCollector) startDelete(key types.NamespacedName) (done func(), ok bool) {
+func (g *TemplateCollector) startDelete(key types.NamespacedName) (done func(), ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.claimed[key].IsZero() || g.deleting[key] != nil {
@@ -103,7 +103,7 @@ func (g *templateCollector) startDelete(key types.NamespacedName) (done func(), 
 }
 
 // forget drops the claims older than cutoff.
-func (g *templateCollector) forget(cutoff time.Time) {
+func (g *TemplateCollector) forget(cutoff time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for key, at := range g.claimed {
@@ -128,11 +128,11 @@ func ownerCopies(kind, name string, kinds ...string) copies {
 
 // collect deletes the copies of sel in namespace that may go; those kept (in use, too young,
 // claimed, their owner paused) are looked at again by the next sweep.
-func (g *templateCollector) collect(ctx context.Context, namespace string, sel copies) error {
-	cutoff := g.clock.Now().Add(-grace(ctx))
+func (g *TemplateCollector) collect(ctx context.Context, namespace string, sel copies) error {
+	cutoff := g.Clock.Now().Add(-grace(ctx))
 	g.forget(cutoff)
 	for _, kind := range sel.kinds {
-		mapping, err := g.mapper.RESTMapping(schema.GroupKind{Group: clusterapi.InfrastructureGroup, Kind: kind})
+		mapping, err := g.Mapper.RESTMapping(schema.GroupKind{Group: clusterapi.InfrastructureGroup, Kind: kind})
 		if apimeta.IsNoMatchError(err) {
 			continue
 		}
@@ -145,7 +145,7 @@ func (g *templateCollector) collect(ctx context.Context, namespace string, sel c
 		}
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(mapping.GroupVersionKind.GroupVersion().WithKind(kind + "List"))
-		if err := g.reader.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels(labels)); err != nil {
+		if err := g.Reader.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels(labels)); err != nil {
 			return err
 		}
 		// The label selects; the owner annotation decides.
@@ -174,7 +174,7 @@ func (g *templateCollector) collect(ctx context.Context, namespace string, sel c
 }
 
 // deleteUnused deletes t when it is among deletable, unclaimed and its owner not paused.
-func (g *templateCollector) deleteUnused(ctx context.Context, t *unstructured.Unstructured, deletable []string) error {
+func (g *TemplateCollector) deleteUnused(ctx context.Context, t *unstructured.Unstructured, deletable []string) error {
 	if !slices.Contains(deletable, t.GetName()) {
 		return nil
 	}
@@ -186,7 +186,7 @@ func (g *templateCollector) deleteUnused(ctx context.Context, t *unstructured.Un
 		return nil
 	}
 	defer done()
-	if err := capi.DeleteTemplate(ctx, g.writer, t); err != nil {
+	if err := capi.DeleteTemplate(ctx, g.Writer, t); err != nil {
 		return fmt.Errorf("deleting unused template copy %s: %w", t.GetName(), err)
 	}
 	logf.FromContext(ctx).Info("Deleted unused template copy", "template", t.GetName(), "owner", t.GetAnnotations()[clusterapi.TemplateOwnerAnnotation])
@@ -195,20 +195,20 @@ func (g *templateCollector) deleteUnused(ctx context.Context, t *unstructured.Un
 
 // ownerPaused says why the owner a copy was made for is paused, "" when it is not or is gone:
 // a paused object's copies are left as they are (clusterctl move takes them along).
-func (g *templateCollector) ownerPaused(ctx context.Context, copy *unstructured.Unstructured) (string, error) {
+func (g *TemplateCollector) ownerPaused(ctx context.Context, copy *unstructured.Unstructured) (string, error) {
 	kind, name, ok := strings.Cut(copy.GetAnnotations()[clusterapi.TemplateOwnerAnnotation], "/")
 	if !ok {
 		return "", nil
 	}
 	owner := clusterAPIObject(kind)
-	err := g.reader.Get(ctx, client.ObjectKey{Namespace: copy.GetNamespace(), Name: name}, owner)
+	err := g.Reader.Get(ctx, client.ObjectKey{Namespace: copy.GetNamespace(), Name: name}, owner)
 	if apierrors.IsNotFound(err) || apimeta.IsNoMatchError(err) {
 		return "", nil
 	}
 	if err != nil {
 		return "", err
 	}
-	cluster, err := inputs.ClusterOf(ctx, g.reader, owner)
+	cluster, err := inputs.ClusterOf(ctx, g.Reader, owner)
 	if err != nil {
 		return "", err
 	}
@@ -220,12 +220,12 @@ func (g *templateCollector) ownerPaused(ctx context.Context, copy *unstructured.
 // MachineDeployment's reference, and the cloned-from annotations of every Machine and
 // infrastructure machine (of kind machineKind in the templates' version), of which only the
 // metadata is held.
-func (g *templateCollector) templateUse(ctx context.Context, namespace, machineKind, version string) (clusterapi.TemplateUse, error) {
+func (g *TemplateCollector) templateUse(ctx context.Context, namespace, machineKind, version string) (clusterapi.TemplateUse, error) {
 	var use clusterapi.TemplateUse
 	for _, kind := range []string{bootimage.KindMachineSet, bootimage.KindMachineDeployment} {
 		l := &unstructured.UnstructuredList{}
 		l.SetGroupVersionKind(clusterapi.GroupVersion.WithKind(kind + "List"))
-		if err := g.reader.List(ctx, l, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil && !apimeta.IsNoMatchError(err) {
+		if err := g.Reader.List(ctx, l, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil && !apimeta.IsNoMatchError(err) {
 			return use, err
 		}
 		for i := range l.Items {
@@ -239,7 +239,7 @@ func (g *templateCollector) templateUse(ctx context.Context, namespace, machineK
 	for _, gvk := range []schema.GroupVersionKind{clusterapi.GroupVersion.WithKind("MachineList"), infra.WithKind(machineKind + "List")} {
 		l := &metav1.PartialObjectMetadataList{}
 		l.SetGroupVersionKind(gvk)
-		if err := g.reader.List(ctx, l, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil && !apimeta.IsNoMatchError(err) {
+		if err := g.Reader.List(ctx, l, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil && !apimeta.IsNoMatchError(err) {
 			return use, err
 		}
 		for i := range l.Items {

@@ -1,4 +1,4 @@
-package controllers
+package steps
 
 import (
 	"testing"
@@ -69,11 +69,11 @@ func TestMemoryTimesAnUnavailableTargetFromWhenItWasFirstTheTarget(t *testing.T)
 
 func TestMemoryRefusesTheSameUpdateOnTheSameVersionOnly(t *testing.T) {
 	update := bootimage.Decision{Action: bootimage.Update, Target: "ami-new", ProviderSpecPatch: []bootimage.PatchOp{{Op: "replace"}}}
-	m := memory{denied: denial{target: "ami-new", version: "7/v1", message: "denied by policy"}}
-	if d := m.refused(update, "7/v1"); d.Action != bootimage.Skip || d.Reason != bootimage.ReasonDeniedByPolicy || d.ProviderSpecPatch != nil || d.Message != "denied by policy" {
+	m := memory{Denied: Denial{Target: "ami-new", Version: "7/v1", Message: "denied by policy"}}
+	if d := m.Refused(update, "7/v1"); d.Action != bootimage.Skip || d.Reason != bootimage.ReasonDeniedByPolicy || d.ProviderSpecPatch != nil || d.Message != "denied by policy" {
 		t.Fatalf("same update, same version: %+v, want Skip DeniedByPolicy without a patch", d)
 	}
-	if d := m.refused(update, "8/v1"); d.Action != bootimage.Update {
+	if d := m.Refused(update, "8/v1"); d.Action != bootimage.Update {
 		t.Fatalf("object changed since: %+v, want the update sent again", d)
 	}
 }

@@ -1,4 +1,4 @@
-package controllers
+package steps
 
 import (
 	"sync/atomic"
@@ -78,7 +78,7 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 }
 
 // trackedKinds are the kinds of Machine API object whose decisions the Tracker holds.
-var trackedKinds = []string{machineSetKind, cpmsKind}
+var trackedKinds = []string{machineSetKind, bootimage.KindControlPlaneMachineSet}
 
 const machineSetKind = "MachineSet"
 
@@ -155,8 +155,8 @@ func (c *decisionCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// exportDecisions makes bootimage_decisions count t's decisions.
-func (m *Metrics) exportDecisions(t *Tracker) {
+// ExportDecisions makes bootimage_decisions count t's decisions.
+func (m *Metrics) ExportDecisions(t *Tracker) {
 	if m != nil {
 		m.decisions.tracker.Store(t)
 	}
@@ -190,15 +190,15 @@ func (m *Metrics) markReconciled(now time.Time) {
 	}
 }
 
-// setDegraded mirrors BootImageUpdateDegraded.
-func (m *Metrics) setDegraded(degraded bool) {
+// SetDegraded mirrors BootImageUpdateDegraded.
+func (m *Metrics) SetDegraded(degraded bool) {
 	if m != nil {
 		m.degradedGauge.Set(boolValue(degraded))
 	}
 }
 
-// setUpgradeBlocked sets bootimage_upgrade_blocked: true while boot image skew blocks upgrades.
-func (m *Metrics) setUpgradeBlocked(blocked bool) {
+// SetUpgradeBlocked sets bootimage_upgrade_blocked: true while boot image skew blocks upgrades.
+func (m *Metrics) SetUpgradeBlocked(blocked bool) {
 	if m != nil {
 		m.upgradeBlockedGauge.Set(boolValue(blocked))
 	}

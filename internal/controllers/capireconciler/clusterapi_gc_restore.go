@@ -1,4 +1,4 @@
-package controllers
+package capireconciler
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"

@@ -1,4 +1,4 @@
-package controllers
+package steps
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/internal/inputs"
 )
 
-// clusterInputs reads, from the cache, everything a decision needs besides the object itself,
+// ClusterInputs reads, from the cache, everything a decision needs besides the object itself,
 // with the loader bootimagectl plan reads a cluster or files with (package inputs).
-type clusterInputs struct {
+type ClusterInputs struct {
 	Client client.Client
 	Gates  featuregates.Reader
 	// Clouds look the platforms' images up, vCenter templates included.
@@ -24,7 +24,7 @@ type clusterInputs struct {
 
 // loader is the operator's loader: the cache is the whole cluster, and the selection decided by
 // is MachineConfiguration's status.
-func (in clusterInputs) loader() inputs.Loader {
+func (in ClusterInputs) loader() inputs.Loader {
 	return inputs.Loader{
 		Reader: in.Client, Gates: in.Gates, Namespace: in.Namespace,
 		Clouds: in.Clouds, Streams: in.Streams,
@@ -35,16 +35,16 @@ func (in clusterInputs) loader() inputs.Loader {
 // ready is false until MachineConfiguration/cluster exists and its status was computed for its
 // current generation: deciding earlier would report MachineSets as not selected only because the
 // status is not there yet. Its status update triggers the decisions.
-func (in clusterInputs) load(ctx context.Context) (loaded loadedInputs, ready bool, err error) {
+func (in ClusterInputs) Load(ctx context.Context) (loaded LoadedInputs, ready bool, err error) {
 	l, err := in.loader().Load(ctx)
 	if err != nil || !l.InForce {
 		return loaded, false, err
 	}
-	return loadedInputs{cluster: l.Cluster, version: l.Version}, true, nil
+	return LoadedInputs{Cluster: l.Cluster, Version: l.Version}, true, nil
 }
 
-// loadedInputs are the inputs of the decisions and their version (inputs.Version).
-type loadedInputs struct {
-	cluster bootimage.Cluster
-	version string
+// LoadedInputs are the inputs of the decisions and their version (inputs.Version).
+type LoadedInputs struct {
+	Cluster bootimage.Cluster
+	Version string
 }

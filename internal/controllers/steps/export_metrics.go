@@ -1,4 +1,4 @@
-package controllers
+package steps
 
 import "github.com/bootimage-operator/bootimage-operator/bootimage"
 
@@ -9,7 +9,7 @@ import "github.com/bootimage-operator/bootimage-operator/bootimage"
 // ExportDecisionsForTest makes m's bootimage_decisions, bootimage_verifications and
 // bootimage_outdated count t's decisions, as the operator's wiring does with its own tracker.
 func (m *Metrics) ExportDecisionsForTest(t *Tracker) {
-	m.exportDecisions(t)
+	m.ExportDecisions(t)
 }
 
 // CountRestoreForTest counts in bootimage_restores_total a restore that d decided, as a restore

@@ -1,4 +1,4 @@
-package controllers
+package steps
 
 import (
 	"time"
@@ -21,14 +21,14 @@ type memory struct {
 	unavailable      string
 	unavailableSince time.Time
 	// denied is the last update an admission policy refused for good.
-	denied denial
+	Denied Denial
 }
 
-// denial is an update an admission policy refused: to target, of the object and inputs at
+// Denial is an update an admission policy refused: to target, of the object and inputs at
 // version, and the decision's message, in the policy's words. The same update of the same object
 // on the same inputs is not sent again.
-type denial struct {
-	target, version, message string
+type Denial struct {
+	Target, Version, Message string
 }
 
 // into hands what the decision reads of m to obj.
@@ -36,14 +36,14 @@ func (m memory) into(obj *bootimage.Object) {
 	obj.Patched, obj.OptedOut = m.patched, m.optedOut
 }
 
-// refused returns d as the Skip DeniedByPolicy m remembers when d is the update that was refused
+// Refused returns d as the Skip DeniedByPolicy m remembers when d is the update that was refused
 // at version, and d otherwise.
-func (m memory) refused(d bootimage.Decision, version string) bootimage.Decision {
-	if d.Action != bootimage.Update || m.denied.target != d.Target || m.denied.version != version {
+func (m memory) Refused(d bootimage.Decision, version string) bootimage.Decision {
+	if d.Action != bootimage.Update || m.Denied.Target != d.Target || m.Denied.Version != version {
 		return d
 	}
 	d.ProviderSpecPatch = nil
-	d.Action, d.Reason, d.Message = bootimage.Skip, bootimage.ReasonDeniedByPolicy, m.denied.message
+	d.Action, d.Reason, d.Message = bootimage.Skip, bootimage.ReasonDeniedByPolicy, m.Denied.Message
 	return d
 }
 

@@ -1,4 +1,4 @@
-package controllers
+package capireconciler
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
+	"github.com/bootimage-operator/bootimage-operator/internal/controllers/steps"
 )
 
 // machineLabel is the label Cluster API puts on the Machines (and infrastructure machines) of an
@@ -36,22 +37,22 @@ func (r *ClusterAPIReconciler) machineLabel() string {
 // infrastructure machine was cloned from that copy, as the Machine API objects' are verified
 // (bootimage.Verify); a restore points owner back at the template the change replaced. Nothing of
 // a paused owner is written.
-func (r *ClusterAPIReconciler) verifyMove(ctx context.Context, in loadedInputs, owner *unstructured.Unstructured, obj bootimage.Object, paused bool) (verification, error) {
-	h, v, pending := r.pending(ctx, in, obj)
+func (r *ClusterAPIReconciler) verifyMove(ctx context.Context, in steps.LoadedInputs, owner *unstructured.Unstructured, obj bootimage.Object, paused bool) (steps.Verification, error) {
+	h, v, pending := r.Pending(ctx, in, obj)
 	c, _ := h.Newest()
 	if !pending || paused || c.Template == nil {
 		if pending {
-			v.state = bootimage.Pending
+			v.State = bootimage.Pending
 		}
 		return v, nil
 	}
-	machines, err := r.machinesOf(ctx, owner, h, machineImageFailure(in.cluster.Platform))
+	machines, err := r.machinesOf(ctx, owner, h, steps.MachineImageFailure(in.Cluster.Platform))
 	if err != nil {
-		return verification{}, err
+		return steps.Verification{}, err
 	}
 	gone, err := r.templateGone(ctx, owner, c.Template.From)
 	if err != nil {
-		return verification{}, err
+		return steps.Verification{}, err
 	}
 	if ref, err := clusterapi.InfrastructureRef(owner); gone || err != nil || ref.Name != c.Template.To {
 		// A restore would point the owner at nothing, or undo someone's move since: a failure is
@@ -60,7 +61,7 @@ func (r *ClusterAPIReconciler) verifyMove(ctx context.Context, in loadedInputs, 
 		h = h.WithNewest(c)
 	}
 	// Revert's paths are from the owner's root; its image is its template's.
-	return r.judge(ctx, in, verifySubject{live: owner, obj: obj, platform: in.cluster.Platform}, h, machines)
+	return r.Judge(ctx, in, steps.VerifySubject{Live: owner, Obj: obj, Platform: in.Cluster.Platform}, h, machines)
 }
 
 // templateGone reports whether the template name, of the kind owner names, is not found in the
@@ -172,7 +173,7 @@ func (r *ClusterAPIReconciler) watchMachines(ctx context.Context, b *builder.Bui
 		// the kind could come before this one holds the change, and nothing would come after.
 		m := &unstructured.Unstructured{}
 		m.SetGroupVersionKind(gvk)
-		b = b.WatchesRawSource(source.Kind[client.Object](capi, m, handler.EnqueueRequestsFromMapFunc(r.machineToOwner), inNamespace(bootimage.ClusterAPINamespace)))
+		b = b.WatchesRawSource(source.Kind[client.Object](capi, m, handler.EnqueueRequestsFromMapFunc(r.machineToOwner), steps.InNamespace(bootimage.ClusterAPINamespace)))
 	}
 	return b, nil
 }
@@ -185,8 +186,8 @@ func (r *ClusterAPIReconciler) machineToOwner(ctx context.Context, m client.Obje
 		return nil
 	}
 	key := types.NamespacedName{Namespace: m.GetNamespace(), Name: name}
-	owner := r.newObject()
-	if r.CAPI.Get(ctx, key, owner) != nil || !pendingChange(owner) {
+	owner := r.NewObject()
+	if r.CAPI.Get(ctx, key, owner) != nil || !steps.PendingChange(owner) {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: key}}

@@ -1,4 +1,4 @@
-package controllers
+package steps
 
 import (
 	"context"
@@ -25,81 +25,81 @@ const (
 	ReasonBootImageRestored = bootimage.ReasonBootImageRestored
 )
 
-// verifySubject is a Machine API object whose newest boot image change its machines verify.
-type verifySubject struct {
-	live client.Object
-	obj  bootimage.Object
+// VerifySubject is a Machine API object whose newest boot image change its machines verify.
+type VerifySubject struct {
+	Live client.Object
+	Obj  bootimage.Object
 	// machines selects the object's machines in its namespace.
 	machines labels.Selector
 	// prefix is where the providerSpec sits, for JSON Patch.
 	prefix string
 	// prove, when set, checks a restore patch before it is sent (the CPMS's image-only proof).
 	prove    func(patch []byte) error
-	platform configv1.PlatformType
+	Platform configv1.PlatformType
 }
 
-// verification is what the verify step found: the state of the newest change, and when to look
+// Verification is what the verify step found: the state of the newest change, and when to look
 // again with no event.
-type verification struct {
-	state   string
+type Verification struct {
+	State   string
 	recheck time.Duration
 	// wrote is true when the step patched the object: the reconcile ends, the patch's event
 	// brings it back.
-	wrote bool
+	Wrote bool
 }
 
-// verify reads the machines created since the object's newest change for evidence, records a
+// Verify reads the machines created since the object's newest change for evidence, records a
 // verdict, and restores the object on evidence against its image (see bootimage.Verify).
-func (s bootImages) verify(ctx context.Context, in loadedInputs, sub verifySubject) (verification, error) {
-	h, v, pending := s.pending(ctx, in, sub.obj)
+func (s BootImages) Verify(ctx context.Context, in LoadedInputs, sub VerifySubject) (Verification, error) {
+	h, v, pending := s.Pending(ctx, in, sub.Obj)
 	if !pending {
 		return v, nil
 	}
-	sub.platform = in.cluster.Platform
+	sub.Platform = in.Cluster.Platform
 	machines := &machinev1beta1.MachineList{}
-	if err := s.Client.List(ctx, machines, client.InNamespace(sub.obj.Namespace), client.MatchingLabelsSelector{Selector: sub.machines}, client.UnsafeDisableDeepCopy); err != nil {
-		return verification{}, err
+	if err := s.Client.List(ctx, machines, client.InNamespace(sub.Obj.Namespace), client.MatchingLabelsSelector{Selector: sub.machines}, client.UnsafeDisableDeepCopy); err != nil {
+		return Verification{}, err
 	}
-	return s.judge(ctx, in, sub, h, machineEvidence(in.cluster.Platform, machines.Items))
+	return s.Judge(ctx, in, sub, h, machineEvidence(in.Cluster.Platform, machines.Items))
 }
 
-// pending reads obj's history; pending is true when its newest change is the operator's, not yet
+// Pending reads obj's history; pending is true when its newest change is the operator's, not yet
 // verified or failed, and verification is on. Otherwise v is the state to report.
-func (s bootImages) pending(ctx context.Context, in loadedInputs, obj bootimage.Object) (h bootimage.History, v verification, pending bool) {
+func (s BootImages) Pending(ctx context.Context, in LoadedInputs, obj bootimage.Object) (h bootimage.History, v Verification, pending bool) {
 	h, err := bootimage.HistoryOf(obj.Annotations)
 	if err != nil {
 		logf.FromContext(ctx).Error(err, "Cannot read the boot image history; the next update starts a new one")
-		return nil, verification{}, false
+		return nil, Verification{}, false
 	}
 	c, ok := h.Newest()
-	if !ok || !in.cluster.Verification.Enabled || c.By != bootimage.ByOperator {
-		return h, verification{state: stateOf(h, in.cluster.Verification.Enabled)}, false
+	if !ok || !in.Cluster.Verification.Enabled || c.By != bootimage.ByOperator {
+		return h, Verification{State: stateOf(h, in.Cluster.Verification.Enabled)}, false
 	}
 	if c.Outcome != "" {
-		return h, verification{state: c.State()}, false
+		return h, Verification{State: c.State()}, false
 	}
-	return h, verification{}, true
+	return h, Verification{}, true
 }
 
-// judge reads machines, the object's, for evidence about the newest change of h: a verdict is
+// Judge reads machines, the object's, for evidence about the newest change of h: a verdict is
 // recorded, evidence against the image restores the object, and nothing yet says when to look
 // again.
-func (s bootImages) judge(ctx context.Context, in loadedInputs, sub verifySubject, h bootimage.History, machines []bootimage.Machine) (verification, error) {
+func (s BootImages) Judge(ctx context.Context, in LoadedInputs, sub VerifySubject, h bootimage.History, machines []bootimage.Machine) (Verification, error) {
 	c, _ := h.Newest()
 	now := s.Clock.Now()
-	v := bootimage.Verify(c, machines, machineImageFailure(in.cluster.Platform), in.cluster.Verification.Deadline, now)
+	v := bootimage.Verify(c, machines, MachineImageFailure(in.Cluster.Platform), in.Cluster.Verification.Deadline, now)
 	switch v.Outcome {
 	case bootimage.Verified:
 		c.Outcome, c.Machine = bootimage.Verified, v.Machine
-		return verification{state: bootimage.Verified, wrote: true}, s.recordVerified(ctx, sub, h.WithNewest(c))
+		return Verification{State: bootimage.Verified, Wrote: true}, s.recordVerified(ctx, sub, h.WithNewest(c))
 	case bootimage.Failed:
-		return verification{state: bootimage.Failed, wrote: true}, s.restore(ctx, sub, h, v, now)
+		return Verification{State: bootimage.Failed, Wrote: true}, s.restore(ctx, sub, h, v, now)
 	}
 	var recheck time.Duration
 	if !v.Recheck.IsZero() {
 		recheck = max(v.Recheck.Sub(now), time.Second)
 	}
-	return verification{state: bootimage.Pending, recheck: recheck}, nil
+	return Verification{State: bootimage.Pending, recheck: recheck}, nil
 }
 
 // stateOf is Decision.Verification for history h: the state of the newest change the operator
@@ -114,22 +114,22 @@ func stateOf(h bootimage.History, enabled bool) string {
 }
 
 // recordVerified stores h, whose newest change a machine verified, with optimistic locking.
-func (s bootImages) recordVerified(ctx context.Context, sub verifySubject, h bootimage.History) error {
+func (s BootImages) recordVerified(ctx context.Context, sub VerifySubject, h bootimage.History) error {
 	c, _ := h.Newest()
 	if err := s.recordOutcome(ctx, sub, h); err != nil {
-		return fmt.Errorf("recording the verified boot image of %s %s: %w", sub.obj.Kind, client.ObjectKeyFromObject(sub.live), err)
+		return fmt.Errorf("recording the Verified boot image of %s %s: %w", sub.Obj.Kind, client.ObjectKeyFromObject(sub.Live), err)
 	}
 	logf.FromContext(ctx).Info("Boot image verified", "image", c.To, "machine", c.Machine)
-	s.Recorder.Eventf(sub.live, corev1.EventTypeNormal, ReasonBootImageVerified, "Machine %s booted %s and became a node: the new boot image is verified", c.Machine, c.To)
+	s.Recorder.Eventf(sub.Live, corev1.EventTypeNormal, ReasonBootImageVerified, "Machine %s booted %s and became a node: the new boot image is verified", c.Machine, c.To)
 	return nil
 }
 
 // restore puts the object back on the image its newest change replaced, records the machine and
 // its error in the history, and holds the failed target, in one patch with optimistic locking.
-func (s bootImages) restore(ctx context.Context, sub verifySubject, h bootimage.History, v bootimage.Verdict, now time.Time) error {
+func (s BootImages) restore(ctx context.Context, sub VerifySubject, h bootimage.History, v bootimage.Verdict, now time.Time) error {
 	c, _ := h.Newest()
 	c.Outcome, c.Machine, c.Error = bootimage.Failed, v.Machine, v.Error
-	key := client.ObjectKeyFromObject(sub.live)
+	key := client.ObjectKeyFromObject(sub.Live)
 	// Where nothing is put back, the failure is recorded, and said once that write is in: a
 	// reconcile on a cache that has not seen it yet would say it again, and its write is refused.
 	if len(c.Revert) == 0 {
@@ -141,48 +141,48 @@ func (s bootImages) restore(ctx context.Context, sub verifySubject, h bootimage.
 	}
 	hold := bootimage.Hold{Target: c.To, Restored: c.From, Machine: v.Machine, Error: v.Error, By: bootimage.ByRestore, At: now}
 	next := h.WithNewest(c).With(bootimage.Change{From: c.To, To: c.From, At: now, By: bootimage.ByRestore})
-	patch, err := bootimage.Decision{ProviderSpecPatch: c.Revert}.JSONPatch(sub.prefix, sub.live.GetResourceVersion(), next.PatchOp(sub.obj.Annotations), hold.PatchOp(sub.obj.Annotations))
+	patch, err := bootimage.Decision{ProviderSpecPatch: c.Revert}.JSONPatch(sub.prefix, sub.Live.GetResourceVersion(), next.PatchOp(sub.Obj.Annotations), hold.PatchOp(sub.Obj.Annotations))
 	if err != nil {
 		return err
 	}
 	if sub.prove != nil {
 		if err := sub.prove(patch); err != nil {
-			return fmt.Errorf("restoring %s %s: %w", sub.obj.Kind, key, err)
+			return fmt.Errorf("restoring %s %s: %w", sub.Obj.Kind, key, err)
 		}
 	}
-	if err := s.Client.Patch(ctx, sub.live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(status.FieldManager)); err != nil {
-		return fmt.Errorf("restoring the boot image of %s %s: %w", sub.obj.Kind, key, err)
+	if err := s.Client.Patch(ctx, sub.Live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(status.FieldManager)); err != nil {
+		return fmt.Errorf("restoring the boot image of %s %s: %w", sub.Obj.Kind, key, err)
 	}
-	d := bootimage.Decision{Kind: sub.obj.Kind, APIGroup: string(sub.obj.APIGroup), Namespace: key.Namespace, Name: key.Name}
+	d := bootimage.Decision{Kind: sub.Obj.Kind, APIGroup: string(sub.Obj.APIGroup), Namespace: key.Namespace, Name: key.Name}
 	s.Metrics.countRestore(d)
 	logf.FromContext(ctx).Info("Restored boot image after a machine failed on it", "from", c.To, "to", c.From, "machine", v.Machine, "error", v.Error)
-	s.Recorder.Eventf(sub.live, corev1.EventTypeWarning, ReasonBootImageRestored, "Restored boot image %s after machine %s failed on %s: %s. %s is held until the stream moves past it or the hold is cleared: %s", c.From, v.Machine, c.To, v.Error, c.To, bootimage.ClearCommand(d))
+	s.Recorder.Eventf(sub.Live, corev1.EventTypeWarning, ReasonBootImageRestored, "Restored boot image %s after machine %s failed on %s: %s. %s is held until the stream moves past it or the hold is cleared: %s", c.From, v.Machine, c.To, v.Error, c.To, bootimage.ClearCommand(d))
 	return nil
 }
 
 // recordFailure stores h, whose newest change failed and is not undone, and then says so in a
 // Warning Event.
-func (s bootImages) recordFailure(ctx context.Context, sub verifySubject, h bootimage.History, format string, args ...any) error {
+func (s BootImages) recordFailure(ctx context.Context, sub VerifySubject, h bootimage.History, format string, args ...any) error {
 	if err := s.recordOutcome(ctx, sub, h); err != nil {
 		return err
 	}
 	message := fmt.Sprintf(format, args...)
 	logf.FromContext(ctx).Info("Boot image failed and not restored", "reason", message)
-	s.Recorder.Event(sub.live, corev1.EventTypeWarning, ReasonBootImageRestored, message)
+	s.Recorder.Event(sub.Live, corev1.EventTypeWarning, ReasonBootImageRestored, message)
 	return nil
 }
 
 // recordOutcome stores h with optimistic locking.
-func (s bootImages) recordOutcome(ctx context.Context, sub verifySubject, h bootimage.History) error {
-	patch, err := bootimage.Decision{}.JSONPatch(sub.prefix, sub.live.GetResourceVersion(), h.PatchOp(sub.obj.Annotations))
+func (s BootImages) recordOutcome(ctx context.Context, sub VerifySubject, h bootimage.History) error {
+	patch, err := bootimage.Decision{}.JSONPatch(sub.prefix, sub.Live.GetResourceVersion(), h.PatchOp(sub.Obj.Annotations))
 	if err != nil {
 		return err
 	}
-	return s.Client.Patch(ctx, sub.live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(status.FieldManager))
+	return s.Client.Patch(ctx, sub.Live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(status.FieldManager))
 }
 
-// machineImageFailure is the platform's pattern of image errors; nil when it has none.
-func machineImageFailure(platform configv1.PlatformType) *regexp.Regexp {
+// MachineImageFailure is the platform's pattern of image errors; nil when it has none.
+func MachineImageFailure(platform configv1.PlatformType) *regexp.Regexp {
 	p, ok := bootimage.PlatformFor(platform)
 	if !ok {
 		return nil
@@ -239,6 +239,6 @@ func failingConditionMessages(providerStatus []byte) []string {
 }
 
 // currentImageOf is the boot image sub's providerSpec names now.
-func currentImageOf(sub verifySubject) string {
-	return bootimage.CurrentImage(sub.platform, sub.obj)
+func currentImageOf(sub VerifySubject) string {
+	return bootimage.CurrentImage(sub.Platform, sub.Obj)
 }

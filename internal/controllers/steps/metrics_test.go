@@ -1,4 +1,4 @@
-package controllers
+package steps
 
 import (
 	"context"
@@ -33,7 +33,7 @@ var _ = Describe("Metrics", func() {
 		tracker.Record(onStream(decision(machineSetKind, "a", bootimage.Skip, bootimage.ReasonNotSelected, "not selected"), "rhel-9"), "v1")
 		tracker.Record(onStream(decision(machineSetKind, "b", bootimage.Skip, bootimage.ReasonNotSelected, "not selected"), "rhel-9"), "v1")
 		tracker.Record(onStream(decision(machineSetKind, "c", bootimage.NoChange, bootimage.ReasonUpToDate, ""), "rhel-9"), "v1")
-		tracker.Record(onStream(decision(cpmsKind, "cluster", bootimage.Error, "HotLoopDetected", "reverted three times"), "rhel-9"), "v1")
+		tracker.Record(onStream(decision(bootimage.KindControlPlaneMachineSet, "cluster", bootimage.Error, "HotLoopDetected", "reverted three times"), "rhel-9"), "v1")
 		rhel10 := decision(machineSetKind, "e", bootimage.Skip, bootimage.ReasonNotSelected, "not selected")
 		rhel10.Stream = "rhel-10"
 		tracker.Record(rhel10, "v1")

@@ -1,4 +1,10 @@
-package controllers
+// Package capireconciler holds the Cluster API MachineSet and MachineDeployment boot image
+// reconcilers (docs/capi.md): their decision and verification, built on the shared boot image
+// steps (package steps), their own cache of openshift-cluster-api, the RBAC check that lets them
+// run and the collector of the template copies they make. Package controllers wires them behind
+// their CRD gate; the Cluster API decisions are bootimage/clusterapi's, and the reads and writes
+// that need the API server's answer internal/capi's.
+package capireconciler
 
 import (
 	"context"
@@ -26,6 +32,7 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 	"github.com/bootimage-operator/bootimage-operator/internal/capi"
+	"github.com/bootimage-operator/bootimage-operator/internal/controllers/steps"
 	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
 	"github.com/bootimage-operator/bootimage-operator/internal/inputs"
 	"github.com/bootimage-operator/bootimage-operator/internal/kube"
@@ -40,28 +47,28 @@ var (
 	machineAPITwins    = crdgate.Optional{GroupVersion: machinev1beta1.GroupVersion, Resource: "machinesets", Kind: "MachineSet"}
 )
 
-// clusterAPIKind names the Cluster API controller of kind in the Cluster API CRD gate.
-func clusterAPIKind(kind string) string { return "Cluster API " + kind }
+// ClusterAPIKind names the Cluster API controller of kind in the Cluster API CRD gate.
+func ClusterAPIKind(kind string) string { return "Cluster API " + kind }
 
 // ClusterAPIReconciler keeps the boot image of one Cluster API MachineSet or MachineDeployment
 // (Kind) in step with the stream: it copies the infrastructure machine template with the new boot
 // image and points the object at the copy (docs/capi.md).
 type ClusterAPIReconciler struct {
-	bootImages
+	steps.BootImages
 	Kind string
 	// MachineAPI says whether Machine API MachineSets are served, so that a twin's change of
 	// authority (a migration ending) re-decides its Cluster API MachineSet at once.
 	MachineAPI *crdgate.Gate
 	// Cache is the Cluster API cache, and CAPI a client that reads through it: every read of
 	// openshift-cluster-api but the check of an existing copy's content goes there.
-	Cache clusterAPICache
+	Cache ClusterAPICache
 	CAPI  client.Client
 	// Copies collects the template copies nothing uses any more.
-	Copies *templateCollector
+	Copies *TemplateCollector
 }
 
-// newObject returns an empty object of r's kind, for reads.
-func (r *ClusterAPIReconciler) newObject() *unstructured.Unstructured {
+// NewObject returns an empty object of r's kind, for reads.
+func (r *ClusterAPIReconciler) NewObject() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(clusterapi.GroupVersion.WithKind(r.Kind))
 	return u
@@ -70,7 +77,7 @@ func (r *ClusterAPIReconciler) newObject() *unstructured.Unstructured {
 // Reconcile reads the cluster, the object's template and its Machine API twin, decides, writes an
 // update as a template copy and one owner patch, and reports the decision.
 func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructured.Unstructured) (ctrl.Result, error) {
-	in, ready, err := r.Inputs.load(ctx)
+	in, ready, err := r.Inputs.Load(ctx)
 	if err != nil || !ready {
 		return ctrl.Result{}, err
 	}
@@ -80,25 +87,25 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 	}
 	template, cluster, obj := read.Template, read.Cluster, read.Object
 	v, err := r.verifyMove(ctx, in, owner, obj, clusterapi.PausedBecause(owner, cluster) != "")
-	if err != nil || v.wrote {
+	if err != nil || v.Wrote {
 		return ctrl.Result{}, err
 	}
-	in.cluster.Canaries = r.canaries(ctx, in.version)
-	d, next, retry, err := r.decide(ctx, in, owner, &obj)
+	in.Cluster.Canaries = r.canaries(ctx, in.Version)
+	d, next, retry, err := r.Decide(ctx, in, owner, &obj)
 	if retry != nil || err != nil {
-		return orZero(retry), err
+		return steps.OrZero(retry), err
 	}
 	d = clusterapi.Paused(d, owner, cluster)
-	if d, retry, err = r.awsCopy(ctx, in, owner, obj, d); retry != nil || err != nil {
-		return orZero(retry), err
+	if d, retry, err = r.AWSCopy(ctx, in, owner, obj, d); retry != nil || err != nil {
+		return steps.OrZero(retry), err
 	}
 	// A denial for good is sent again only once the object or the inputs changed.
-	key, denialVersion := client.ObjectKeyFromObject(owner), owner.GetResourceVersion()+"/"+in.version
-	d = r.Tracker.Memory(r.Kind, key).refused(d, denialVersion)
+	key, denialVersion := client.ObjectKeyFromObject(owner), owner.GetResourceVersion()+"/"+in.Version
+	d = r.Tracker.Memory(r.Kind, key).Refused(d, denialVersion)
 	if d.Action == bootimage.Update {
 		var moved bool
 		if d, moved, err = r.updateTemplate(ctx, owner, template, d, next); err != nil {
-			return r.forbidden(ctx, owner, err)
+			return r.Forbidden(ctx, owner, err)
 		} else if moved {
 			// The owner's watch brings the change that moved it; this is the backstop.
 			return ctrl.Result{RequeueAfter: time.Second}, nil
@@ -106,11 +113,11 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 	}
 	if d.Reason == bootimage.ReasonDeniedByPolicy {
 		m := r.Tracker.Memory(r.Kind, key)
-		m.denied = denial{target: d.Target, version: denialVersion, message: d.Message}
+		m.Denied = steps.Denial{Target: d.Target, Version: denialVersion, Message: d.Message}
 		r.Tracker.Remember(r.Kind, key, m)
 	}
-	d = verified(d, v, in.cluster.Verification.Enabled)
-	res := withRecheck(r.whileGatesUnknown(in, r.done(ctx, owner, d, in.version)), d, in.cluster.Canaries, v)
+	d = steps.Verified(d, v, in.Cluster.Verification.Enabled)
+	res := steps.WithRecheck(r.WhileGatesUnknown(in, r.Done(ctx, owner, d, in.Version)), d, in.Cluster.Canaries, v)
 	ref, err := clusterapi.InfrastructureRef(owner)
 	if err != nil || clusterapi.PausedBecause(owner, cluster) != "" {
 		return res, nil
@@ -128,14 +135,6 @@ func (r *ClusterAPIReconciler) Reconcile(ctx context.Context, owner *unstructure
 		return ctrl.Result{}, err
 	}
 	return res, nil
-}
-
-// withRequeue returns res coming back after at most after (0: as res says).
-func withRequeue(res ctrl.Result, after time.Duration) ctrl.Result {
-	if after > 0 && (res.RequeueAfter == 0 || after < res.RequeueAfter) {
-		res.RequeueAfter = after
-	}
-	return res
 }
 
 // gone collects the copies made for an owner that no longer exists, of every template kind of the
@@ -209,7 +208,7 @@ func (r *ClusterAPIReconciler) updateTemplate(ctx context.Context, owner, templa
 	if err := seams.BeforeOwnerPatch(ctx, owner); err != nil {
 		return d, false, err
 	}
-	err = r.update(ctx, owner, nil, d, next, patch)
+	err = r.Update(ctx, owner, nil, d, next, patch)
 	if capi.OwnerMoved(err) {
 		logf.FromContext(ctx).V(1).Info("Owner changed since it was read, deciding again")
 		return d, true, nil
@@ -251,8 +250,8 @@ func (r *ClusterAPIReconciler) Register(ctx context.Context, mgr ctrl.Manager) e
 	name := "clusterapi-" + map[string]string{bootimage.KindMachineSet: "machineset", bootimage.KindMachineDeployment: "machinedeployment"}[r.Kind]
 	// Through the gate's scope: the handlers go when the controller stops.
 	capi := crdgate.ScopeCache(mgr, r.Cache)
-	b := r.reg.controller(mgr, name, r.Kind, controller.Options{MaxConcurrentReconciles: machineSetWorkers}).
-		WatchesRawSource(source.Kind[client.Object](capi, r.newObject(), &handler.EnqueueRequestForObject{}, inNamespace(bootimage.ClusterAPINamespace), changes))
+	b := r.Registration.Controller(mgr, name, r.Kind, controller.Options{MaxConcurrentReconciles: steps.MachineSetWorkers}).
+		WatchesRawSource(source.Kind[client.Object](capi, r.NewObject(), &handler.EnqueueRequestForObject{}, steps.InNamespace(bootimage.ClusterAPINamespace), changes))
 	b, err := r.watchMachines(ctx, b, capi, mgr)
 	if err != nil {
 		return err
@@ -263,26 +262,26 @@ func (r *ClusterAPIReconciler) Register(ctx context.Context, mgr ctrl.Manager) e
 		b = b.WatchesRawSource(source.Func(sweeps))
 	}
 	if crdgate.Watch(mgr, clusterAPIClusters) {
-		paused := changed(func(o, n *unstructured.Unstructured) bool {
+		paused := steps.Changed(func(o, n *unstructured.Unstructured) bool {
 			was, _, _ := unstructured.NestedBool(o.Object, "spec", "paused")
 			is, _, _ := unstructured.NestedBool(n.Object, "spec", "paused")
 			return was == is
 		})
-		b = b.WatchesRawSource(source.Kind[client.Object](capi, clusterAPIObject("Cluster"), handler.EnqueueRequestsFromMapFunc(all), inNamespace(bootimage.ClusterAPINamespace), paused))
+		b = b.WatchesRawSource(source.Kind[client.Object](capi, clusterAPIObject("Cluster"), handler.EnqueueRequestsFromMapFunc(all), steps.InNamespace(bootimage.ClusterAPINamespace), paused))
 	}
 	if r.Kind == bootimage.KindMachineSet && crdgate.Watch(mgr, machineAPITwins) {
 		twin := func(_ context.Context, ms client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: bootimage.ClusterAPINamespace, Name: ms.GetName()}}}
 		}
-		b = b.Watches(&machinev1beta1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(twin), builder.WithPredicates(inNamespace(kube.MachineAPINamespace),
-			changed(func(o, n *machinev1beta1.MachineSet) bool {
+		b = b.Watches(&machinev1beta1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(twin), builder.WithPredicates(steps.InNamespace(kube.MachineAPINamespace),
+			steps.Changed(func(o, n *machinev1beta1.MachineSet) bool {
 				return o.Status.AuthoritativeAPI == n.Status.AuthoritativeAPI
 			})))
 	}
-	objects := objectReconciler[*unstructured.Unstructured]{
-		client: r.CAPI, tracker: r.Tracker, kind: r.Kind, newObject: r.newObject, reconcile: r.Reconcile, gone: r.gone,
+	objects := steps.ObjectReconciler[*unstructured.Unstructured]{
+		Client: r.CAPI, Tracker: r.Tracker, Kind: r.Kind, NewObject: r.NewObject, ReconcileObject: r.Reconcile, Gone: r.gone,
 	}
-	return watchOSStreams(watchClusterInputs(b, r.Inputs.Namespace, all, none), mgr, all).Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	return steps.WatchOSStreams(steps.WatchClusterInputs(b, r.Inputs.Namespace, all, none), mgr, all).Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
 		if req == sweepRequest {
 			kinds, err := platformTemplateKinds(ctx, r.Client)
 			if err != nil {

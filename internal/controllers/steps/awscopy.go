@@ -1,4 +1,4 @@
-package controllers
+package steps
 
 import (
 	"context"
@@ -25,12 +25,12 @@ const (
 	maxCopyPoll = 30 * time.Second
 )
 
-// awsCopy holds back an AWS update until its AMI copy is available. It makes the copy when none is
+// AWSCopy holds back an AWS update until its AMI copy is available. It makes the copy when none is
 // under way (the copier sends one CopyImage per copy, whatever the number of objects asking), then
 // waits, patching nothing, and reports nothing until the copy is available: the object counts as
 // being updated. It returns the decision to go on with (a refusal or an overdue copy, reported as
 // any decision), or the result to return.
-func (s bootImages) awsCopy(ctx context.Context, in loadedInputs, live client.Object, obj bootimage.Object, d bootimage.Decision) (bootimage.Decision, *ctrl.Result, error) {
+func (s BootImages) AWSCopy(ctx context.Context, in LoadedInputs, live client.Object, obj bootimage.Object, d bootimage.Decision) (bootimage.Decision, *ctrl.Result, error) {
 	c := aws.CopyOf(d)
 	if d.Action != bootimage.Update || c == nil {
 		return d, nil, nil
@@ -39,7 +39,7 @@ func (s bootImages) awsCopy(ctx context.Context, in loadedInputs, live client.Ob
 		return overdue, nil, nil
 	}
 	if c.ImageID == "" {
-		copier, _ := in.cluster.Cloud.(aws.Copier)
+		copier, _ := in.Cluster.Cloud.(aws.Copier)
 		if copier == nil {
 			return aws.NoCopyCredentials(d), nil, nil
 		}
@@ -57,7 +57,7 @@ func (s bootImages) awsCopy(ctx context.Context, in loadedInputs, live client.Ob
 			res, err := s.cloudFailed(ctx, in, live, obj, d, err)
 			return d, &res, err
 		}
-		if s.copies.first(id) {
+		if s.AMICopies.first(id) {
 			logf.FromContext(ctx).Info("Copying AMI", "sourceAMI", c.SourceAMI, "sourceRegion", c.SourceRegion, "region", c.Region, "arch", c.Arch, "release", c.Release, "image", id)
 			s.Recorder.Eventf(live, corev1.EventTypeNormal, ReasonCopyingImage, "Copying AMI %s from %s into %s as %s (RHCOS %s, %s); machines boot it once it is available", c.SourceAMI, c.SourceRegion, c.Region, id, c.Release, c.Arch)
 		}
@@ -68,7 +68,7 @@ func (s bootImages) awsCopy(ctx context.Context, in loadedInputs, live client.Ob
 }
 
 // copyPoll is when to look at copy c again.
-func (s bootImages) copyPoll(ctx context.Context, c *aws.Copy) time.Duration {
+func (s BootImages) copyPoll(ctx context.Context, c *aws.Copy) time.Duration {
 	if p := seams.From(ctx).CopyPoll; p > 0 {
 		return p
 	}
@@ -79,15 +79,15 @@ func (s bootImages) copyPoll(ctx context.Context, c *aws.Copy) time.Duration {
 	return min(max(age/10, minCopyPoll), maxCopyPoll)
 }
 
-// copyLog remembers the copies this process has announced, so a copy that a wave of objects waits
+// CopyLog remembers the copies this process has announced, so a copy that a wave of objects waits
 // for is said once.
-type copyLog struct {
+type CopyLog struct {
 	mu   sync.Mutex
 	seen map[string]bool
 }
 
 // first reports whether id is announced for the first time.
-func (l *copyLog) first(id string) bool {
+func (l *CopyLog) first(id string) bool {
 	if l == nil {
 		return true
 	}

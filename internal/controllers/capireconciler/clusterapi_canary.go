@@ -1,4 +1,4 @@
-package controllers
+package capireconciler
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
+	"github.com/bootimage-operator/bootimage-operator/internal/controllers/steps"
 	"github.com/bootimage-operator/bootimage-operator/internal/crdgate"
 )
 
@@ -57,7 +58,7 @@ func (r *ClusterAPIReconciler) watchCanaries(b *builder.Builder, capi cache.Cach
 		if kind.Kind != r.Kind && !crdgate.Watch(mgr, kind) {
 			continue
 		}
-		b = b.WatchesRawSource(source.Kind[client.Object](capi, clusterAPIObject(kind.Kind), handler.EnqueueRequestsFromMapFunc(all), inNamespace(bootimage.ClusterAPINamespace), canaryChanged))
+		b = b.WatchesRawSource(source.Kind[client.Object](capi, clusterAPIObject(kind.Kind), handler.EnqueueRequestsFromMapFunc(all), steps.InNamespace(bootimage.ClusterAPINamespace), steps.CanaryChanged))
 	}
 	return b
 }

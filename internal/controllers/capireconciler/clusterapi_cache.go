@@ -1,4 +1,4 @@
-package controllers
+package capireconciler
 
 import (
 	"fmt"
@@ -12,19 +12,19 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
 )
 
-// clusterAPICache is the Cluster API controllers' own cache, of openshift-cluster-api only: the
+// ClusterAPICache is the Cluster API controllers' own cache, of openshift-cluster-api only: the
 // owners, their templates, the Machines' and infrastructure machines' metadata and the Clusters
 // are read from it, so that a steady state reads nothing from the API server, whatever the
 // embedder's cache holds, and no informer lists more than the Role in that namespace allows. Its
 // informers start on first read, that is only once the controllers may run.
-type clusterAPICache struct{ cache.Cache }
+type ClusterAPICache struct{ cache.Cache }
 
 // GetCache makes the manager start it with its own caches, before any controller.
-func (c clusterAPICache) GetCache() cache.Cache { return c.Cache }
+func (c ClusterAPICache) GetCache() cache.Cache { return c.Cache }
 
-// newClusterAPICache adds the Cluster API cache to mgr and returns it with a client that reads
+// NewClusterAPICache adds the Cluster API cache to mgr and returns it with a client that reads
 // through it, unstructured objects included, and writes to the API server.
-func newClusterAPICache(mgr ctrl.Manager) (clusterAPICache, client.Client, error) {
+func NewClusterAPICache(mgr ctrl.Manager) (ClusterAPICache, client.Client, error) {
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 		DefaultNamespaces: map[string]cache.Config{bootimage.ClusterAPINamespace: {}},
@@ -32,18 +32,18 @@ func newClusterAPICache(mgr ctrl.Manager) (clusterAPICache, client.Client, error
 		DefaultTransform: cache.TransformStripManagedFields(),
 	})
 	if err != nil {
-		return clusterAPICache{}, nil, fmt.Errorf("creating the Cluster API cache: %w", err)
+		return ClusterAPICache{}, nil, fmt.Errorf("creating the Cluster API cache: %w", err)
 	}
-	cached := clusterAPICache{c}
+	cached := ClusterAPICache{c}
 	if err := mgr.Add(cached); err != nil {
-		return clusterAPICache{}, nil, err
+		return ClusterAPICache{}, nil, err
 	}
 	cl, err := client.New(mgr.GetConfig(), client.Options{
 		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 		Cache: &client.CacheOptions{Reader: c, Unstructured: true},
 	})
 	if err != nil {
-		return clusterAPICache{}, nil, fmt.Errorf("creating the Cluster API client: %w", err)
+		return ClusterAPICache{}, nil, fmt.Errorf("creating the Cluster API client: %w", err)
 	}
 	return cached, cl, nil
 }

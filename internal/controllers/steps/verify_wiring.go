@@ -1,4 +1,4 @@
-package controllers
+package steps
 
 import (
 	"context"
@@ -25,11 +25,14 @@ const (
 	machineRoleLabel = "machine.openshift.io/cluster-api-machine-role"
 )
 
+// MachineSetProviderSpecPath is where a MachineSet's providerSpec.value sits, for JSON Patch.
+const MachineSetProviderSpecPath = "/spec/template/spec/providerSpec/value"
+
 // canaryIndex indexes MachineSets by their canary label.
 const canaryIndex = "metadata.labels.canary"
 
-// indexCanaries registers canaryIndex with the manager's cache.
-func indexCanaries(ctx context.Context, indexer client.FieldIndexer) error {
+// IndexCanaries registers canaryIndex with the manager's cache.
+func IndexCanaries(ctx context.Context, indexer client.FieldIndexer) error {
 	return indexer.IndexField(ctx, &machinev1beta1.MachineSet{}, canaryIndex, func(o client.Object) []string {
 		if v := o.GetLabels()[bootimage.CanaryLabel]; v != "" {
 			return []string{v}
@@ -42,30 +45,30 @@ func indexCanaries(ctx context.Context, indexer client.FieldIndexer) error {
 // again: the canary's decision, unlike its writes, sends no event.
 const canaryUndecidedRetry = 5 * time.Second
 
-// machineSetSubject is ms for the verify step: its machines are those its selector matches.
-func machineSetSubject(ms *machinev1beta1.MachineSet, obj bootimage.Object) verifySubject {
+// MachineSetSubject is ms for the verify step: its machines are those its selector matches.
+func MachineSetSubject(ms *machinev1beta1.MachineSet, obj bootimage.Object) VerifySubject {
 	sel, err := metav1.LabelSelectorAsSelector(&ms.Spec.Selector)
 	if err != nil || sel.Empty() {
 		sel = labels.SelectorFromSet(labels.Set{machineSetLabel: ms.Name})
 	}
-	return verifySubject{live: ms, obj: obj, machines: sel, prefix: machineSetProviderSpecPath}
+	return VerifySubject{Live: ms, Obj: obj, machines: sel, prefix: MachineSetProviderSpecPath}
 }
 
-// cpmsSubject is the ControlPlaneMachineSet for the verify step; a restore is proved image-only as
+// CPMSSubject is the ControlPlaneMachineSet for the verify step; a restore is proved image-only as
 // its updates are.
-func cpmsSubject(c *machinev1.ControlPlaneMachineSet, obj bootimage.Object) verifySubject {
+func CPMSSubject(c *machinev1.ControlPlaneMachineSet, obj bootimage.Object) VerifySubject {
 	sel, err := metav1.LabelSelectorAsSelector(&c.Spec.Selector)
 	if err != nil || sel.Empty() {
 		sel = labels.SelectorFromSet(labels.Set{machineRoleLabel: "master"})
 	}
-	return verifySubject{live: c, obj: obj, machines: sel, prefix: cpms.ProviderSpecPath,
+	return VerifySubject{Live: c, Obj: obj, machines: sel, prefix: cpms.ProviderSpecPath,
 		prove: func(patch []byte) error { return cpms.ProveImageOnly(c, patch) }}
 }
 
-// changeOps are the operations an update to d adds beside its attempts: the change in the
+// ChangeOps are the operations an update to d adds beside its attempts: the change in the
 // history, with the patch that undoes it, and the removal of a hold the stream has moved past.
 // annotations are the object's; the attempts operation has created them when they were nil.
-func (s bootImages) changeOps(annotations map[string]string, obj bootimage.Object, d bootimage.Decision) []bootimage.PatchOp {
+func (s BootImages) ChangeOps(annotations map[string]string, obj bootimage.Object, d bootimage.Decision) []bootimage.PatchOp {
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
@@ -82,9 +85,9 @@ func (s bootImages) changeOps(annotations map[string]string, obj bootimage.Objec
 	return ops
 }
 
-// canaries reads what the canary MachineSets say of their targets: their history, and their
+// Canaries reads what the canary MachineSets say of their targets: their history, and their
 // decisions on the inputs of version.
-func (s bootImages) canaries(ctx context.Context, version string) bootimage.Canaries {
+func (s BootImages) Canaries(ctx context.Context, version string) bootimage.Canaries {
 	list := &machinev1beta1.MachineSetList{}
 	// Through the index, so that a wave of N decisions does not match labels N times N.
 	err := s.Client.List(ctx, list, client.InNamespace(kube.MachineAPINamespace), client.MatchingFields{canaryIndex: "true"}, client.UnsafeDisableDeepCopy)
@@ -104,18 +107,18 @@ func (s bootImages) canaries(ctx context.Context, version string) bootimage.Cana
 	return c
 }
 
-// verified sets d's verification state: Pending for an update just written, else what the verify
+// Verified sets d's verification state: Pending for an update just written, else what the verify
 // step found.
-func verified(d bootimage.Decision, v verification, enabled bool) bootimage.Decision {
-	d.Verification = v.state
+func Verified(d bootimage.Decision, v Verification, enabled bool) bootimage.Decision {
+	d.Verification = v.State
 	if d.Action == bootimage.Update && enabled {
 		d.Verification = bootimage.Pending
 	}
 	return d
 }
 
-// withRecheck returns res, due no later than v's recheck, and soon while a canary is undecided.
-func withRecheck(res reconcile.Result, d bootimage.Decision, canaries bootimage.Canaries, v verification) reconcile.Result {
+// WithRecheck returns res, due no later than v's recheck, and soon while a canary is undecided.
+func WithRecheck(res reconcile.Result, d bootimage.Decision, canaries bootimage.Canaries, v Verification) reconcile.Result {
 	due := v.recheck
 	if d.Reason == bootimage.ReasonWaitingForCanary && canaries.Undecided != "" {
 		due = canaryUndecidedRetry
@@ -126,30 +129,30 @@ func withRecheck(res reconcile.Result, d bootimage.Decision, canaries bootimage.
 	return res
 }
 
-// pendingChange reports whether obj's newest change is the operator's and still unverified.
-func pendingChange(obj client.Object) bool {
+// PendingChange reports whether obj's newest change is the operator's and still unverified.
+func PendingChange(obj client.Object) bool {
 	h, err := bootimage.HistoryOf(obj.GetAnnotations())
 	c, ok := h.Newest()
 	return err == nil && ok && c.By == bootimage.ByOperator && c.Outcome == ""
 }
 
-// machineToMachineSet maps a Machine to its MachineSet while that has a change to verify.
-func (s bootImages) machineToMachineSet(ctx context.Context, m client.Object) []reconcile.Request {
+// MachineToMachineSet maps a Machine to its MachineSet while that has a change to verify.
+func (s BootImages) MachineToMachineSet(ctx context.Context, m client.Object) []reconcile.Request {
 	name := m.GetLabels()[machineSetLabel]
 	if name == "" {
 		return nil
 	}
 	key := types.NamespacedName{Namespace: m.GetNamespace(), Name: name}
 	ms := &machinev1beta1.MachineSet{}
-	if s.Client.Get(ctx, key, ms) != nil || !pendingChange(ms) {
+	if s.Client.Get(ctx, key, ms) != nil || !PendingChange(ms) {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: key}}
 }
 
-// canaryChanged passes the updates of a canary's annotations (its history) and canary label, of
+// CanaryChanged passes the updates of a canary's annotations (its history) and canary label, of
 // either API family: the objects waiting for it look again.
-var canaryChanged = predicate.Funcs{
+var CanaryChanged = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	DeleteFunc:  func(e event.DeleteEvent) bool { return e.Object.GetLabels()[bootimage.CanaryLabel] == "true" },
 	GenericFunc: func(event.GenericEvent) bool { return false },
@@ -160,15 +163,15 @@ var canaryChanged = predicate.Funcs{
 	},
 }
 
-// machineToCPMS maps a control-plane Machine to the ControlPlaneMachineSet while that has a
+// MachineToCPMS maps a control-plane Machine to the ControlPlaneMachineSet while that has a
 // change to verify.
-func (s bootImages) machineToCPMS(ctx context.Context, m client.Object) []reconcile.Request {
+func (s BootImages) MachineToCPMS(ctx context.Context, m client.Object) []reconcile.Request {
 	if m.GetLabels()[machineRoleLabel] != "master" {
 		return nil
 	}
 	key := types.NamespacedName{Namespace: m.GetNamespace(), Name: cpms.Name}
 	c := &machinev1.ControlPlaneMachineSet{}
-	if s.Client.Get(ctx, key, c) != nil || !pendingChange(c) {
+	if s.Client.Get(ctx, key, c) != nil || !PendingChange(c) {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: key}}

@@ -1,4 +1,4 @@
-package controllers
+package capireconciler
 
 import (
 	"cmp"
@@ -63,13 +63,13 @@ func platformTemplateKinds(ctx context.Context, c client.Reader) ([]string, erro
 	return nil, nil
 }
 
-// clusterAPIAccess decides whether the Cluster API controllers may run, from what the operator's
+// ClusterAPIAccess decides whether the Cluster API controllers may run, from what the operator's
 // own identity may do in openshift-cluster-api (one SelfSubjectRulesReview a poll of their gate
 // while they wait, one every accessRecheckPolls polls while they run, SelfSubjectAccessReviews
 // only for what an incomplete review leaves open), and holds what stops them, for the status.
-type clusterAPIAccess struct {
-	client  client.Client
-	changed chan event.GenericEvent
+type ClusterAPIAccess struct {
+	Client  client.Client
+	Changed chan event.GenericEvent
 
 	mu sync.Mutex
 	// denied names the missing rules, "" when none are.
@@ -90,14 +90,14 @@ func recheckAfter(ctx context.Context) time.Duration {
 }
 
 // Problem is what the rules keep the Cluster API controllers from, "" when nothing.
-func (a *clusterAPIAccess) Problem() string {
+func (a *ClusterAPIAccess) Problem() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.denied
 }
 
-// allowed reviews the identity's rules and reports whether every rule of clusterAPIReads is held.
-func (a *clusterAPIAccess) allowed(ctx context.Context) bool {
+// Allowed reviews the identity's rules and reports whether every rule of clusterAPIReads is held.
+func (a *ClusterAPIAccess) Allowed(ctx context.Context) bool {
 	a.mu.Lock()
 	standing := a.denied == "" && !a.granted.IsZero() && time.Since(a.granted) < recheckAfter(ctx)
 	a.mu.Unlock()
@@ -135,12 +135,12 @@ func (a *clusterAPIAccess) allowed(ctx context.Context) bool {
 }
 
 // missing returns the rules of clusterAPIReads the identity lacks in openshift-cluster-api.
-func (a *clusterAPIAccess) missing(ctx context.Context) ([]status.Rule, error) {
+func (a *ClusterAPIAccess) missing(ctx context.Context) ([]status.Rule, error) {
 	review := &authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: bootimage.ClusterAPINamespace}}
-	if err := a.client.Create(ctx, review); err != nil {
+	if err := a.Client.Create(ctx, review); err != nil {
 		return nil, err
 	}
-	kinds, err := platformTemplateKinds(ctx, a.client)
+	kinds, err := platformTemplateKinds(ctx, a.Client)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +156,7 @@ func (a *clusterAPIAccess) missing(ctx context.Context) ([]status.Rule, error) {
 		// Another authorizer may grant what RBAC's rules do not show.
 		sar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
 			Namespace: bootimage.ClusterAPINamespace, Group: want.Group, Resource: want.Resource, Verb: want.Verb}}}
-		if err := a.client.Create(ctx, sar); err != nil {
+		if err := a.Client.Create(ctx, sar); err != nil {
 			return nil, err
 		}
 		if !sar.Status.Allowed {
@@ -172,9 +172,9 @@ func grants(r authorizationv1.ResourceRule, want status.Rule) bool {
 	return has(r.Verbs, want.Verb) && has(r.APIGroups, want.Group) && has(r.Resources, want.Resource) && len(r.ResourceNames) == 0
 }
 
-func (a *clusterAPIAccess) notify() {
+func (a *ClusterAPIAccess) notify() {
 	select {
-	case a.changed <- event.GenericEvent{Object: &operatorv1.MachineConfiguration{ObjectMeta: metav1.ObjectMeta{Name: kube.MachineConfigurationName}}}:
+	case a.Changed <- event.GenericEvent{Object: &operatorv1.MachineConfiguration{ObjectMeta: metav1.ObjectMeta{Name: kube.MachineConfigurationName}}}:
 	default:
 	}
 }

@@ -1,4 +1,4 @@
-package controllers
+package steps
 
 import (
 	"context"
@@ -14,11 +14,11 @@ import (
 	"github.com/bootimage-operator/bootimage-operator/internal/vsphereimport"
 )
 
-// vsphereImport holds back a vSphere update until its template is imported. It returns the
+// VSphereImport holds back a vSphere update until its template is imported. It returns the
 // decision to apply, or wait with the result to return: the import was asked for (its end
 // reconciles the object again) or failed (reported, retried after the import's backoff). The
 // update of the object that asked first records the import once it is made.
-func (s bootImages) vsphereImport(ctx context.Context, live client.Object, d bootimage.Decision, inputs string) (bootimage.Decision, *ctrl.Result) {
+func (s BootImages) VSphereImport(ctx context.Context, live client.Object, d bootimage.Decision, inputs string) (bootimage.Decision, *ctrl.Result) {
 	w := vsphereimport.Waiter{Kind: d.Kind, Name: client.ObjectKeyFromObject(live)}
 	if asked, ok := s.Templates.Imported(w); ok {
 		if d = vsphere.Imported(asked, d); d.Action != bootimage.Update {

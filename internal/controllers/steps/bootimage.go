@@ -1,4 +1,10 @@
-package controllers
+// Package steps holds what the boot image reconcilers of both families share: the Machine API
+// ones (package controllers) and the Cluster API ones (package capireconciler). BootImages carries
+// the steps each takes for one object (decide, copy an AMI, import a vSphere template, verify and
+// restore, write, report); the Tracker and each object's memory, the metrics, the cluster inputs'
+// loader, the watches of those inputs and the controllers' registration are here too. It exports
+// only what those two packages use.
+package steps
 
 import (
 	"cmp"
@@ -37,24 +43,31 @@ const (
 	DefaultCloudRecheckInterval = 30 * time.Minute
 )
 
-// bootImages are what every boot image reconciler shares, and the steps each takes for one object:
+// BootImages are what every boot image reconciler shares, and the steps each takes for one object:
 // decide, import a vSphere template when due, write an update, report.
-type bootImages struct {
+type BootImages struct {
 	Client client.Client
 	// Reader reads from the API server, for the managed fields the cache drops.
 	Reader   client.Reader
-	Inputs   clusterInputs
+	Inputs   ClusterInputs
 	Recorder record.EventRecorder
 	Tracker  *Tracker
 	Metrics  *Metrics
 	Clock    clock.PassiveClock
 	// Templates imports vSphere templates before a vSphere update is patched in.
 	Templates *vsphereimport.Imports
-	// copies are the AMI copies announced.
-	copies *copyLog
+	// AMICopies are the AMI copies announced.
+	AMICopies *CopyLog
 
-	reg registration
+	Registration Registration
 }
+
+// MachineSetWorkers decide and patch MachineSets in parallel: a patch waits on the API server,
+// so a few in flight keep it busy without piling up. The reconciler holds no state of its own:
+// what it remembers of each object is in the Tracker, under its lock, and the work queue hands a
+// MachineSet to one worker at a time, so reading an object's memory and storing the next one
+// cannot interleave with another worker's for that object. The template imports lock their own.
+const MachineSetWorkers = 8
 
 // cloudTimings are the cloud retry timings in force.
 type cloudTimings struct {
@@ -71,36 +84,37 @@ func timings(ctx context.Context) cloudTimings {
 	}
 }
 
-// objectReconciler gets the object of a request and hands it to a typed Reconcile; an object
+// ObjectReconciler gets the object of a request and hands it to a typed Reconcile; an object
 // gone is forgotten by the tracker, and handed to gone when set.
-type objectReconciler[T client.Object] struct {
-	client    client.Reader
-	tracker   *Tracker
-	kind      string
-	newObject func() T
-	reconcile func(context.Context, T) (ctrl.Result, error)
-	gone      func(context.Context, types.NamespacedName) (ctrl.Result, error)
+type ObjectReconciler[T client.Object] struct {
+	Client          client.Reader
+	Tracker         *Tracker
+	Kind            string
+	NewObject       func() T
+	ReconcileObject func(context.Context, T) (ctrl.Result, error)
+	Gone            func(context.Context, types.NamespacedName) (ctrl.Result, error)
 }
 
-func (o objectReconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
-	obj := o.newObject()
-	if err := o.client.Get(ctx, req.NamespacedName, obj); err != nil {
+// Reconcile implements reconcile.Reconciler.
+func (o ObjectReconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	obj := o.NewObject()
+	if err := o.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			o.tracker.Forget(o.kind, req.NamespacedName)
-			if o.gone != nil {
-				return o.gone(ctx, req.NamespacedName)
+			o.Tracker.Forget(o.Kind, req.NamespacedName)
+			if o.Gone != nil {
+				return o.Gone(ctx, req.NamespacedName)
 			}
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	return o.reconcile(ctx, obj)
+	return o.ReconcileObject(ctx, obj)
 }
 
-// decide takes the decision for obj, reduced from live, with the attempts to record if it is
+// Decide takes the decision for obj, reduced from live, with the attempts to record if it is
 // patched. When a cloud lookup the decision needs fails it returns, instead, the result that takes
 // it again (see cloudFailed).
-func (s bootImages) decide(ctx context.Context, in loadedInputs, live client.Object, obj *bootimage.Object) (bootimage.Decision, bootimage.Attempts, *ctrl.Result, error) {
+func (s BootImages) Decide(ctx context.Context, in LoadedInputs, live client.Object, obj *bootimage.Object) (bootimage.Decision, bootimage.Attempts, *ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(live)
 	var err error
 	if obj.UserData, err = userData(ctx, s.Client, obj.ProviderSpec); err != nil {
@@ -108,7 +122,7 @@ func (s bootImages) decide(ctx context.Context, in loadedInputs, live client.Obj
 	}
 	m := s.Tracker.Memory(obj.Kind, key)
 	m.into(obj)
-	d, err := bootimage.Decide(ctx, in.cluster, *obj)
+	d, err := bootimage.Decide(ctx, in.Cluster, *obj)
 	if err != nil {
 		res, err := s.cloudFailed(ctx, in, live, *obj, d, err)
 		return d, bootimage.Attempts{}, &res, err
@@ -117,7 +131,7 @@ func (s bootImages) decide(ctx context.Context, in loadedInputs, live client.Obj
 	if d.Reason == bootimage.ReasonHotLoopDetected {
 		d.Message = status.WithSecondWriter(ctx, s.Reader, live, d.Message)
 	}
-	return d, obj.NextAttempts(in.cluster, d.Target), nil, nil
+	return d, obj.NextAttempts(in.Cluster, d.Target), nil, nil
 }
 
 // cloudFailed handles a cloud lookup of live's decision d that failed with err. A remembered cloud
@@ -125,7 +139,7 @@ func (s bootImages) decide(ctx context.Context, in loadedInputs, live client.Obj
 // controller's per-object backoff, which starts at 5ms. Once the lookups have failed for the grace
 // period, d is an Error CloudLookupFailed, taken again at that backoff and at least every retry
 // interval.
-func (s bootImages) cloudFailed(ctx context.Context, in loadedInputs, live client.Object, obj bootimage.Object, d bootimage.Decision, err error) (ctrl.Result, error) {
+func (s BootImages) cloudFailed(ctx context.Context, in LoadedInputs, live client.Object, obj bootimage.Object, d bootimage.Decision, err error) (ctrl.Result, error) {
 	if ctx.Err() != nil {
 		// This caller gave up (shutdown): no cloud failure, nothing to count.
 		return ctrl.Result{}, ctx.Err()
@@ -143,17 +157,17 @@ func (s bootImages) cloudFailed(ctx context.Context, in loadedInputs, live clien
 		return ctrl.Result{RequeueAfter: max(retry, time.Millisecond)}, nil
 	}
 	logf.FromContext(ctx).V(1).Info("Cloud lookup keeps failing", "failingFor", failing.Round(time.Second).String(), "error", err.Error())
-	reportFailure(ctx, s.Recorder, s.Tracker, s.Metrics, live, bootimage.CloudLookupFailed(d, err), in.version, cloud.FailureKey(err))
+	reportFailure(ctx, s.Recorder, s.Tracker, s.Metrics, live, bootimage.CloudLookupFailed(d, err), in.Version, cloud.FailureKey(err))
 	if !remembered {
 		retry = t.retryInterval
 	}
 	return ctrl.Result{RequeueAfter: max(min(retry, t.retryInterval), time.Millisecond)}, nil
 }
 
-// update writes the upgraded user-data stub, if any, over the Secret read decided on, then patch,
+// Update writes the upgraded user-data stub, if any, over the Secret read decided on, then patch,
 // the boot image, each with optimistic locking; a conflict is returned so the object is decided
 // again on fresh data.
-func (s bootImages) update(ctx context.Context, live client.Object, read *bootimage.UserData, d bootimage.Decision, next bootimage.Attempts, patch []byte) error {
+func (s BootImages) Update(ctx context.Context, live client.Object, read *bootimage.UserData, d bootimage.Decision, next bootimage.Attempts, patch []byte) error {
 	key := client.ObjectKeyFromObject(live)
 	if d.UserData != nil {
 		if read == nil {
@@ -184,9 +198,14 @@ func (s bootImages) update(ctx context.Context, live client.Object, read *bootim
 	return nil
 }
 
-// whileGatesUnknown has a decision taken without the feature gates taken again soon (GatesRetry).
-func (s bootImages) whileGatesUnknown(in loadedInputs, res ctrl.Result) ctrl.Result {
-	if in.cluster.GatesError != nil && (res.RequeueAfter == 0 || res.RequeueAfter > GatesRetry) {
+// GatesRetry is how soon a reconcile that found the feature gates unknown looks again: a reader
+// other than FeatureGate/cluster (library-go's accessor, the MCO's handler) becomes ready without
+// any event this operator watches.
+const GatesRetry = 10 * time.Second
+
+// WhileGatesUnknown has a decision taken without the feature gates taken again soon (GatesRetry).
+func (s BootImages) WhileGatesUnknown(in LoadedInputs, res ctrl.Result) ctrl.Result {
+	if in.Cluster.GatesError != nil && (res.RequeueAfter == 0 || res.RequeueAfter > GatesRetry) {
 		res.RequeueAfter = GatesRetry
 	}
 	return res
@@ -203,9 +222,9 @@ func resourceOf(kind string) string {
 	return "controlplanemachinesets"
 }
 
-// forbidden turns a write refused for want of an RBAC rule into a Warning Event on live naming the
+// Forbidden turns a write refused for want of an RBAC rule into a Warning Event on live naming the
 // rule, and a look again after status.ForbiddenRetry; other errors are returned as they are.
-func (s bootImages) forbidden(ctx context.Context, live client.Object, err error) (ctrl.Result, error) {
+func (s BootImages) Forbidden(ctx context.Context, live client.Object, err error) (ctrl.Result, error) {
 	f := status.AsForbidden(err)
 	if f == nil {
 		return ctrl.Result{}, err
@@ -215,8 +234,8 @@ func (s bootImages) forbidden(ctx context.Context, live client.Object, err error
 	return ctrl.Result{RequeueAfter: status.ForbiddenRetry}, nil
 }
 
-// done reports d and says when to look again (see lasting).
-func (s bootImages) done(ctx context.Context, live client.Object, d bootimage.Decision, inputs string) ctrl.Result {
+// Done reports d and says when to look again (see lasting).
+func (s BootImages) Done(ctx context.Context, live client.Object, d bootimage.Decision, inputs string) ctrl.Result {
 	d, recheck := s.lasting(ctx, timings(ctx), d.Kind, client.ObjectKeyFromObject(live), d)
 	report(ctx, s.Recorder, s.Tracker, s.Metrics, live, d, inputs)
 	s.Metrics.markReconciled(s.Clock.Now())
@@ -229,7 +248,7 @@ func (s bootImages) done(ctx context.Context, live client.Object, d bootimage.De
 // recheck interval. A clock this process has not started yet starts where the cluster's Events
 // say the decision was first taken (kube.FirstSaid), as bootimagectl plan reads it, so a restart
 // neither restarts the grace period nor disagrees with the plan.
-func (s bootImages) lasting(ctx context.Context, t cloudTimings, kind string, key types.NamespacedName, d bootimage.Decision) (bootimage.Decision, time.Duration) {
+func (s BootImages) lasting(ctx context.Context, t cloudTimings, kind string, key types.NamespacedName, d bootimage.Decision) (bootimage.Decision, time.Duration) {
 	memory := s.Tracker.Memory(kind, key)
 	if d.Action == bootimage.Skip && d.Reason == bootimage.ReasonTargetImageUnavailable && memory.unavailable != d.Target {
 		if since, err := kube.FirstSaid(ctx, s.Reader, d); err == nil && !since.IsZero() && since.Before(s.Clock.Now()) {
@@ -252,7 +271,8 @@ func (s bootImages) lasting(ctx context.Context, t cloudTimings, kind string, ke
 	return bootimage.TargetUnavailableTooLong(d, t.errorGrace), t.retryInterval
 }
 
-func orZero(r *ctrl.Result) ctrl.Result {
+// OrZero is the result r points at; none (done, no requeue) when r is nil.
+func OrZero(r *ctrl.Result) ctrl.Result {
 	if r == nil {
 		return ctrl.Result{}
 	}

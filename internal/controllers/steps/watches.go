@@ -1,4 +1,4 @@
-package controllers
+package steps
 
 import (
 	"context"
@@ -36,11 +36,11 @@ var credentialsSecrets = func() map[string]bool {
 	return secrets
 }()
 
-// watchClusterInputs adds the cluster-wide inputs of a decision to b. A change is mapped by all
+// WatchClusterInputs adds the cluster-wide inputs of a decision to b. A change is mapped by all
 // (every object of the reconciler) only when it changes what a decision reads, so that unrelated
 // writes (status of other fields, resyncs, other Secrets) do not re-decide a thousand objects.
 // namespace holds the coreos-bootimages ConfigMap; byUserData maps a user-data Secret to the objects that name it.
-func watchClusterInputs(b *builder.TypedBuilder[reconcile.Request], namespace string, allObjects, byUserData handler.MapFunc) *builder.TypedBuilder[reconcile.Request] {
+func WatchClusterInputs(b *builder.TypedBuilder[reconcile.Request], namespace string, allObjects, byUserData handler.MapFunc) *builder.TypedBuilder[reconcile.Request] {
 	all := handler.EnqueueRequestsFromMapFunc(allObjects)
 	secrets := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		if credentialsSecrets[o.GetName()] {
@@ -49,12 +49,12 @@ func watchClusterInputs(b *builder.TypedBuilder[reconcile.Request], namespace st
 		return byUserData(ctx, o)
 	})
 	return b.
-		Watches(&operatorv1.MachineConfiguration{}, all, builder.WithPredicates(named("", kube.MachineConfigurationName), selectionChanged())).
-		Watches(&configv1.Infrastructure{}, all, builder.WithPredicates(changed(func(o, n *configv1.Infrastructure) bool { return equality.Semantic.DeepEqual(o.Status, n.Status) }))).
-		Watches(&configv1.FeatureGate{}, all, builder.WithPredicates(changed(func(o, n *configv1.FeatureGate) bool { return equality.Semantic.DeepEqual(o.Status, n.Status) }))).
-		Watches(&configv1.ClusterVersion{}, all, builder.WithPredicates(clusterVersionChanged())).
-		Watches(&corev1.ConfigMap{}, all, builder.WithPredicates(named(namespace, kube.BootImagesConfigMapName), changed(func(o, n *corev1.ConfigMap) bool { return equality.Semantic.DeepEqual(o.Data, n.Data) }))).
-		Watches(&corev1.Secret{}, secrets, builder.WithPredicates(inNamespace(kube.MachineAPINamespace), changed(func(o, n *corev1.Secret) bool { return equality.Semantic.DeepEqual(o.Data, n.Data) })))
+		Watches(&operatorv1.MachineConfiguration{}, all, builder.WithPredicates(Named("", kube.MachineConfigurationName), selectionChanged())).
+		Watches(&configv1.Infrastructure{}, all, builder.WithPredicates(Changed(func(o, n *configv1.Infrastructure) bool { return equality.Semantic.DeepEqual(o.Status, n.Status) }))).
+		Watches(&configv1.FeatureGate{}, all, builder.WithPredicates(Changed(func(o, n *configv1.FeatureGate) bool { return equality.Semantic.DeepEqual(o.Status, n.Status) }))).
+		Watches(&configv1.ClusterVersion{}, all, builder.WithPredicates(ClusterVersionChanged())).
+		Watches(&corev1.ConfigMap{}, all, builder.WithPredicates(Named(namespace, kube.BootImagesConfigMapName), Changed(func(o, n *corev1.ConfigMap) bool { return equality.Semantic.DeepEqual(o.Data, n.Data) }))).
+		Watches(&corev1.Secret{}, secrets, builder.WithPredicates(InNamespace(kube.MachineAPINamespace), Changed(func(o, n *corev1.Secret) bool { return equality.Semantic.DeepEqual(o.Data, n.Data) })))
 }
 
 // The kinds that choose the OS stream of an unlabelled object, watched where the API serves them
@@ -66,35 +66,37 @@ var (
 	osImageStreams = crdgate.Optional{GroupVersion: mcfgv1.GroupVersion, Resource: "osimagestreams", Kind: "OSImageStream"}
 )
 
-// watchOSStreams adds to b what chooses the OS stream of an unlabelled object, mapped by all: a
+// WatchOSStreams adds to b what chooses the OS stream of an unlabelled object, mapped by all: a
 // MachineConfigPool's spec.osImageStream and OSImageStream cluster's default stream, each while
 // the API serves it.
-func watchOSStreams(b *builder.TypedBuilder[reconcile.Request], mgr ctrl.Manager, allObjects handler.MapFunc) *builder.TypedBuilder[reconcile.Request] {
+func WatchOSStreams(b *builder.TypedBuilder[reconcile.Request], mgr ctrl.Manager, allObjects handler.MapFunc) *builder.TypedBuilder[reconcile.Request] {
 	all := handler.EnqueueRequestsFromMapFunc(allObjects)
 	if crdgate.Watch(mgr, machineConfigPools) {
-		b = b.Watches(&mcfgv1.MachineConfigPool{}, all, builder.WithPredicates(changed(func(o, n *mcfgv1.MachineConfigPool) bool {
+		b = b.Watches(&mcfgv1.MachineConfigPool{}, all, builder.WithPredicates(Changed(func(o, n *mcfgv1.MachineConfigPool) bool {
 			return o.Spec.OSImageStream == n.Spec.OSImageStream
 		})))
 	}
 	if !crdgate.Watch(mgr, osImageStreams) {
 		return b
 	}
-	return b.Watches(&mcfgv1.OSImageStream{}, all, builder.WithPredicates(named("", kube.OSImageStreamName), changed(func(o, n *mcfgv1.OSImageStream) bool {
+	return b.Watches(&mcfgv1.OSImageStream{}, all, builder.WithPredicates(Named("", kube.OSImageStreamName), Changed(func(o, n *mcfgv1.OSImageStream) bool {
 		return o.Status.DefaultStream == n.Status.DefaultStream
 	})))
 }
 
-func inNamespace(ns string) predicate.Predicate {
+// InNamespace passes the objects of namespace ns.
+func InNamespace(ns string) predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == ns })
 }
 
-func named(ns, name string) predicate.Predicate {
+// Named passes the one object ns/name (ns empty for a cluster-scoped one).
+func Named(ns, name string) predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == ns && o.GetName() == name })
 }
 
-// changed passes creates and deletes, and updates for which same reports a difference in what
+// Changed passes creates and deletes, and updates for which same reports a difference in what
 // decisions read.
-func changed[T client.Object](same func(old, cur T) bool) predicate.Predicate {
+func Changed[T client.Object](same func(old, cur T) bool) predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		old, okOld := e.ObjectOld.(T)
 		cur, okNew := e.ObjectNew.(T)
@@ -105,16 +107,16 @@ func changed[T client.Object](same func(old, cur T) bool) predicate.Predicate {
 // selectionChanged passes MachineConfiguration updates that change what is selected, or that
 // make its status current (decisions wait for that), not the conditions written on it.
 func selectionChanged() predicate.Predicate {
-	return changed(func(o, n *operatorv1.MachineConfiguration) bool {
+	return Changed(func(o, n *operatorv1.MachineConfiguration) bool {
 		return o.Status.ObservedGeneration == n.Status.ObservedGeneration &&
 			equality.Semantic.DeepEqual(o.Status.ManagedBootImagesStatus, n.Status.ManagedBootImagesStatus)
 	})
 }
 
-// clusterVersionChanged passes ClusterVersion updates of what decisions read: the history (is the
+// ClusterVersionChanged passes ClusterVersion updates of what decisions read: the history (is the
 // cluster updating, what was installed) and the desired release (its architecture).
-func clusterVersionChanged() predicate.Predicate {
-	return changed(func(o, n *configv1.ClusterVersion) bool {
+func ClusterVersionChanged() predicate.Predicate {
+	return Changed(func(o, n *configv1.ClusterVersion) bool {
 		return equality.Semantic.DeepEqual(o.Status.History, n.Status.History) && equality.Semantic.DeepEqual(o.Status.Desired, n.Status.Desired)
 	})
 }
