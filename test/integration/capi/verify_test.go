@@ -1,6 +1,7 @@
 package capi_test
 
 import (
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -338,7 +339,7 @@ spec:
 		owner.SetLabels(map[string]string{bootimage.CanaryLabel: "true"})
 		Expect(c.Create(ctx, owner)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(c.Delete(ctx, owner))).To(Succeed()) })
-		Eventually(refOf(owner)).ShouldNot(Equal(name + "-0a1b2c3d"))
+		Eventually(refOf(owner)).ShouldNot(Equal(name+"-0a1b2c3d"), func() string { return "its Events: " + strings.Join(eventsOf(name)(), "; ") })
 		return owner, refOf(owner)()
 	}
 	// settledMachineDeployment creates MachineDeployment name on template, its rollout done.
