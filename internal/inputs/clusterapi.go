@@ -22,6 +22,9 @@ type ClusterAPI struct {
 	// kind of a template reference.
 	Reader client.Reader
 	Mapper apimeta.RESTMapper
+	// Live, when set, is asked for a template the Reader does not have: a template created with
+	// its owner may reach the cache after the owner's event, and is not missing then.
+	Live client.Reader
 	// MachineAPI reads the Machine API twins of MachineSets; nil when the Machine API is not
 	// served, so there are none.
 	MachineAPI client.Reader
@@ -69,6 +72,11 @@ func (c ClusterAPI) Read(ctx context.Context, owner *unstructured.Unstructured) 
 	var err error
 	if in.Template, err = capi.Template(ctx, c.Mapper, c.Reader, owner); err != nil {
 		return in, err
+	}
+	if in.Template == nil && c.Live != nil {
+		if in.Template, err = capi.Template(ctx, c.Mapper, c.Live, owner); err != nil {
+			return in, err
+		}
 	}
 	if in.Twin, err = c.twin(ctx, owner); err != nil {
 		return in, err

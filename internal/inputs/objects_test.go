@@ -3,6 +3,7 @@ package inputs_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -248,5 +249,28 @@ func TestLoaderOnObjectsAsOnAClient(t *testing.T) {
 	got, err := inputs.Loader{Reader: newObjects(t, objs()...)}.UserData(ctx, []byte(`{"userDataSecret":{"name":"worker-user-data"}}`))
 	if err != nil || got == nil || !got.Found || len(got.Data) == 0 {
 		t.Errorf("UserData of a Secret given: %+v, %v", got, err)
+	}
+}
+
+// A template created with its owner may not be in the cache when the owner's event comes: the
+// server says whether it is missing.
+func TestClusterAPIReadAsksTheServerForATemplateTheCacheLacks(t *testing.T) {
+	ctx := context.Background()
+	owner := fixtures.ClusterAPIOwner(bootimage.KindMachineSet, "capi", "t-1")
+	cache := newObjects(t, template("infrastructure.cluster.x-k8s.io/v1beta2", "t-0"), owner)
+	server := newObjects(t, template("infrastructure.cluster.x-k8s.io/v1beta2", "t-1"), owner)
+
+	read, err := inputs.ClusterAPI{Reader: cache, Mapper: server.RESTMapper(), Live: server}.Read(ctx, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read.Template == nil || read.Template.GetName() != "t-1" || read.Object.Problem != "" {
+		t.Fatalf("template %v, problem %q: want t-1 from the server", read.Template, read.Object.Problem)
+	}
+
+	missing := fixtures.ClusterAPIOwner(bootimage.KindMachineSet, "gone", "t-2")
+	read, err = inputs.ClusterAPI{Reader: cache, Mapper: server.RESTMapper(), Live: server}.Read(ctx, missing)
+	if err != nil || read.Template != nil || !strings.Contains(read.Object.Problem, "not found") {
+		t.Fatalf("template %v, problem %q, err %v: want not found, as the server says", read.Template, read.Object.Problem, err)
 	}
 }

@@ -220,11 +220,12 @@ func (r *ClusterAPIReconciler) updateTemplate(ctx context.Context, owner, templa
 }
 
 // clusterAPI reads what the decision of one of r's objects needs besides the cluster, with the
-// loader bootimagectl plan reads them with: the template from the Cluster API cache, the Machine
+// loader bootimagectl plan reads them with: the template from the Cluster API cache (from the
+// server when the cache does not have it yet, rather than call it missing), the Machine
 // API twin (a MachineSet's, while the Machine API is served: a cached read would otherwise wait
 // for an informer that never syncs) and, for the pause, its Cluster.
 func (r *ClusterAPIReconciler) clusterAPI() inputs.ClusterAPI {
-	c := inputs.ClusterAPI{Reader: r.CAPI, Mapper: r.Client.RESTMapper(), Pause: true}
+	c := inputs.ClusterAPI{Reader: r.CAPI, Mapper: r.Client.RESTMapper(), Live: r.Reader, Pause: true}
 	if r.Kind == bootimage.KindMachineSet && !r.MachineAPI.Waiting(bootimage.KindMachineSet) {
 		c.MachineAPI = r.Client
 	}

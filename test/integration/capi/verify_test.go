@@ -89,7 +89,7 @@ var _ = Describe("Boot image verification of Cluster API MachineSets and Machine
 		GinkgoHelper()
 		owner := fixtures.ClusterAPIOwner("MachineSet", name, installed)
 		Expect(c.Create(ctx, owner)).To(Succeed())
-		Eventually(refOf(owner)).ShouldNot(Equal(installed))
+		Eventually(refOf(owner)).ShouldNot(Equal(installed), func() string { return "its Events: " + strings.Join(eventsOf(name)(), "; ") })
 		copied := refOf(owner)()
 		Expect(historyOf(owner)()).To(ConsistOf(And(
 			HaveField("From", fixtures.OldAWSAMI), HaveField("To", fixtures.NewAWSAMIUSEast1), HaveField("By", bootimage.ByOperator),
