@@ -114,7 +114,10 @@ var _ = Describe("AWS regions the stream lacks: the installer's AMI copy, made a
 		for _, name := range names {
 			Eventually(amiOf(name)).Should(Equal(made.ImageID))
 			Expect(providerSpec(name)["ami"]).To(Equal(map[string]any{"id": made.ImageID}), "the installer's filter gives way to the id")
-			Expect(writes.Of(client.ObjectKey{Namespace: fixtures.MachineAPINamespace, Name: name})).To(HaveLen(1), "one patch, to the available copy")
+			// The watch may report the patch after the read above: wait for it, and for any after it.
+			seen, err := writes.Barrier(ctx, k8s, &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: fixtures.MachineAPINamespace, Name: name}})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(seen).To(HaveLen(1), "one patch, to the available copy")
 		}
 		Expect(ec2.CopyCalls.Load()).To(BeEquivalentTo(1), "one CopyImage for every object")
 		Expect(amiOf("custom")()).To(Equal(fixtures.CustomAMI))
