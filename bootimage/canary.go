@@ -67,9 +67,9 @@ func canaryFailure(c Change) string {
 // IsCanary reports whether obj is a canary.
 func (o Object) IsCanary() bool { return o.Labels[CanaryLabel] == "true" }
 
-// AwaitCanary returns d as the Skip WaitingForCanary when d updates a non-canary object to a
+// awaitCanary returns d as the Skip WaitingForCanary when d updates a non-canary object to a
 // target a canary has and no canary machine has booted yet; d otherwise.
-func AwaitCanary(d Decision, obj Object, canaries Canaries) Decision {
+func awaitCanary(d Decision, obj Object, canaries Canaries) Decision {
 	if d.Action != Update || obj.IsCanary() {
 		return d
 	}

@@ -72,7 +72,7 @@ func Decide(ctx context.Context, cluster Cluster, obj Object) (Decision, error) 
 		return d, err
 	}
 	d = updateChecks(d, obj, obj.selectionKey(cluster.Effective))
-	d = AwaitCanary(Held(d, obj), obj, cluster.Canaries)
+	d = awaitCanary(held(d, obj), obj, cluster.Canaries)
 	if d.Action == Update && obj.RollingOut {
 		d.ProviderSpecPatch = nil
 		return d.With(Skip, ReasonMachineDeploymentRollingOut, "MachineDeployment %s is still rolling out (status.observedGeneration behind metadata.generation, or condition RollingOut True): its boot image is updated once the rollout ends, not in the middle of it", obj.Name), nil

@@ -7,3 +7,8 @@ var Selected = isSelected
 var SkewViolation = skewViolation
 
 var UserDataPool = userDataPool
+
+var AwaitCanary = awaitCanary
+var Held = held
+
+const DefaultVerificationDeadline = defaultVerificationDeadline

@@ -50,10 +50,10 @@ const (
 // at a glance, small enough to stay far below the annotations' size limit.
 const HistoryLength = 5
 
-// DefaultVerificationDeadline is how long a new machine may take to become a node before it is
+// defaultVerificationDeadline is how long a new machine may take to become a node before it is
 // evidence against its image: twice the Machine API's default MachineHealthCheck node startup
 // timeout, as a vSphere clone or a large instance takes longer than a health check allows.
-const DefaultVerificationDeadline = 20 * time.Minute
+const defaultVerificationDeadline = 20 * time.Minute
 
 // Change is one boot image write: from the image it replaced to the one it wrote, when and by
 // whom, with the patch that undoes it and, once known, what the machines said of it.
@@ -192,10 +192,10 @@ func ClearCommand(d Decision) string {
 	return fmt.Sprintf("oc annotate %s.%s/%s -n %s %s-", strings.ToLower(d.Kind), group, d.Name, d.Namespace, HoldAnnotation)
 }
 
-// Held returns d as the Skip BootImageHeld when d updates to the target obj holds, and d
+// held returns d as the Skip BootImageHeld when d updates to the target obj holds, and d
 // otherwise; a hold of another target no longer applies (the stream moved past it) and is
 // cleared by the update's patch (HoldCleared).
-func Held(d Decision, obj Object) Decision {
+func held(d Decision, obj Object) Decision {
 	hold, ok, err := HoldOf(obj.Annotations)
 	if err != nil {
 		d.ProviderSpecPatch, d.UserData, d.Prepare = nil, nil, nil
@@ -227,7 +227,7 @@ type Verification struct {
 // VerificationOf reads MachineConfiguration/cluster's annotations; a value it does not know is
 // an error naming the annotation, and verification stays on at its defaults.
 func VerificationOf(annotations map[string]string) (Verification, error) {
-	v := Verification{Enabled: true, Deadline: DefaultVerificationDeadline}
+	v := Verification{Enabled: true, Deadline: defaultVerificationDeadline}
 	switch mode := annotations[VerificationAnnotation]; mode {
 	case "", "Enabled":
 	case "Disabled":
