@@ -263,8 +263,10 @@ func (w *wiring) addClusterAPI(bootImages steps.BootImages) error {
 		return err == nil && g.Enabled(featuregates.ManagedBootImagesAWSCAPI) && w.access.Allowed(ctx)
 	}
 	copies := &capireconciler.TemplateCollector{Reader: w.capiClient, Writer: w.mgr.GetClient(), Mapper: w.mgr.GetRESTMapper(), Clock: w.deps.Clock}
+	signal := &capireconciler.CanarySignal{}
 	for _, kind := range []struct{ kind, resource string }{{bootimage.KindMachineSet, "machinesets"}, {bootimage.KindMachineDeployment, "machinedeployments"}} {
-		r := &capireconciler.ClusterAPIReconciler{BootImages: bootImages, Kind: kind.kind, MachineAPI: w.machineAPI, Cache: w.capiCache, CAPI: w.capiClient, Copies: copies}
+		r := &capireconciler.ClusterAPIReconciler{BootImages: bootImages, Kind: kind.kind, MachineAPI: w.machineAPI, Cache: w.capiCache, CAPI: w.capiClient, Copies: copies,
+			ClusterAPI: w.clusterAPI, Signal: signal}
 		c := crdgate.Controller{GroupVersion: clusterapi.GroupVersion, Resource: kind.resource, Kind: capireconciler.ClusterAPIKind(kind.kind), Setup: register(r), Ready: ready,
 			// Its informer goes with it: one that never synced would be read again.
 			Stopped: func(ctx context.Context, _ bool) { _ = w.capiCache.RemoveInformer(ctx, r.NewObject()) }}

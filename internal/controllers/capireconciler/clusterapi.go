@@ -65,6 +65,10 @@ type ClusterAPIReconciler struct {
 	CAPI  client.Client
 	// Copies collects the template copies nothing uses any more.
 	Copies *TemplateCollector
+	// ClusterAPI runs the Cluster API controllers, and Signal passes canary changes between them
+	// (both shared by the controllers of every kind).
+	ClusterAPI *crdgate.Gate
+	Signal     *CanarySignal
 }
 
 // NewObject returns an empty object of r's kind, for reads.
@@ -257,7 +261,7 @@ func (r *ClusterAPIReconciler) Register(ctx context.Context, mgr ctrl.Manager) e
 	if err != nil {
 		return err
 	}
-	b = r.watchCanaries(b, capi, mgr, all)
+	b = r.watchCanaries(b, capi, all)
 	if r.Kind == bootimage.KindMachineSet {
 		// One sweep of the namespace is enough.
 		b = b.WatchesRawSource(source.Func(sweeps))
