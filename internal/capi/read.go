@@ -20,6 +20,16 @@ func Template(ctx context.Context, mapper apimeta.RESTMapper, r client.Reader, o
 	if err != nil {
 		return nil, nil
 	}
+	return TemplateNamed(ctx, mapper, r, owner, ref.Name)
+}
+
+// TemplateNamed reads, through r, the template name of the kind owner's reference names; nil when
+// that kind is not served or the template is not found, an error when the reference is unreadable.
+func TemplateNamed(ctx context.Context, mapper apimeta.RESTMapper, r client.Reader, owner *unstructured.Unstructured, name string) (*unstructured.Unstructured, error) {
+	ref, err := clusterapi.InfrastructureRef(owner)
+	if err != nil {
+		return nil, err
+	}
 	mapping, err := mapper.RESTMapping(schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind})
 	if apimeta.IsNoMatchError(err) {
 		return nil, nil
@@ -29,7 +39,7 @@ func Template(ctx context.Context, mapper apimeta.RESTMapper, r client.Reader, o
 	}
 	t := &unstructured.Unstructured{}
 	t.SetGroupVersionKind(mapping.GroupVersionKind)
-	err = r.Get(ctx, client.ObjectKey{Namespace: owner.GetNamespace(), Name: ref.Name}, t)
+	err = r.Get(ctx, client.ObjectKey{Namespace: owner.GetNamespace(), Name: name}, t)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

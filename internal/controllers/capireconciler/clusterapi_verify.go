@@ -8,7 +8,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
 	"github.com/bootimage-operator/bootimage-operator/bootimage/clusterapi"
+	"github.com/bootimage-operator/bootimage-operator/internal/capi"
 	"github.com/bootimage-operator/bootimage-operator/internal/controllers/steps"
 )
 
@@ -67,24 +67,8 @@ func (r *ClusterAPIReconciler) verifyMove(ctx context.Context, in steps.LoadedIn
 // templateGone reports whether the template name, of the kind owner names, is not found in the
 // Cluster API cache (deleted by someone since the change).
 func (r *ClusterAPIReconciler) templateGone(ctx context.Context, owner *unstructured.Unstructured, name string) (bool, error) {
-	ref, err := clusterapi.InfrastructureRef(owner)
-	if err != nil {
-		return false, err
-	}
-	mapping, err := r.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind})
-	if apimeta.IsNoMatchError(err) {
-		return true, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	t := &unstructured.Unstructured{}
-	t.SetGroupVersionKind(mapping.GroupVersionKind)
-	err = r.CAPI.Get(ctx, client.ObjectKey{Namespace: owner.GetNamespace(), Name: name}, t)
-	if apierrors.IsNotFound(err) {
-		return true, nil
-	}
-	return false, err
+	t, err := capi.TemplateNamed(ctx, r.Client.RESTMapper(), r.CAPI, owner, name)
+	return t == nil && err == nil, err
 }
 
 // machinesOf reads, from the Cluster API cache, owner's Machines and their infrastructure
