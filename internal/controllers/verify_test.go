@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"strconv"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
@@ -163,6 +165,31 @@ var _ = Describe("Boot image verification", func() {
 		Expect(gcpImageOf("worker-d")()).To(Equal(custom))
 		Expect(history("worker-d")()).To(ConsistOf(And(HaveField("Outcome", bootimage.Failed), HaveField("Machine", "worker-d-1"))))
 		Expect(getMachineSet("worker-d").Annotations).NotTo(HaveKey(bootimage.HoldAnnotation))
+	})
+
+	It("fails the image when a new machine is no node within the deadline while one on the previous image became one", func() {
+		clk := clocktesting.NewFakeClock(time.Now())
+		Expect(fixtures.Create(ctx, k8s, fixtures.MachineSet("worker-e", fixtures.GCPProviderSpec(fixtures.OldGCPImage)))).To(Succeed())
+		mgr = startOperator(embedding.Options{Images: staticImages, Clock: clk})
+		updated("worker-e")
+		phase := "Provisioned"
+		newMachine("worker-e-1", "worker-e", machinev1beta1.MachineStatus{Phase: &phase})
+		previous := fixtures.Machine("worker-e-0", "worker-e", fixtures.GCPProviderSpec(fixtures.OldGCPImage))
+		Expect(k8s.Create(ctx, previous)).To(Succeed())
+		previous.Status = joined("node-e-0")
+		Expect(k8s.Status().Update(ctx, previous)).To(Succeed())
+		before, err := testenv.Reconciles("machineset")
+		Expect(err).NotTo(HaveOccurred())
+		resync()
+		Eventually(func() (float64, error) { return testenv.Reconciles("machineset") }).Should(BeNumerically(">", before))
+		Expect(gcpImageOf("worker-e")()).To(Equal(fixtures.NewGCPImage), "within the deadline: still pending")
+
+		clk.Step(21 * time.Minute)
+		resync()
+		Eventually(gcpImageOf("worker-e")).Should(Equal(fixtures.OldGCPImage))
+		Expect(history("worker-e")()[0]).To(And(HaveField("Outcome", bootimage.Failed), HaveField("Machine", "worker-e-1"),
+			HaveField("Error", "did not become a node within 20m0s of its creation, while a machine on "+fixtures.OldGCPImage+" did")))
+		Expect(getMachineSet("worker-e").Annotations).To(HaveKey(bootimage.HoldAnnotation))
 	})
 
 	It("updates a canary first, and the rest once a canary machine has booted the image", func() {

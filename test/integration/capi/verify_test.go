@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootimage-operator/bootimage-operator/bootimage"
@@ -44,12 +46,14 @@ var _ = Describe("Boot image verification of Cluster API MachineSets and Machine
 	// copyGrace is the grace of unused copies, the period of the sweep and how soon an owner
 	// whose copies are kept is taken again.
 	copyGrace := 2 * time.Second
+	// clk is the operator's clock; nil for the real one.
+	var clk clock.PassiveClock
 	start := func() {
 		GinkgoHelper()
 		var err error
 		metrics = prometheus.NewRegistry()
 		hooks := seams.Hooks{CRDPollInterval: 100 * time.Millisecond, TemplateGCGrace: copyGrace}
-		mgr, err = own.StartOperatorWithHooks(hooks, controllers.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: (&awscloud.Static{AMIs: fixtures.AWSImages()}).Clouds(), Metrics: metrics})
+		mgr, err = own.StartOperatorWithHooks(hooks, controllers.Options{ReleaseVersion: fixtures.ReleaseVersion, Images: (&awscloud.Static{AMIs: fixtures.AWSImages()}).Clouds(), Metrics: metrics, Clock: clk})
 		Expect(err).NotTo(HaveOccurred())
 	}
 	BeforeAll(func() {
@@ -291,6 +295,29 @@ spec:
 		Eventually(func() []string { return eventsIn(c, "MachineDeployment", "v-md") }).Should(ContainElement(
 			HavePrefix("BootImageRestored: Restored boot image " + fixtures.OldAWSAMI + " after machine v-md-1 failed on " + fixtures.NewAWSAMIUSEast1)))
 		Expect(getIn(md).GetAnnotations()).To(HaveKey(bootimage.HoldAnnotation))
+	})
+
+	It("restores the previous template when a new machine is no node within the deadline while one on the previous template became one", func() {
+		fake := clocktesting.NewFakeClock(time.Now())
+		Expect(mgr.Stop()).To(Succeed())
+		clk = fake
+		start()
+		DeferCleanup(func() {
+			Expect(mgr.Stop()).To(Succeed())
+			clk = nil
+			start()
+		})
+		owner, copied := updated("v-late", installed("v-late-0a1b2c3d"))
+		newMachine("v-late-1", "v-late", copied, map[string]any{"phase": "Provisioned"}, nil)
+		newMachine("v-late-0", "v-late", "v-late-0a1b2c3d", joined("ip-10-0-3-1.ec2.internal"), nil)
+		Expect(quiet(owner)).To(BeEmpty(), "within the deadline: still pending")
+
+		fake.Step(21 * time.Minute)
+		Expect(testenv.Resync(ctx, c)).To(Succeed())
+		Eventually(refOf(owner)).Should(Equal("v-late-0a1b2c3d"))
+		Expect(historyOf(owner)()[0]).To(And(HaveField("Outcome", bootimage.Failed), HaveField("Machine", "v-late-1"),
+			HaveField("Error", "did not become a node within 20m0s of its creation, while a machine on "+fixtures.OldAWSAMI+" did")))
+		Expect(getIn(owner).GetAnnotations()).To(HaveKey(bootimage.HoldAnnotation))
 	})
 
 	// failedUnrestored waits for owner's change to copied to be recorded Failed by machine, with the
