@@ -175,6 +175,16 @@ func (h Hold) PatchOp(annotations map[string]string) PatchOp {
 	return AnnotationPatchOp(annotations, HoldAnnotation, string(raw))
 }
 
+// RestorePatch is the JSON Patch, at resourceVersion, that undoes h's newest change: its Revert
+// operations (under prefix), the restore recorded after it in the history, by hold.By at
+// hold.At, and the hold of the target it undoes (hold's Target and Restored are that change's).
+func RestorePatch(prefix, resourceVersion string, annotations map[string]string, h History, hold Hold) ([]byte, error) {
+	c, _ := h.Newest()
+	hold.Target, hold.Restored = c.To, c.From
+	next := h.With(Change{From: c.To, To: c.From, At: hold.At, By: hold.By})
+	return Decision{ProviderSpecPatch: c.Revert}.JSONPatch(prefix, resourceVersion, next.PatchOp(annotations), hold.PatchOp(annotations))
+}
+
 // ClearHoldOp returns the operation that removes the hold annotation.
 func ClearHoldOp() PatchOp {
 	return PatchOp{Op: "remove", Path: "/metadata/annotations/" + escapePointer(HoldAnnotation)}

@@ -309,10 +309,7 @@ func restorePatch(ctx context.Context, c client.Client, m managedObject, now tim
 		return nil, "", fmt.Errorf("its boot image is %q, not %q which the newest change wrote: it was changed since, so undoing the change could undo that too", current, change.To)
 	}
 	what += fmt.Sprintf(" (undoes the change of %s by %s); holds %s", change.At.UTC().Format(time.RFC3339), change.By, change.To)
-	annotations := m.obj.GetAnnotations()
-	hold := bootimage.Hold{Target: change.To, Restored: change.From, By: bootimage.ByHand, At: now.UTC()}
-	h := m.History.With(bootimage.Change{From: change.To, To: change.From, At: now.UTC(), By: bootimage.ByHand})
 	// A Cluster API change's Revert is from the owner's root: its prefix is "".
-	patch, err := bootimage.Decision{ProviderSpecPatch: change.Revert}.JSONPatch(m.prefix, m.obj.GetResourceVersion(), h.PatchOp(annotations), hold.PatchOp(annotations))
+	patch, err := bootimage.RestorePatch(m.prefix, m.obj.GetResourceVersion(), m.obj.GetAnnotations(), m.History, bootimage.Hold{By: bootimage.ByHand, At: now.UTC()})
 	return patch, what, err
 }

@@ -25,17 +25,17 @@ func templateRestore(ctx context.Context, c client.Client, owner *unstructured.U
 	if ref.Name != change.Template.To {
 		return "", fmt.Errorf("it names template %s, not %s which the newest change moved it to: it was moved since, so undoing the change could undo that too", ref.Name, change.Template.To)
 	}
-	// The owner as the restore leaves it: the template it names then is the previous one.
-	restored := owner.DeepCopy()
-	if err := unstructured.SetNestedField(restored.Object, change.Template.From, "spec", "template", "spec", "infrastructureRef", "name"); err != nil {
-		return "", err
-	}
-	previous, err := capi.Template(ctx, c.RESTMapper(), c, restored)
+	previous, err := capi.TemplateNamed(ctx, c.RESTMapper(), c, owner, change.Template.From)
 	if err != nil {
 		return "", err
 	}
 	if previous == nil {
 		return "", fmt.Errorf("template %s %s/%s, which the newest change moved it from, is not found: a restore would point it at nothing", ref.Kind, owner.GetNamespace(), change.Template.From)
+	}
+	// The owner as the restore leaves it, naming the previous template, for that template's image.
+	restored := owner.DeepCopy()
+	if err := unstructured.SetNestedField(restored.Object, change.Template.From, "spec", "template", "spec", "infrastructureRef", "name"); err != nil {
+		return "", err
 	}
 	current, err := capi.Template(ctx, c.RESTMapper(), c, owner)
 	if err != nil {

@@ -139,9 +139,8 @@ func (s BootImages) restore(ctx context.Context, sub VerifySubject, h bootimage.
 		// Someone changed the image since: undoing the change would undo theirs too.
 		return s.recordFailure(ctx, sub, h.WithNewest(c), "Machine %s failed on boot image %s (%s), but the object now has %s, written by someone else: not restored", v.Machine, c.To, v.Error, current)
 	}
-	hold := bootimage.Hold{Target: c.To, Restored: c.From, Machine: v.Machine, Error: v.Error, By: bootimage.ByRestore, At: now}
-	next := h.WithNewest(c).With(bootimage.Change{From: c.To, To: c.From, At: now, By: bootimage.ByRestore})
-	patch, err := bootimage.Decision{ProviderSpecPatch: c.Revert}.JSONPatch(sub.prefix, sub.Live.GetResourceVersion(), next.PatchOp(sub.Obj.Annotations), hold.PatchOp(sub.Obj.Annotations))
+	hold := bootimage.Hold{Machine: v.Machine, Error: v.Error, By: bootimage.ByRestore, At: now}
+	patch, err := bootimage.RestorePatch(sub.prefix, sub.Live.GetResourceVersion(), sub.Obj.Annotations, h.WithNewest(c), hold)
 	if err != nil {
 		return err
 	}
